@@ -1,0 +1,46 @@
+# The two commands of the README. Both set up everything on a fresh machine.
+PYTHON ?= python3.11
+VENV := .venv
+ORACLE := .venv-oracle
+PY := $(VENV)/bin/python
+WORKDIR ?= work/demo
+
+.PHONY: demo test env oracle-env fixtures bench clean
+
+## make demo: build the demo corpus and walk claim-752 through every stage that exists.
+demo: $(VENV)/.installed
+	$(VENV)/bin/claimtrace demo --workdir $(WORKDIR)
+
+## make test: the whole test suite, with the 2024 reference environment beside it.
+test: $(VENV)/.installed-test $(ORACLE)/.installed
+	$(PY) -m pytest -q
+
+env: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-dev.lock
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.lock
+	touch $@
+
+## The 2024 reference environment (numpy 1.24, scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1).
+oracle-env: $(ORACLE)/.installed
+
+$(ORACLE)/.installed: oracle/requirements.txt
+	test -x $(ORACLE)/bin/python || $(PYTHON) -m venv $(ORACLE)
+	$(ORACLE)/bin/python -m pip install -q --disable-pip-version-check -r oracle/requirements.txt
+	touch $@
+
+## Regenerate the golden fixtures that the oracle produced.
+fixtures: $(ORACLE)/.installed $(VENV)/.installed
+	$(PY) scripts/make_fixtures.py
+
+bench: $(VENV)/.installed-test
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) $(ORACLE) work

@@ -1,0 +1,150 @@
+"""Stage 1, preprocess: the notebook's text preprocessing, exactly (notebook.md section 1).
+
+Two variants:
+
+* ``final`` (``keep_stopwords=False``): the function the notebook ended with. It makes the
+  claim tags, the tagging vectorizer's tokenizer, the retrieval vectorizer's tokenizer and the
+  classifier's input text.
+* ``keep_stopwords=True``: the older function that built the pickled corpus the tagging
+  vectorizer was fit on. Same steps, stopwords kept ("has" -> "ha" survives).
+
+Steps: contractions.fix (IndexError -> text unchanged); lowercase; every ASCII punctuation
+mark -> space; nltk word tokenizer; drop stopwords (final only) and non-alphabetic tokens;
+Porter stem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import contractions
+import nltk
+from nltk.stem import PorterStemmer
+from nltk.tokenize import word_tokenize
+
+from . import constants as C
+from .data import DataError, find_data_dir
+
+#: Quirk: only ASCII punctuation is replaced (string.punctuation); “ ” ’ … stay and the
+#: tokenizer separates them; "sentence.abc" becomes two words.
+_PUNCTUATION_TO_SPACE = str.maketrans({mark: " " for mark in string.punctuation})
+
+
+def expand_contractions(text: str) -> str:
+    """contractions.fix, as the notebook called it: on IndexError (the library fails on some
+    inputs) the text is kept unchanged."""
+    try:
+        return contractions.fix(text)
+    except IndexError:
+        return text
+
+
+def normalise(text: str) -> str:
+    """Steps 1-3: expand contractions, lowercase, ASCII punctuation to spaces."""
+    return expand_contractions(text).lower().translate(_PUNCTUATION_TO_SPACE)
+
+
+def tokenize(normalised: str) -> list[str]:
+    """Step 4: nltk's word tokenizer on the whole line.
+
+    ``nltk.word_tokenize`` first splits sentences with punkt, whose only sentence-ending marks
+    are ``.?!``; step 3 removed them all, so the split cannot happen and the whole line is one
+    sentence (tests/test_preprocess.py proves this property). ``preserve_line=True`` skips
+    punkt, whose trained model is data that nltk downloads and we do not need.
+    """
+    return word_tokenize(normalised, preserve_line=True)
+
+
+# --- Stopwords ------------------------------------------------------------------------------
+
+
+def _nltk_data_paths(data_dir: Path | None) -> list[str]:
+    paths = []
+    try:
+        root = find_data_dir(data_dir) if data_dir is None else Path(data_dir)
+        paths.append(str(root / C.NLTK_DATA_DIR))
+    except DataError:
+        pass
+    return paths + list(nltk.data.path)
+
+
+@lru_cache(maxsize=None)
+def _stopwords_from(search_paths: tuple[str, ...]) -> frozenset[str]:
+    try:
+        location = nltk.data.find("corpora/stopwords.zip/stopwords/english", paths=list(search_paths))
+    except LookupError:
+        try:
+            location = nltk.data.find("corpora/stopwords/english", paths=list(search_paths))
+        except LookupError:
+            raise DataError(
+                "NLTK's English stopword list was not found (looked for corpora/stopwords in "
+                f"{', '.join(search_paths)}). Put the 2024 stopwords.zip under "
+                f"<data>/{C.NLTK_DATA_DIR}/corpora/ (it is in ../shared/data), or run "
+                "python -m nltk.downloader stopwords on a machine with internet access"
+            ) from None
+    raw = location.open().read() if hasattr(location, "open") else Path(location).read_bytes()
+    words = raw.decode("utf-8").splitlines()
+    digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
+    if len(words) != C.STOPWORDS_COUNT or digest != C.STOPWORDS_SHA256:
+        raise DataError(
+            f"{location}: this is not the 2024 English stopword list ({len(words)} words, "
+            f"sha256 {digest}; expected {C.STOPWORDS_COUNT} words with sha256 "
+            f"{C.STOPWORDS_SHA256}). A different list changes every tag: use the 2024 stopwords.zip"
+        )
+    return frozenset(words)
+
+
+def stopwords(data_dir: Path | None = None) -> frozenset[str]:
+    """The 179 English stopwords nltk's data served in 2024, checked against a pinned digest."""
+    return _stopwords_from(tuple(_nltk_data_paths(data_dir)))
+
+
+# --- Stemming -------------------------------------------------------------------------------
+
+_STEMMER = PorterStemmer()  # NLTK_EXTENSIONS mode, as the notebook's default constructor
+
+
+@lru_cache(maxsize=1 << 20)
+def stem(word: str) -> str:
+    """Porter stem of one word (cached: the corpus repeats words millions of times)."""
+    return _STEMMER.stem(word)
+
+
+# --- The whole function ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preprocessed:
+    """What the notebook's function saw: tokenizer output, tokens kept, their stems."""
+
+    tokens: list[str]
+    kept: list[str]
+    stems: list[str]
+
+    def text(self) -> str:
+        """The stems joined with spaces, as the notebook stored them."""
+        return " ".join(self.stems)
+
+    def tags(self) -> str:
+        """A claim's tags: its stems sorted, duplicates kept, joined with spaces."""
+        return " ".join(sorted(self.stems))
+
+
+def preprocess(text: str, keep_stopwords: bool = False, data_dir: Path | None = None) -> Preprocessed:
+    """Run the notebook's preprocessing on one text (see the module docstring)."""
+    tokens = tokenize(normalise(text))
+    if keep_stopwords:
+        kept = [token for token in tokens if token.isalpha()]
+    else:
+        drop = stopwords(data_dir)
+        kept = [token for token in tokens if token not in drop and token.isalpha()]
+    return Preprocessed(tokens, kept, [stem(token) for token in kept])
+
+
+def stems(text: str, keep_stopwords: bool = False) -> list[str]:
+    """Just the stems of :func:`preprocess` (the tokenizer the vectorizers were given)."""
+    return preprocess(text, keep_stopwords).stems
