@@ -1,0 +1,49 @@
+"""Shared fixtures: the data folder, and the 2024 reference environment (the oracle).
+
+Oracle tests run scripts from ``oracle/`` under ``.venv-oracle`` (numpy 1.24.4,
+scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1: ``make oracle-env``), exchanging inputs and
+outputs through files. A missing oracle environment fails these tests loudly: it is never a
+silent skip.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from claimtrace.data import find_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+ORACLE_PYTHON = REPO / ".venv-oracle" / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return find_data_dir()
+
+
+def run_oracle(script: str, *args: str, stdin: str | None = None, timeout: float = 600) -> str:
+    """Run ``oracle/<script>`` in the 2024 environment; return its stdout."""
+    if not ORACLE_PYTHON.exists():
+        pytest.fail(f"{ORACLE_PYTHON} is missing: run `make oracle-env` (the README's test command does)")
+    done = subprocess.run(
+        [str(ORACLE_PYTHON), str(REPO / "oracle" / script), *args],
+        input=stdin, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"oracle/{script} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def oracle():
+    """``oracle(script, *args, stdin=None)`` -> stdout of the script under the 2024 environment."""
+    return run_oracle
+
+
+def run_oracle_json(script: str, *args: str, payload: object | None = None) -> object:
+    out = run_oracle(script, *args, stdin=None if payload is None else json.dumps(payload))
+    return json.loads(out)

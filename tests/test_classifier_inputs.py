@@ -1,0 +1,45 @@
+"""The classifier's vocabulary and training rows (notebook.md section 5)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from claimtrace import data
+from claimtrace.classifier.inputs import Vocabulary, row_text, rows, training_vocabulary
+from claimtrace.cli import main
+
+
+def test_vocabulary_has_5886_entries(data_dir):
+    vocab = training_vocabulary(data.load_claims("train", data_dir), data.gold_passages(data_dir))
+    assert len(vocab) == 5886
+    assert vocab.tokens[:8] == ["<unk>", "[CLS]", "[SEP]", "[PAD]", "scientif", "evid", "pollut", "higher"]
+
+
+def test_vocab_command_json(data_dir):
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "vocab", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["size"] == 5886 and len(payload["head"]) == 20
+
+
+def test_row_text_is_claim_then_passages():
+    # Digits go (isalpha), so "CO2" and a passage of "1855" leave nothing but a space.
+    assert row_text("Increased warming.", ["The oceans warmed.", "1855"]) == "increas warm ocean warm "
+
+
+def test_encoding_truncates_and_pads():
+    vocab = Vocabulary.fit(["a b c"])
+    ids = vocab.encode("a b zzz", max_len=8)
+    assert ids == [1, 4, 5, 0, 2, 3, 3, 3]
+    long = vocab.encode(" ".join(["a"] * 200))
+    assert len(long) == 128 and long[0] == 1 and long[-1] == 2 and long[1:127] == [4] * 126
+
+
+def test_rows_use_gold_passages_in_order(data_dir):
+    claims = data.load_claims("dev", data_dir)
+    gold = data.gold_passages(data_dir)
+    row = {r.claim_id: r for r in rows(claims, gold)}["claim-752"]
+    assert row.text.startswith("south australia expens electr world citat need south australia highest retail price electr countri")
+    assert row.label == "SUPPORTS"

@@ -1,0 +1,118 @@
+"""Preprocessing, exact to notebook.md section 1."""
+
+from __future__ import annotations
+
+import json
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nltk.tokenize import PunktSentenceTokenizer, NLTKWordTokenizer
+from nltk.tokenize.punkt import PunktLanguageVars
+
+from claimtrace import constants as C
+from claimtrace import data, preprocess as P
+from claimtrace.data import DataError
+from conftest import run_oracle
+
+
+def test_claim_752_tags():
+    result = P.preprocess("[South Australia] has the most expensive electricity in the world.")
+    assert result.tokens == "south australia has the most expensive electricity in the world".split()
+    assert result.kept == "south australia expensive electricity world".split()
+    assert result.stems == "south australia expens electr world".split()
+    assert result.tags() == "australia electr expens south world"
+
+
+def test_keep_stopwords_variant_example_line(data_dir):
+    gold = data.gold_passages(data_dir)
+    doc = "[South Australia] has the most expensive electricity in the world." + " " + gold["evidence-67732"]
+    assert P.preprocess(doc, keep_stopwords=True).text() == (
+        "south australia ha the most expens electr in the world citat need south australia ha "
+        "the highest retail price for electr in the countri"
+    )
+
+
+@pytest.mark.parametrize("text, tokens, stems", [
+    ("I cannot", ["i", "can", "not"], []),
+    ("gonna", ["going", "to"], ["go"]),  # contractions' slang list expands it first
+    ("gon na", ["gon", "na"], ["gon", "na"]),
+    ("“Zürich” said", ["“", "zürich", "”", "said"], ["zürich", "said"]),
+    ("in 1855 it was 40", ["in", "1855", "it", "was", "40"], []),
+    ("sentence.abc", ["sentence", "abc"], ["sentenc", "abc"]),
+    ("isn't", ["is", "not"], []),
+])
+def test_tokenizer_cases(text, tokens, stems):
+    result = P.preprocess(text)
+    assert result.tokens == tokens
+    assert result.stems == stems
+
+
+def test_contractions_index_error_keeps_text():
+    # contractions 0.1.73 raises IndexError when lower() changes the text's length ("İ").
+    import contractions
+
+    with pytest.raises(IndexError):
+        contractions.fix("İstanbul isn't")
+    assert P.expand_contractions("İstanbul isn't") == "İstanbul isn't"
+    assert P.preprocess("İstanbul isn't").tokens == ["i̇stanbul", "isn", "t"]
+
+
+def test_stems_of_stems():
+    assert P.stem("increased") == "increas"
+    assert P.stem(P.stem("increased")) == "increa"
+
+
+def test_stopwords_are_the_2024_list(data_dir):
+    words = P.stopwords(data_dir)
+    assert len(words) == 179 and "shan't" in words and "has" in words
+
+
+def test_changed_stopword_list_is_refused(tmp_path):
+    import zipfile
+
+    root = tmp_path / "nltk_data" / "corpora"
+    root.mkdir(parents=True)
+    with zipfile.ZipFile(root / "stopwords.zip", "w") as archive:
+        archive.writestr("stopwords/english", "a\nthe\n")
+    with pytest.raises(DataError, match="not the 2024 English stopword list"):
+        P._stopwords_from((str(tmp_path / "nltk_data"),))
+    with pytest.raises(DataError, match="was not found"):
+        P._stopwords_from((str(tmp_path / "empty"),))
+
+
+# After step 3 no '.', '?' or '!' is left, so punkt's sentence split (which only ever breaks
+# after one of its sentence-ending marks) cannot cut the line: tokenizing the whole line gives
+# the same tokens. An untrained punkt tokenizer proves it: training only decides *whether* a
+# candidate mark ends a sentence, never adds candidates.
+assert PunktLanguageVars.sent_end_chars == (".", "?", "!")
+
+_text = st.text(
+    alphabet=st.sampled_from(list(string.ascii_letters + string.punctuation + " \t\n'’“”…—–-0123456789éüİß")),
+    max_size=80,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text)
+def test_sentence_split_cannot_change_tokens(text):
+    normalised = P.normalise(text)
+    assert not set(".?!") & set(normalised)
+    sentences = PunktSentenceTokenizer().tokenize(normalised)
+    split_tokens = [t for s in sentences for t in NLTKWordTokenizer().tokenize(s)]
+    whole_line = P.tokenize(normalised)
+    assert whole_line == split_tokens
+    assert len(sentences) <= 1
+
+
+@pytest.mark.oracle
+def test_every_passage_and_claim_matches_the_notebook_calls(data_dir):
+    texts = list(data.demo_corpus(data_dir).values())
+    for split in ("train", "dev", "test"):
+        texts += [c.text for c in data.load_claims(split, data_dir).values()]
+    texts += ["İstanbul isn't", "I cannot", "gonna y'all'd've", "“Zürich” 1855 sentence.abc"]
+    expected = json.loads(run_oracle("preprocess_oracle.py", stdin=json.dumps(texts)))
+    ours = [[P.preprocess(t).stems, P.preprocess(t, keep_stopwords=True).stems] for t in texts]
+    mismatches = [t for t, a, b in zip(texts, ours, expected) if a != b]
+    assert not mismatches, mismatches[:5]
