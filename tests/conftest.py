@@ -47,3 +47,13 @@ def oracle():
 def run_oracle_json(script: str, *args: str, payload: object | None = None) -> object:
     out = run_oracle(script, *args, stdin=None if payload is None else json.dumps(payload))
     return json.loads(out)
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory, data_dir):
+    """A whole demo build, made once per test session: its Workdir."""
+    from claimtrace.build import Workdir, build
+
+    root = tmp_path_factory.mktemp("demo-build")
+    build(root, data_dir, None, processes=1)
+    return Workdir(root)

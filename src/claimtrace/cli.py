@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -43,6 +44,11 @@ def main(ctx: click.Context, data: str | None) -> None:
     """claimtrace: one claim through every stage of the 2024 COMP90042 notebook."""
     ctx.ensure_object(dict)
     ctx.obj["data"] = data
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    click.echo(f"claimtrace: warning: {message}", err=True)
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -143,6 +149,167 @@ def demo_command(ctx: click.Context, workdir: str, claim_id: str) -> None:
         click.echo(f"  gold    {evidence_id}: {gold[evidence_id]}")
     vocab = training_vocabulary(data_layer.load_claims("train", data_dir), gold)
     click.echo(f"  vocabulary: {len(vocab)} entries")
+
+
+# --- build and export -------------------------------------------------------------------------
+
+
+@main.command("build")
+@click.option("--demo", is_flag=True, help="Build over the demo corpus (every CLIMATE-FEVER sentence).")
+@click.option("--evidence", type=click.Path(dir_okay=False), default=None,
+              help="Build over your own evidence.json (the course's: 1,208,827 passages).")
+@click.option("--workdir", type=click.Path(file_okay=False), required=True, help="Where the build lives.")
+@click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
+@click.pass_context
+def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, processes: int) -> None:
+    """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was)."""
+    from .build import build
+
+    if demo == (evidence is not None):
+        raise click.UsageError("give exactly one of --demo and --evidence FILE")
+    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes)
+    click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
+
+
+@main.group("export", cls=_Group)
+def export() -> None:
+    """Print a build's artifacts as JSON lines."""
+
+
+@export.command("tags")
+@click.option("--workdir", type=click.Path(file_okay=False), required=True)
+def export_tags(workdir: str) -> None:
+    """Each passage's tags, in the canonical passage order: {"id", "tags"} per line."""
+    from .build import Workdir, iter_tags
+
+    for row in iter_tags(Workdir(Path(workdir))):
+        _print_json({"id": row["id"], "tags": row["tags"]})
+
+
+# --- classifier: train ------------------------------------------------------------------------
+
+
+@main.command("train")
+@click.option("--workdir", type=click.Path(file_okay=False), required=True,
+              help="Where to write classifier.safetensors, classifier_vocab.json, training_log.json.")
+@click.option("--seed", type=int, default=None, help="Seed (default: the shipped checkpoint's).")
+@click.option("--epochs", type=int, default=None, help="Epochs (default: the notebook's 10).")
+@click.option("--threads", type=int, default=None, help="Torch CPU threads (default: 2).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.pass_context
+def train_command(ctx: click.Context, workdir: str, seed: int | None, epochs: int | None,
+                  threads: int | None, no_progress: bool) -> None:
+    """Train the notebook's classifier (gold evidence), keeping the best dev checkpoint."""
+    from . import constants as C
+    from .classifier.train import train, training_data
+
+    data = training_data(_data_dir(ctx))
+    result = train(
+        data, Path(workdir),
+        seed=C.SHIPPED_SEED if seed is None else seed,
+        epochs=C.EPOCHS if epochs is None else epochs,
+        threads=C.TORCH_THREADS if threads is None else threads,
+        show_progress=not no_progress, echo=click.echo,
+    )
+    log = result.log
+    click.echo(f"best epoch {log['best_epoch']}: dev accuracy {log['best_dev_accuracy']:.4f}; "
+               f"{log['seconds']:.0f}s; checkpoint {result.checkpoint}")
+
+
+# --- classifier: evaluate and explain ---------------------------------------------------------
+
+#: Evidence sources the classifier commands accept. HOOK: when the retrieval stage lands, add
+#: "retrieved" here and build its mapping with claimtrace.explain.evidence_texts(ids, corpus).
+_EVIDENCE_SOURCES = ("gold",)
+
+
+def _classifier_evidence(data_dir: Path, claims: dict, source: str) -> dict:
+    """claim id -> passage texts for the given source."""
+    from .explain import gold_evidence
+
+    if source == "gold":
+        if any(claim.label is None for claim in claims.values()):
+            raise DataError("gold evidence exists only for train and dev claims (test is unlabelled)")
+        return gold_evidence(claims, data_layer.gold_passages(data_dir))
+    raise DataError(f"evidence source {source!r} is not available yet")  # pragma: no cover
+
+
+@main.command("evaluate-classifier")
+@click.option("--split", type=click.Choice(["train", "dev"]), default="dev", show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Use the checkpoint trained there (default: the shipped one).")
+@click.option("--per-claim", is_flag=True, help="Also list every claim's verdicts.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | None, per_claim: bool,
+                                as_json: bool) -> None:
+    """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
+    one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
+    Evidence: gold now; retrieved when the retrieval stage lands (reported as null until then)."""
+    from .explain import evaluate_protocols, load_classifier
+
+    data_dir = _data_dir(ctx)
+    classifier = load_classifier(None if workdir is None else Path(workdir))
+    claims = data_layer.load_claims(split, data_dir)
+    report = {"split": split, "checkpoint": str(classifier.checkpoint), "labels": None, "evidence": {}}
+    for source in _EVIDENCE_SOURCES:
+        result = evaluate_protocols(classifier, claims, _classifier_evidence(data_dir, claims, source))
+        report["labels"] = result["labels"]
+        report["evidence"][source] = result["protocols"]
+        if per_claim:
+            report.setdefault("verdicts", {})[source] = result["verdicts"]
+    report["evidence"].setdefault("retrieved", None)
+    if as_json:
+        _print_json(report)
+        return
+    click.echo(f"{split}: {len(claims)} claims, checkpoint {report['checkpoint']}")
+    for source, protocols in report["evidence"].items():
+        if protocols is None:
+            click.echo(f"  {source:9s} (not available yet)")
+            continue
+        for protocol, result in protocols.items():
+            click.echo(f"  {source:9s} {protocol:8s} {result['correct']}/{result['claims']} = {result['accuracy']:.4f}")
+
+
+@main.command("explain")
+@click.argument("claim_id")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Use the checkpoint trained there (default: the shipped one).")
+@click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="gold", show_default=True,
+              help="Where the claim's evidence comes from.")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@click.pass_context
+def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, source: str, as_json: bool) -> None:
+    """Why the classifier gives CLAIM_ID its verdict: the model input, logits and verdict for
+    both protocols, the notebook batch's neighbours, and each token's exact share."""
+    from .explain import explain_claim, load_classifier
+
+    data_dir = _data_dir(ctx)
+    for split in ("train", "dev", "test"):
+        claims = data_layer.load_claims(split, data_dir)
+        if claim_id in claims:
+            break
+    else:
+        raise DataError(f"{claim_id}: not a train, dev or test claim")
+    classifier = load_classifier(None if workdir is None else Path(workdir))
+    result = explain_claim(classifier, claim_id, claims, _classifier_evidence(data_dir, claims, source), source)
+    result = {"split": split, **result}
+    if as_json:
+        _print_json(result)
+        return
+    labels = result["contributions"]["labels"]
+    click.echo(f"{claim_id} ({split}): {result['claim_text']}  [{result['label']}]")
+    click.echo(f"checkpoint {result['checkpoint']}; {result['real_tokens']} real tokens, {result['pad_tokens']} [PAD]")
+    for protocol in ("alone", "notebook"):
+        logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(labels, result[protocol]["logits"]))
+        click.echo(f"{protocol:9s}{result[protocol]['verdict']:16s}{logits}")
+    click.echo(f"notebook batch {result['notebook']['batch']}: {' '.join(result['notebook']['neighbours'])}")
+    click.echo("contributions (" + " ".join(labels) + "):")
+    click.echo(f"  {'bias':16s}" + " ".join(f"{v:+.4f}" for v in result["contributions"]["bias"]))
+    for entry in result["contributions"]["tokens"]:
+        click.echo(f"  {entry['token']:16s}" + " ".join(f"{v:+.4f}" for v in entry["contribution"]))
+    pad = result["contributions"]["padding"]
+    click.echo(f"  {'[PAD] x' + str(pad['count']):16s}" + " ".join(f"{v:+.4f}" for v in pad["contribution"]))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -145,6 +145,18 @@ def preprocess(text: str, keep_stopwords: bool = False, data_dir: Path | None = 
     return Preprocessed(tokens, kept, [stem(token) for token in kept])
 
 
+def preprocess_both(text: str, data_dir: Path | None = None) -> tuple[Preprocessed, Preprocessed]:
+    """Both variants of one text from a single tokenization: (keep-stopwords, final)."""
+    tokens = tokenize(normalise(text))
+    drop = stopwords(data_dir)
+    alphabetic = [token for token in tokens if token.isalpha()]
+    kept = [token for token in alphabetic if token not in drop]
+    return (
+        Preprocessed(tokens, alphabetic, [stem(token) for token in alphabetic]),
+        Preprocessed(tokens, kept, [stem(token) for token in kept]),
+    )
+
+
 def stems(text: str, keep_stopwords: bool = False) -> list[str]:
     """Just the stems of :func:`preprocess` (the tokenizer the vectorizers were given)."""
     return preprocess(text, keep_stopwords).stems

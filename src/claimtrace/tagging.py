@@ -15,6 +15,7 @@ only (notebook.md sections 2 and 3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -35,6 +36,48 @@ def final_stems(text: str) -> list[str]:
     return preprocess(text).stems
 
 
+@lru_cache(maxsize=1 << 21)
+def _restem_token(token: str) -> tuple[str, ...]:
+    return tuple(preprocess(token).stems)
+
+
+_ASCII_WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+
+
+def _neighbours_matter(tokens: list[str]) -> bool:
+    """Whether contractions.fix could treat a token differently next to its neighbours.
+
+    Only its two dictionary keys that contain a space can match across tokens: "<verb> cause"
+    (which protects "cause" from becoming "because") and "r " (-> "are "), which matches a
+    token ending in "r" when the next character is not an ASCII word character (its bounds
+    check knows only ASCII), e.g. "sɪˈljʊər ən" -> "sɪˈljʊəare ən".
+    """
+    for position, token in enumerate(tokens):
+        if token.startswith("cause"):
+            return True
+        if token.endswith("r") and position + 1 < len(tokens) and tokens[position + 1][0] not in _ASCII_WORD:
+            return True
+    return False
+
+
+def restem(text: str) -> list[str]:
+    """``final_stems`` for text that is already a preprocessing output (lowercase alphabetic
+    tokens separated by single spaces), one cached token at a time.
+
+    The second pass of the quirk "stems of stems" runs the whole preprocessing again on every
+    document; on such text it acts on each token alone, except where contractions' multi-word
+    keys could match (then the whole text is preprocessed). tests/test_tagging.py proves the
+    equality on every document of the demo build and on generated token sequences.
+    """
+    tokens = text.split()
+    if _neighbours_matter(tokens):
+        return final_stems(text)
+    out: list[str] = []
+    for token in tokens:
+        out.extend(_restem_token(token))
+    return out
+
+
 def deduplicated(evidence: Mapping[str, str]) -> dict[str, str]:
     """evidence.json with duplicate texts dropped, keeping the first (the notebook's
     ``drop_duplicates``)."""
@@ -47,18 +90,23 @@ def deduplicated(evidence: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _claim_rows_raw(claim_files: Sequence[Mapping[str, Claim]], passages: Mapping[str, str]) -> Iterable[str]:
+    for claims in claim_files:
+        for claim in claims.values():
+            for evidence_id in claim.evidences or [None]:
+                yield claim.text + " " + passages.get(evidence_id, "")
+
+
 def fit_corpus_raw(claim_files: Sequence[Mapping[str, Claim]], evidence: Mapping[str, str]) -> Iterable[str]:
     """The fit corpus before preprocessing: ``claim_text + ' ' + evidence_text`` per row.
 
     claim_files: the baseline, dev and train claims, in that order. A claim with no evidence
     ids gives one row with an empty evidence side; an id missing from the de-duplicated passages
-    (or whose text duplicated an earlier passage's) gives an empty evidence side too.
+    (or whose text duplicated an earlier passage's) gives an empty evidence side too. Passage
+    rows follow, with an empty claim side.
     """
     passages = deduplicated(evidence)
-    for claims in claim_files:
-        for claim in claims.values():
-            for evidence_id in claim.evidences or [None]:
-                yield claim.text + " " + passages.get(evidence_id, "")
+    yield from _claim_rows_raw(claim_files, passages)
     for text in passages.values():
         yield " " + text
 
@@ -69,10 +117,16 @@ def fit_corpus(claim_files: Sequence[Mapping[str, Claim]], evidence: Mapping[str
     return (_older_text(doc) for doc in fit_corpus_raw(claim_files, evidence))
 
 
+def fit_corpus_claim_rows(claim_files: Sequence[Mapping[str, Claim]], evidence: Mapping[str, str]) -> Iterable[str]:
+    """Just the claim rows of :func:`fit_corpus`. The passage rows equal each distinct passage's
+    keep-stopwords stems (the leading space changes nothing: tests prove it)."""
+    return (_older_text(doc) for doc in _claim_rows_raw(claim_files, deduplicated(evidence)))
+
+
 def tagging_vectorizer(**overrides) -> NotebookTfidf:
     """The notebook's 20,000-feature uni- to tri-gram vectorizer, unfitted."""
-    params = {**C.TAGGING_VECTORIZER, **overrides}
-    return NotebookTfidf(tokenizer=final_stems, **params)
+    params = {"tokenizer": final_stems, **C.TAGGING_VECTORIZER, **overrides}
+    return NotebookTfidf(**params)
 
 
 def passage_documents(texts: Iterable[str]) -> Iterable[str]:
@@ -82,36 +136,41 @@ def passage_documents(texts: Iterable[str]) -> Iterable[str]:
 
 @dataclass(frozen=True)
 class PassageTags:
-    """Tags of one passage: the sorted set of alphabetic names among its top ten features,
-    and for each of the ten, its feature index and weight (zero-weight padding visible)."""
+    """Tags of one passage.
+
+    tags: the sorted set of alphabetic names among its top ten features (the notebook's tags).
+    nopad: the same without zero-weight features (the variant without the padding quirk).
+    top: (10,) the top ten feature indices, largest weight first; weights: their weights.
+    """
 
     tags: list[str]
+    nopad: list[str]
     top: list[int]
     weights: list[float]
 
 
-def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER_PASSAGE, pad_with_zeros: bool = True) -> list[PassageTags]:
-    """Tags of each row of a (n_passages, n_features) TF-IDF matrix.
-
-    ``pad_with_zeros=False`` is the variant without the quirk: only non-zero features count.
+def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER_PASSAGE) -> list[PassageTags]:
+    """Tags of each row of a (n_passages, n_features) TF-IDF matrix: numpy 1.24's
+    ``np.argsort(dense_row)[-k:][::-1]`` computed without the dense row, alphabetic names only.
     """
-    from .npsort import top_k_csr  # numpy 1.24's introsort, pruned to the top k
+    from .npsort import top_k_rows  # numpy 1.24's introsort, pruned to the top k
 
     rows = rows.tocsr()
     rows.sort_indices()
-    top = top_k_csr(rows.data, rows.indices, rows.indptr, rows.shape[1], k)
+    top = top_k_rows(rows, k)
     out = []
     for r in range(rows.shape[0]):
         lo, hi = rows.indptr[r], rows.indptr[r + 1]
         weight_of = dict(zip(rows.indices[lo:hi].tolist(), rows.data[lo:hi].tolist()))
         indices = top[r].tolist()
         weights = [weight_of.get(i, 0.0) for i in indices]
-        names = {
-            feature_names[i]
-            for i, w in zip(indices, weights)
-            if feature_names[i].isalpha() and (pad_with_zeros or w > 0.0)
-        }
-        out.append(PassageTags(sorted(names), indices, weights))
+        alphabetic = [(feature_names[i], w) for i, w in zip(indices, weights) if feature_names[i].isalpha()]
+        out.append(PassageTags(
+            sorted({name for name, _ in alphabetic}),
+            sorted({name for name, w in alphabetic if w > 0.0}),
+            indices,
+            weights,
+        ))
     return out
 
 

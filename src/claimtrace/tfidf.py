@@ -301,3 +301,72 @@ def _key_to_term(key: int, base: int, tokens: list[str]) -> str:
         key, digit = divmod(key, base)
         parts.append(tokens[digit - 1])
     return " ".join(reversed(parts))
+
+
+# --- persistence ------------------------------------------------------------------------------
+
+
+def save(vectorizer: NotebookTfidf, path) -> None:
+    """Write a fitted vectorizer to ``path`` (.npz) through a temporary file, then rename.
+    The tokenizer is not saved: :func:`load` takes it again."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".npz", delete=False)
+    handle.close()
+    try:
+        np.savez(
+            handle.name,
+            keys=vectorizer._keys,
+            df=vectorizer.df_,
+            tf=vectorizer.tf_,
+            idf=vectorizer.idf_,
+            feature_names=np.array(json.dumps(vectorizer.feature_names.tolist(), ensure_ascii=False)),
+            tokens=np.array(json.dumps(vectorizer._tokens.tokens, ensure_ascii=False)),
+            meta=np.array(json.dumps({
+                "base": vectorizer._base,
+                "n_docs": vectorizer.n_docs_,
+                "max_df": vectorizer.max_df,
+                "min_df": vectorizer.min_df,
+                "max_features": vectorizer.max_features,
+                "ngram_range": list(vectorizer.ngram_range),
+                "cut": vectorizer.cut_,
+            })),
+        )
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def load(path, tokenizer: Tokenizer) -> NotebookTfidf:
+    """Read a vectorizer written by :func:`save`."""
+    import json
+
+    with np.load(path) as stored:
+        meta = json.loads(str(stored["meta"]))
+        vectorizer = NotebookTfidf(
+            tokenizer, max_df=meta["max_df"], min_df=meta["min_df"],
+            max_features=meta["max_features"], ngram_range=tuple(meta["ngram_range"]),
+            argsort=lambda a: a,  # unused once fitted
+        )
+        tokens = _TokenIds()
+        tokens.tokens = json.loads(str(stored["tokens"]))
+        tokens.ids = {token: i for i, token in enumerate(tokens.tokens)}
+        vectorizer._keys = stored["keys"]
+        vectorizer._key_order = np.argsort(vectorizer._keys, kind="stable")
+        vectorizer._sorted_keys = vectorizer._keys[vectorizer._key_order]
+        vectorizer._tokens = tokens
+        vectorizer._base = meta["base"]
+        vectorizer.n_docs_ = meta["n_docs"]
+        vectorizer.cut_ = meta["cut"]
+        vectorizer.feature_names = np.array(json.loads(str(stored["feature_names"])), dtype=object)
+        vectorizer.vocabulary_ = {term: i for i, term in enumerate(vectorizer.feature_names.tolist())}
+        vectorizer.df_ = stored["df"]
+        vectorizer.tf_ = stored["tf"]
+        vectorizer.idf_ = stored["idf"]
+    return vectorizer

@@ -1,0 +1,247 @@
+"""Build a workdir: run the pipeline's stages over one corpus, chunk by chunk, resumably.
+
+Layout of a workdir::
+
+    build.json                  what was built from what (corpus, md5, counts)
+    evidence.json               the demo corpus (``--demo`` only)
+    tagging/stems/NNNNN.json    both preprocessing variants of each distinct passage text
+    tagging/vectorizer.npz      the fitted 20,000-feature tagging vectorizer
+    tagging/tags/NNNNN.jsonl    each passage's tags, in the canonical passage order
+    tagging/summary.json        figures of the tagging stage
+
+Every file is written to a temporary name and renamed, so a killed build leaves only whole
+files; running the build again skips every chunk that exists and redoes nothing finished.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+from tqdm import tqdm
+
+from . import constants as C
+from . import data as data_layer
+from . import tagging, tfidf
+from .data import DataError, write_atomic
+from .preprocess import preprocess_both
+
+CHUNK = 50_000
+
+
+@dataclass
+class Workdir:
+    """Paths of a build's artifacts."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "build.json"
+
+    @property
+    def demo_evidence(self) -> Path:
+        return self.root / "evidence.json"
+
+    @property
+    def stems_dir(self) -> Path:
+        return self.root / "tagging" / "stems"
+
+    @property
+    def vectorizer(self) -> Path:
+        return self.root / "tagging" / "vectorizer.npz"
+
+    @property
+    def tags_dir(self) -> Path:
+        return self.root / "tagging" / "tags"
+
+    @property
+    def tagging_summary(self) -> Path:
+        return self.root / "tagging" / "summary.json"
+
+    def read_manifest(self) -> dict:
+        if not self.manifest.is_file():
+            raise DataError(f"{self.root}: not a claimtrace build (no build.json): run `claimtrace build` first")
+        return json.loads(self.manifest.read_text(encoding="utf-8"))
+
+
+def _log(message: str) -> None:
+    tqdm.write(message, file=__import__("sys").stderr)
+
+
+# --- the corpus ----------------------------------------------------------------------------------
+
+
+def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[dict[str, str], dict]:
+    """The passages of this build (``id -> text`` in file order) and its description."""
+    if evidence is None:
+        if not work.demo_evidence.is_file():
+            corpus = data_layer.demo_corpus(data_dir)
+            write_atomic(work.demo_evidence, json.dumps(corpus, ensure_ascii=False))
+        source = work.demo_evidence
+        passages = dict(data_layer.iter_evidence(source, check_md5=False))
+        kind = "demo"
+    else:
+        source = Path(evidence)
+        passages = dict(data_layer.iter_evidence(source))
+        kind = "evidence"
+    description = {"kind": kind, "source": str(source.resolve()), "passages": len(passages)}
+    return passages, description
+
+
+def _check_manifest(work: Workdir, description: dict) -> None:
+    if work.manifest.is_file():
+        previous = json.loads(work.manifest.read_text(encoding="utf-8"))["corpus"]
+        if previous != description:
+            raise DataError(
+                f"{work.root}: this workdir was built from {previous['source']} "
+                f"({previous['passages']} passages), not {description['source']} "
+                f"({description['passages']}): use another --workdir"
+            )
+    else:
+        write_atomic(work.manifest, json.dumps({"corpus": description}, indent=1))
+
+
+# --- chunked, resumable steps -------------------------------------------------------------------
+
+
+def _chunk_path(folder: Path, index: int, suffix: str) -> Path:
+    return folder / f"{index:05d}{suffix}"
+
+
+def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
+    """Write one file per chunk of ``CHUNK`` items with ``make(start, stop)``; skip existing."""
+    n_chunks = (n_items + CHUNK - 1) // CHUNK
+    todo = [i for i in range(n_chunks) if not _chunk_path(folder, i, suffix).is_file()]
+    if not todo:
+        return
+    with tqdm(total=n_items, desc=label, unit="passage", initial=(n_chunks - len(todo)) * CHUNK if todo else n_items,
+              disable=None) as bar:
+        for index in todo:
+            start, stop = index * CHUNK, min(n_items, (index + 1) * CHUNK)
+            write_atomic(_chunk_path(folder, index, suffix), make(start, stop))
+            bar.update(stop - start)
+
+
+def _stems_of(text: str) -> tuple[str, str]:
+    older, final = preprocess_both(text)
+    return older.text(), final.text()
+
+
+def _stems_chunk(texts: list[str], processes: int) -> list[tuple[str, str]]:
+    if processes <= 1 or len(texts) < 2_000:
+        return [_stems_of(t) for t in texts]
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        return pool.map(_stems_of, texts, chunksize=500)
+
+
+def _read_chunks(folder: Path, n_items: int, suffix: str) -> Iterator[str]:
+    for index in range((n_items + CHUNK - 1) // CHUNK):
+        yield _chunk_path(folder, index, suffix).read_text(encoding="utf-8")
+
+
+# --- the tagging stage ----------------------------------------------------------------------------
+
+
+def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], processes: int = 2) -> dict:
+    """Stems, vectorizer fit and passage tags, each resumable; returns the stage's summary."""
+    timings: dict[str, float] = {}
+    distinct = list(tagging.deduplicated(passages).values())
+    text_index = {text: i for i, text in enumerate(distinct)}
+
+    started = time.perf_counter()
+    _run_chunks(
+        work.stems_dir, len(distinct), ".json",
+        lambda a, b: json.dumps(_stems_chunk(distinct[a:b], processes), ensure_ascii=False),
+        "preprocess passages",
+    )
+    stems: list[list[str]] = []
+    for chunk in _read_chunks(work.stems_dir, len(distinct), ".json"):
+        stems.extend(json.loads(chunk))
+    timings["preprocess_s"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    if work.vectorizer.is_file():
+        vectorizer = tfidf.load(work.vectorizer, tagging.restem)
+    else:
+        claim_files = [data_layer.load_claims(s, data_dir) for s in ("baseline", "dev", "train")]
+        claim_docs = list(tagging.fit_corpus_claim_rows(claim_files, passages))
+        docs = claim_docs + [older for older, _ in stems]
+        vectorizer = tagging.tagging_vectorizer(tokenizer=tagging.restem)
+        vectorizer.fit(tqdm(docs, desc="fit tagging vectorizer", unit="doc", disable=None))
+        tfidf.save(vectorizer, work.vectorizer)
+    timings["fit_s"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    ids = list(passages)
+    order = tagging.canonical_order(len(ids))
+
+    def tag_chunk(a: int, b: int) -> str:
+        positions = order[a:b]
+        rows_of = [text_index[passages[ids[p]]] for p in positions]
+        rows = vectorizer.transform(stems[r][1] for r in rows_of)
+        lines = []
+        for p, tagged in zip(positions, tagging.tag_rows(rows, vectorizer.feature_names)):
+            lines.append(json.dumps({
+                "id": ids[p],
+                "tags": tagged.tags,
+                "nopad": tagged.nopad,
+            }, ensure_ascii=False))
+        return "\n".join(lines) + "\n"
+
+    _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages")
+    timings["tag_s"] = time.perf_counter() - started
+    summary = summarise_tags(work, vectorizer, len(ids), len(distinct))
+    summary["timings"] = timings
+    write_atomic(work.tagging_summary, json.dumps(summary, ensure_ascii=False, indent=1))
+    return summary
+
+
+def iter_tags(work: Workdir) -> Iterator[dict]:
+    """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
+    n = work.read_manifest()["corpus"]["passages"]
+    for chunk in _read_chunks(work.tags_dir, n, ".jsonl"):
+        for line in chunk.splitlines():
+            yield json.loads(line)
+
+
+def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) -> dict:
+    last = str(vectorizer.feature_names[-1])
+    with_last = untagged = padded = 0
+    for row in iter_tags(work):
+        with_last += last in row["tags"]
+        untagged += not row["tags"]
+        padded += row["tags"] != row["nopad"]
+    return {
+        "passages": n_passages,
+        "distinct_texts": n_distinct,
+        "fit_documents": vectorizer.n_docs_,
+        "features": len(vectorizer.feature_names),
+        "max_features_cut": vectorizer.cut_,
+        "last_feature": last,
+        "passages_with_last_feature": with_last,
+        "share_with_last_feature": with_last / n_passages if n_passages else 0.0,
+        "untagged_passages": untagged,
+        "passages_whose_tags_include_padding": padded,
+    }
+
+
+# --- the whole build ----------------------------------------------------------------------------
+
+
+def build(workdir: str | os.PathLike, data_dir: Path, evidence: Path | None = None, processes: int = 2) -> dict:
+    """Run every stage that exists over the corpus (the demo corpus when ``evidence`` is None)."""
+    work = Workdir(Path(workdir))
+    work.root.mkdir(parents=True, exist_ok=True)
+    passages, description = load_corpus(work, data_dir, evidence)
+    _check_manifest(work, description)
+    return {"tagging": build_tagging(work, data_dir, passages, processes)}

@@ -1,0 +1,106 @@
+"""The build: chunked, resumable, atomic; exports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from claimtrace import build as build_module
+from claimtrace import data
+from claimtrace.build import Workdir, build, iter_tags
+from claimtrace.cli import main
+
+
+@pytest.fixture()
+def small_evidence(tmp_path, data_dir):
+    """The first 600 demo passages plus a duplicate text, as a user's evidence.json."""
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:600])
+    corpus["evidence-9999999"] = corpus["evidence-67732"]
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_evidence, monkeypatch):
+    monkeypatch.setattr(build_module, "CHUNK", 100)
+    whole = tmp_path / "whole"
+    with pytest.warns(data.EvidenceChecksumWarning):
+        expected = build(whole, data_dir, small_evidence, processes=1)
+
+    killed = tmp_path / "killed"
+    real_write = build_module.write_atomic
+    written = []
+
+    def dying_write(path, text):
+        if "tags" in str(path):
+            if len(written) == 3:
+                raise KeyboardInterrupt("killed")
+            written.append(path)
+        real_write(path, text)
+
+    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+        build(killed, data_dir, small_evidence, processes=1)
+    before = _files(killed)
+    assert not [name for name in before if name.endswith(".tmp") or "/." in name]  # no half-written file
+    assert sum(name.startswith("tagging/tags/") for name in before) == 3
+
+    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    with pytest.warns(data.EvidenceChecksumWarning):
+        resumed = build(killed, data_dir, small_evidence, processes=1)
+    after = _files(killed)
+    assert all(after[name] == mtime for name, mtime in before.items() if name != "tagging/summary.json")
+    expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
+    assert resumed == expected
+    assert list(iter_tags(Workdir(killed))) == list(iter_tags(Workdir(whole)))
+
+
+def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1)
+    tags = {row["id"]: row["tags"] for row in iter_tags(Workdir(tmp_path / "w"))}
+    assert tags["evidence-9999999"] == tags["evidence-67732"]
+
+
+def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1)
+    other = tmp_path / "other.json"
+    other.write_text('{"evidence-1": "Some text."}', encoding="utf-8")
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")])
+    assert result.exit_code == 2 and "use another --workdir" in result.output
+
+
+@pytest.mark.parametrize("text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "has a int value")])
+def test_bad_evidence_file_is_named(tmp_path, data_dir, text, message):
+    bad = tmp_path / "evidence.json"
+    bad.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(bad), "--workdir", str(tmp_path / "w")])
+    assert result.exit_code == 2
+    assert str(bad) in result.output and message in result.output
+
+
+def test_build_needs_one_corpus(tmp_path, data_dir):
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--workdir", str(tmp_path)])
+    assert result.exit_code == 2 and "exactly one of --demo and --evidence" in result.output
+
+
+def test_export_tags(demo_build):
+    result = CliRunner().invoke(main, ["export", "tags", "--workdir", str(demo_build.root)])
+    assert result.exit_code == 0
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert len(lines) == 5240 and set(lines[0]) == {"id", "tags"}
+    assert all(line["tags"] == sorted(line["tags"]) for line in lines)
+
+
+def test_demo_summary(demo_build):
+    summary = json.loads(demo_build.tagging_summary.read_text(encoding="utf-8"))
+    assert summary["passages"] == 5240 and summary["features"] == 20000
+    assert summary["fit_documents"] == 10777
+    assert summary["last_feature"] == "μm" and summary["passages_with_last_feature"] == 199
