@@ -116,3 +116,16 @@ def test_every_passage_and_claim_matches_the_notebook_calls(data_dir):
     ours = [[P.preprocess(t).stems, P.preprocess(t, keep_stopwords=True).stems] for t in texts]
     mismatches = [t for t, a, b in zip(texts, ours, expected) if a != b]
     assert not mismatches, mismatches[:5]
+
+
+_line = st.lists(
+    st.sampled_from(list("abcdegilmnotwy ANTW\t\n’“”«»‘„…—éüİßſK") + ["cannot", "gonna", "wanna", "gimme", "lemme", "gotta", "Gon", "na"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["cannot", "gonna", "wanna", "gimme", "lemme", "gotta", "gon", "na", "x", "’", "“", "ſ", "K", "é", " ", "\t"]), max_size=20).map("".join) | _line)
+def test_fast_tokenizer_equals_nltk(text):
+    normalised = P.normalise(text)
+    assert P.tokenize(normalised) == NLTKWordTokenizer().tokenize(normalised)

@@ -342,10 +342,18 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     try:
         with handle:
             handle.write(text)
+        _set_default_mode(handle.name)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def _set_default_mode(path: str) -> None:
+    """Temporary files are created 0600; give the final file the usual 0666 & ~umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 # --- The whole check --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ only (notebook.md sections 2 and 3).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+import re
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -36,28 +36,22 @@ def final_stems(text: str) -> list[str]:
     return preprocess(text).stems
 
 
-@lru_cache(maxsize=1 << 21)
-def _restem_token(token: str) -> tuple[str, ...]:
-    return tuple(preprocess(token).stems)
+_RESTEMMED: dict[str, list[str]] = {}
 
 
-_ASCII_WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+def _restem_token(token: str) -> list[str]:
+    stems = _RESTEMMED.get(token)
+    if stems is None:
+        stems = _RESTEMMED[token] = preprocess(token).stems
+    return stems
 
 
-def _neighbours_matter(tokens: list[str]) -> bool:
-    """Whether contractions.fix could treat a token differently next to its neighbours.
-
-    Only its two dictionary keys that contain a space can match across tokens: "<verb> cause"
-    (which protects "cause" from becoming "because") and "r " (-> "are "), which matches a
-    token ending in "r" when the next character is not an ASCII word character (its bounds
-    check knows only ASCII), e.g. "sɪˈljʊər ən" -> "sɪˈljʊəare ən".
-    """
-    for position, token in enumerate(tokens):
-        if token.startswith("cause"):
-            return True
-        if token.endswith("r") and position + 1 < len(tokens) and tokens[position + 1][0] not in _ASCII_WORD:
-            return True
-    return False
+#: contractions.fix's only dictionary keys that contain a space, and so the only ones that can
+#: match across tokens: "<verb> cause" (which protects "cause" from becoming "because") and
+#: "r " (-> "are "), which matches a token ending in "r" when the next character is not an
+#: ASCII word character (its bounds check knows only ASCII): "sɪˈljʊər ən" -> "sɪˈljʊəare ən".
+#: A text where either could happen is preprocessed whole (a superset of the cases, so exact).
+_NEIGHBOURS_MATTER = re.compile(r"cause|r (?:[^0-9A-Za-z_]|$)")
 
 
 def restem(text: str) -> list[str]:
@@ -69,12 +63,13 @@ def restem(text: str) -> list[str]:
     keys could match (then the whole text is preprocessed). tests/test_tagging.py proves the
     equality on every document of the demo build and on generated token sequences.
     """
-    tokens = text.split()
-    if _neighbours_matter(tokens):
+    if _NEIGHBOURS_MATTER.search(text):
         return final_stems(text)
+    tokens = text.split()
     out: list[str] = []
     for token in tokens:
-        out.extend(_restem_token(token))
+        stems = _RESTEMMED.get(token)
+        out.extend(stems if stems is not None else _restem_token(token))
     return out
 
 

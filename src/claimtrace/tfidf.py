@@ -103,13 +103,17 @@ def _unique_doc_key_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarra
     return d[first], k[first], counts
 
 
-def _merge_counts(keys_a, tf_a, df_a, keys_b, tf_b, df_b):
-    """Merge two (sorted unique keys, tf, df) tables by adding counts."""
-    keys = np.concatenate([keys_a, keys_b])
-    unique, inverse = np.unique(keys, return_inverse=True)
-    tf = np.bincount(inverse, weights=np.concatenate([tf_a, tf_b]), minlength=len(unique))
-    df = np.bincount(inverse, weights=np.concatenate([df_a, df_b]), minlength=len(unique))
-    return unique, tf.astype(np.int64), df.astype(np.int64)
+def _merge_tables(tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge (keys, tf, df) count tables into one with sorted unique keys, adding counts."""
+    keys = np.concatenate([t[0] for t in tables])
+    if len(keys) == 0:
+        return keys, np.empty(0, np.int64), np.empty(0, np.int64)
+    tf = np.concatenate([t[1] for t in tables])
+    df = np.concatenate([t[2] for t in tables])
+    order = np.argsort(keys, kind="stable")
+    keys, tf, df = keys[order], tf[order], df[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(tf, starts), np.add.reduceat(df, starts)
 
 
 @dataclass
@@ -177,12 +181,14 @@ class NotebookTfidf:
         """Learn vocabulary and idf from ``docs`` (any iterable of strings, read once)."""
         tokens = _TokenIds()
         max_n = self.ngram_range[1]
-        all_keys = np.empty(0, np.int64)
-        all_tf = np.empty(0, np.int64)
-        all_df = np.empty(0, np.int64)
+        # Per-batch count tables wait in `pending` and are merged when they grow large, so the
+        # big table is re-sorted a few times, not once per batch.
+        merged = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+        pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        pending_size = 0
         n_docs = 0
-        # Token ids grow while reading, so the key base is fixed only at the end: count with a
-        # provisional base large enough for any vocabulary that fits, then re-key at the end.
+        # Token ids grow while reading, so the key base is fixed ahead: 2**21, room for
+        # 2,097,150 distinct tokens, with trigram keys still inside int64.
         base = 1 << 21
         for batch in self._batches(docs, tokens, grow=True):
             if len(tokens.tokens) + 1 >= base:
@@ -191,12 +197,15 @@ class NotebookTfidf:
             _, pair_keys, pair_counts = _unique_doc_key_pairs(keys, doc_ids)
             order = np.argsort(pair_keys, kind="stable")
             pk, pc = pair_keys[order], pair_counts[order]
-            starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]])
-            chunk_keys = pk[starts]
+            starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]]) if len(pk) else np.empty(0, np.int64)
             chunk_tf = np.add.reduceat(pc, starts) if len(pk) else np.empty(0, np.int64)
-            chunk_df = np.diff(np.append(starts, len(pk)))
-            all_keys, all_tf, all_df = _merge_counts(all_keys, all_tf, all_df, chunk_keys, chunk_tf, chunk_df)
+            pending.append((pk[starts], chunk_tf, np.diff(np.append(starts, len(pk)))))
+            pending_size += len(starts)
             n_docs += batch.n_docs
+            if pending_size > max(20_000_000, len(merged[0])):
+                merged = _merge_tables([merged, *pending])
+                pending, pending_size = [], 0
+        all_keys, all_tf, all_df = _merge_tables([merged, *pending])
         self._select(all_keys, all_tf, all_df, n_docs, tokens, base)
         return self
 
@@ -314,6 +323,8 @@ def save(vectorizer: NotebookTfidf, path) -> None:
     import tempfile
     from pathlib import Path
 
+    from .data import _set_default_mode
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".npz", delete=False)
@@ -337,6 +348,7 @@ def save(vectorizer: NotebookTfidf, path) -> None:
                 "cut": vectorizer.cut_,
             })),
         )
+        _set_default_mode(handle.name)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
