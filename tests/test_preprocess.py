@@ -129,3 +129,19 @@ _line = st.lists(
 def test_fast_tokenizer_equals_nltk(text):
     normalised = P.normalise(text)
     assert P.tokenize(normalised) == NLTKWordTokenizer().tokenize(normalised)
+
+
+def test_preprocess_command_json(data_dir):
+    from click.testing import CliRunner
+
+    from claimtrace.cli import main
+
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "preprocess", "[South Australia] has the most expensive electricity in the world.", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "tokens": "south australia has the most expensive electricity in the world".split(),
+        "kept": "south australia expensive electricity world".split(),
+        "stems": "south australia expens electr world".split(),
+    }
+    kept = json.loads(CliRunner().invoke(main, ["preprocess", "It has 2 cats.", "--keep-stopwords", "--json"]).output)
+    assert kept["stems"] == ["it", "ha", "cat"]
