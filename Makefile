@@ -5,11 +5,14 @@ ORACLE := .venv-oracle
 PY := $(VENV)/bin/python
 WORKDIR ?= work/demo
 
-.PHONY: demo test env oracle-env fixtures bench clean
+.PHONY: demo test env oracle-env clean
 
-## make demo: build the demo corpus and walk claim-752 through every stage that exists.
+## make demo: build the demo corpus (tagging, retrieval, verdicts) and serve the site on
+## http://127.0.0.1:$(PORT)/ (a build that exists is reused; a killed one resumes).
+PORT ?= 8000
 demo: $(VENV)/.installed
-	$(VENV)/bin/claimtrace demo --workdir $(WORKDIR)
+	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR)
+	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT)
 
 ## make test: the whole test suite, with the 2024 reference environment beside it.
 test: $(VENV)/.installed-test $(ORACLE)/.installed
@@ -34,13 +37,6 @@ $(ORACLE)/.installed: oracle/requirements.txt
 	test -x $(ORACLE)/bin/python || $(PYTHON) -m venv $(ORACLE)
 	$(ORACLE)/bin/python -m pip install -q --disable-pip-version-check -r oracle/requirements.txt
 	touch $@
-
-## Regenerate the golden fixtures that the oracle produced.
-fixtures: $(ORACLE)/.installed $(VENV)/.installed
-	$(PY) scripts/make_fixtures.py
-
-bench: $(VENV)/.installed-test
-	$(PY) -m bench
 
 clean:
 	rm -rf $(VENV) $(ORACLE) work

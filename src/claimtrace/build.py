@@ -8,6 +8,10 @@ Layout of a workdir::
     tagging/vectorizer.npz      the fitted 20,000-feature tagging vectorizer
     tagging/tags/NNNNN.jsonl    each passage's tags, in the canonical passage order
     tagging/summary.json        figures of the tagging stage
+    retrieval/<split>.jsonl     each claim's retrieval (train, dev, test), in file order
+    retrieval/summary.json      fallback shares, dev F, the per-variant F table
+    classifier/<split>.json     each claim's verdicts: {gold, retrieved} x {alone, notebook}
+    classifier/summary.json     accuracies and confusion matrices (dev), the checkpoint used
 
 Every file is written to a temporary name and renamed, so a killed build leaves only whole
 files; running the build again skips every chunk that exists and redoes nothing finished.
@@ -67,6 +71,20 @@ class Workdir:
     @property
     def tagging_summary(self) -> Path:
         return self.root / "tagging" / "summary.json"
+
+    def retrieval(self, split: str) -> Path:
+        return self.root / "retrieval" / f"{split}.jsonl"
+
+    @property
+    def retrieval_summary(self) -> Path:
+        return self.root / "retrieval" / "summary.json"
+
+    def verdicts(self, split: str) -> Path:
+        return self.root / "classifier" / f"{split}.json"
+
+    @property
+    def classifier_summary(self) -> Path:
+        return self.root / "classifier" / "summary.json"
 
     def read_manifest(self) -> dict:
         if not self.manifest.is_file():
@@ -235,13 +253,100 @@ def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) 
     }
 
 
+# --- the retrieval stage --------------------------------------------------------------------------
+
+SPLITS = ("train", "dev", "test")
+
+
+def build_retrieval(work: Workdir, data_dir: Path) -> dict:
+    """Every claim's retrieval, per split, and the dev figures (per-variant F included)."""
+    from . import retrieval
+    from .evaluate import evidence_f
+
+    if work.retrieval_summary.is_file():
+        return json.loads(work.retrieval_summary.read_text(encoding="utf-8"))
+    started = time.perf_counter()
+    rows = list(iter_tags(work))
+    ids = [r["id"] for r in rows]
+    tags = [r["tags"] for r in rows]
+    retriever = retrieval.Retriever(ids, tags)
+    summary: dict = {"excluded_untagged_passages": len(ids) - len(retriever.ids), "splits": {}}
+    for split in SPLITS:
+        claims = data_layer.load_claims(split, data_dir)
+        if work.retrieval(split).is_file():
+            records = list(iter_retrieval(work, split))
+        else:
+            records = retrieval.retrieve_all(ids, tags, claims, retriever=retriever)
+            write_atomic(work.retrieval(split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        figures = {"claims": len(records), "fallback_share": sum(r["fallback"] for r in records) / max(1, len(records))}
+        if split != "test":
+            figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(1, len(records))
+        summary["splits"][split] = figures
+    dev = data_layer.load_claims("dev", data_dir)
+    summary["variants_dev"] = retrieval.variant_f_table(ids, tags, dev, unpadded_tags=[r["nopad"] for r in rows])
+    summary["seconds"] = time.perf_counter() - started
+    write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
+    return summary
+
+
+def iter_retrieval(work: Workdir, split: str) -> Iterator[dict]:
+    """Each claim's retrieval record of one split, in file order."""
+    path = work.retrieval(split)
+    if not path.is_file():
+        raise DataError(f"{path}: retrieval not built: run `claimtrace build` first")
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            yield json.loads(line)
+
+
+# --- the classifier stage -------------------------------------------------------------------------
+
+
+def build_classifier(work: Workdir, data_dir: Path, passages: dict[str, str]) -> dict:
+    """Verdicts of the shipped checkpoint for every claim: gold and retrieved evidence (gold
+    only where labelled), alone and in the notebook's batches of 16; dev accuracies."""
+    from .explain import evaluate_protocols, evidence_texts, load_classifier, predict
+
+    if work.classifier_summary.is_file():
+        return json.loads(work.classifier_summary.read_text(encoding="utf-8"))
+    classifier = load_classifier()
+    summary: dict = {"checkpoint": classifier.checkpoint.name, "dev": {}}
+    for split in SPLITS:
+        claims = data_layer.load_claims(split, data_dir)
+        retrieved = {r["claim_id"]: r["evidences"] for r in iter_retrieval(work, split)}
+        sources = {"retrieved": evidence_texts(retrieved, passages)}
+        if split != "test":
+            sources["gold"] = evidence_texts({cid: c.evidences for cid, c in claims.items()}, passages)
+        verdicts: dict[str, dict] = {cid: {"label": c.label} for cid, c in claims.items()}
+        for source, evidence in sources.items():
+            for cid, entry in predict(classifier, claims, evidence).items():
+                verdicts[cid][source] = {p: entry[p] for p in ("alone", "notebook")}
+            if split == "dev":
+                summary["dev"][source] = evaluate_protocols(classifier, claims, evidence)["protocols"]
+        write_atomic(work.verdicts(split), json.dumps(verdicts, ensure_ascii=False))
+    write_atomic(work.classifier_summary, json.dumps(summary, ensure_ascii=False, indent=1))
+    return summary
+
+
+def read_verdicts(work: Workdir, split: str) -> dict[str, dict]:
+    path = work.verdicts(split)
+    if not path.is_file():
+        raise DataError(f"{path}: classifier verdicts not built: run `claimtrace build` first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 # --- the whole build ----------------------------------------------------------------------------
 
 
 def build(workdir: str | os.PathLike, data_dir: Path, evidence: Path | None = None, processes: int = 2) -> dict:
-    """Run every stage that exists over the corpus (the demo corpus when ``evidence`` is None)."""
+    """Run every stage over the corpus (the demo corpus when ``evidence`` is None)."""
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
     passages, description = load_corpus(work, data_dir, evidence)
     _check_manifest(work, description)
-    return {"tagging": build_tagging(work, data_dir, passages, processes)}
+    summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
+    _log("retrieval: every train, dev and test claim")
+    summary["retrieval"] = build_retrieval(work, data_dir)
+    _log("classifier: verdicts of the shipped checkpoint")
+    summary["classifier"] = build_classifier(work, data_dir, passages)
+    return summary

@@ -186,7 +186,28 @@ def export_tags(workdir: str) -> None:
         _print_json({"id": row["id"], "tags": row["tags"]})
 
 
+@export.command("retrieval")
+@click.option("--workdir", type=click.Path(file_okay=False), required=True)
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default="dev", show_default=True)
+def export_retrieval(workdir: str, split: str) -> None:
+    """Each claim's retrieval: {"claim_id", "tags", "evidences", "fallback", "passed", "kept"}."""
+    from .build import Workdir, iter_retrieval
+
+    for record in iter_retrieval(Workdir(Path(workdir)), split):
+        _print_json(record)
+
+
 # --- classifier: train ------------------------------------------------------------------------
+
+
+def _before_torch() -> None:
+    """Let torch's OpenMP threads sleep at barriers instead of spinning (constants.OMP_WAIT_POLICY):
+    much faster on a shared CPU, same numbers. Only effective before torch is first imported."""
+    import os
+
+    from . import constants as C
+
+    os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)
 
 
 @main.command("train")
@@ -200,6 +221,7 @@ def export_tags(workdir: str) -> None:
 def train_command(ctx: click.Context, workdir: str, seed: int | None, epochs: int | None,
                   threads: int | None, no_progress: bool) -> None:
     """Train the notebook's classifier (gold evidence), keeping the best dev checkpoint."""
+    _before_torch()
     from . import constants as C
     from .classifier.train import train, training_data
 
@@ -246,6 +268,7 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | N
     """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
     one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
     Evidence: gold now; retrieved when the retrieval stage lands (reported as null until then)."""
+    _before_torch()
     from .explain import evaluate_protocols, load_classifier
 
     data_dir = _data_dir(ctx)
@@ -282,6 +305,7 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | N
 def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, source: str, as_json: bool) -> None:
     """Why the classifier gives CLAIM_ID its verdict: the model input, logits and verdict for
     both protocols, the notebook batch's neighbours, and each token's exact share."""
+    _before_torch()
     from .explain import explain_claim, load_classifier
 
     data_dir = _data_dir(ctx)
@@ -310,6 +334,85 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, sour
         click.echo(f"  {entry['token']:16s}" + " ".join(f"{v:+.4f}" for v in entry["contribution"]))
     pad = result["contributions"]["padding"]
     click.echo(f"  {'[PAD] x' + str(pad['count']):16s}" + " ".join(f"{v:+.4f}" for v in pad["contribution"]))
+
+
+# --- evaluate (the course's scoring) -----------------------------------------------------------
+
+
+@main.command("evaluate")
+@click.option("--predictions", "predictions", type=click.Path(dir_okay=False), required=True,
+              help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}.")
+@click.option("--split", type=click.Choice(["dev", "train"]), default="dev", show_default=True,
+              help="The labelled claims to score against.")
+@click.option("--skip-missing", is_flag=True,
+              help="Leave out gold claims without a prediction, as the course's eval.py does (default: error).")
+@click.option("--per-claim", is_flag=True, help="Also print each claim's precision, recall, F and label.")
+@click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
+@click.pass_context
+def evaluate_command(ctx: click.Context, predictions: str, split: str, skip_missing: bool, per_claim: bool,
+                     as_json: bool) -> None:
+    """Score a prediction file: evidence F, label accuracy A, harmonic mean (the course's eval.py)."""
+    from .evaluate import evaluate_file
+
+    result = evaluate_file(predictions, split, _data_dir(ctx), skip_missing=skip_missing)
+    if as_json:
+        out = {"predictions": predictions, "split": split, **result.summary()}
+        if per_claim:
+            out["per_claim"] = result.per_claim
+        _print_json(out)
+        return
+    if per_claim:
+        for row in result.per_claim:
+            click.echo(f"{row['claim_id']:12s} P={row['precision']:.4f} R={row['recall']:.4f} F={row['F']:.4f} "
+                       f"{row['label']}{'' if row['correct'] else ' (gold ' + row['gold_label'] + ')'}")
+    click.echo(f"Evidence Retrieval F-score (F)    = {result.F}")
+    click.echo(f"Claim Classification Accuracy (A) = {result.A}")
+    click.echo(f"Harmonic Mean of F and A          = {result.HM}")
+    if result.skipped:
+        click.echo(f"({len(result.skipped)} gold claims had no prediction and were skipped)", err=True)
+    if result.extra:
+        click.echo(f"({len(result.extra)} predicted claims are not {split} claims and were ignored)", err=True)
+
+
+# --- web: serve and site (claimtrace.web; docs/web.md) ---------------------------------------
+
+
+@main.command("serve")
+@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
+              help="The build to explain (made by `claimtrace build`).")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--classifier", "classifier_dir", type=click.Path(file_okay=False), default=None,
+              help="A `claimtrace train` folder (default: the shipped checkpoint).")
+@click.pass_context
+def serve_command(ctx: click.Context, workdir: str, port: int, classifier_dir: str | None) -> None:
+    """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
+    import uvicorn
+
+    from .web.app import create_app
+
+    app = create_app(workdir, _data_dir(ctx), classifier_dir, warm=True)
+    click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+@main.command("site")
+@click.option("--workdir", type=click.Path(file_okay=False), required=True, help="The build to explain.")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the site into.")
+@click.option("--split", "splits", type=click.Choice(["dev", "train", "test"]), multiple=True,
+              help="Splits whose claim pages to write (default: all three).")
+@click.option("--classifier", "classifier_dir", type=click.Path(file_okay=False), default=None,
+              help="A `claimtrace train` folder (default: the shipped checkpoint).")
+@click.option("--limit", type=int, default=None,
+              help="Write only the first N claim pages of each split (a quick preview).")
+@click.pass_context
+def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], classifier_dir: str | None,
+                 limit: int | None) -> None:
+    """Write the explainer site as static files (relative links, JSON beside every page)."""
+    from .web.site import write_site
+
+    result = write_site(workdir, out, _data_dir(ctx), classifier_dir, splits=splits or ("dev", "train", "test"),
+                        echo=lambda line: click.echo(line, err=True), progress=True, limit=limit)
+    click.echo(json.dumps(result, ensure_ascii=False))
 
 
 if __name__ == "__main__":  # pragma: no cover
