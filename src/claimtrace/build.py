@@ -283,7 +283,8 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
             figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(1, len(records))
         summary["splits"][split] = figures
     dev = data_layer.load_claims("dev", data_dir)
-    summary["variants_dev"] = retrieval.variant_f_table(ids, tags, dev, unpadded_tags=[r["nopad"] for r in rows])
+    summary["variants_dev"] = retrieval.variant_f_table(ids, tags, dev, unpadded_tags=[r["nopad"] for r in rows],
+                                                         retriever=retriever)
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary

@@ -71,9 +71,36 @@ RETRIEVAL_VECTORIZER = dict(
 )
 COSINE_THRESHOLD = 0.55  # keep cosine > 0.55
 OVERLAP_THRESHOLD = 0.5  # and overlap > 0.5
-#: Quirk "cosine added twice": score = cosine + overlap + cosine.
+#: Quirk "cosine added twice": score = cosine + overlap + cosine, evaluated left to right as
+#: ``(similarities + overlap_rates) + similarities_between_claim_and_evidence``.
 COSINE_WEIGHT_IN_SCORE = 2
+#: The query's third clause, ``combined_score > 1.5``. Implied by the other two while the cosine
+#: is counted twice (the score is then > 1.6); binding in the "cosine-once" variant.
+SCORE_THRESHOLD = 1.5
 MAX_EVIDENCES = 6
+#: Quirk "cosine re-normalised": the notebook called sklearn's cosine_similarity on rows that
+#: transform had already l2-normalised, so both sides are normalised twice, each time summing
+#: squares in the order scikit-learn 1.2.2 stores a transformed row (columns descending: the
+#: ``X * idf_diag`` product of scipy emits them in reverse); the dot product then adds the claim's
+#: terms in that same descending order. Any other order changes last bits (and ties).
+COSINE_COLUMN_ORDER = "descending"
+#: Quirk "CSV NA tags": passage tags went through to_csv/read_csv(...).dropna(subset=
+#: ['evidence_tags']) before retrieval, so a tag string equal to one of pandas 2.0.3's default
+#: NA strings was dropped with the empty ones. Tags are lowercase stems: "nan" and "null" can
+#: occur (a passage whose only alphabetic top feature is "null" is not retrieved).
+CSV_NA_TAGS = frozenset({
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+})
+#: Not the notebook's: a claim with no tags divided by zero in compute_overlap_rate (min(0, n)).
+#: The port gives it overlap 0 against every passage, so its cosine and score are all 0, nothing
+#: passes the filter, and it gets the fallback: the first six passages of numpy's quicksort of an
+#: all-zero score column (reversed, as pandas sorts descending), in the canonical passage order.
+NO_TAGS_OVERLAP = 0.0
+#: Quirk "raw claim text": the notebook's final dev and test runs called find_top_evidence with
+#: ``df.claim_text`` instead of the claim's sorted stems (dev F = 0.011 instead of 0.04299); the
+#: retrieval variant "raw-claim-text" reproduces it.
+RAW_CLAIM_TEXT_RUN = True
 
 # --- Classifier (notebook.md sections 5 and 6) ------------------------------------------
 
@@ -94,3 +121,37 @@ BATCH_SIZE = 16
 #: position and the positional encoding marks a claim's place in its batch.
 BATCH_FIRST_BUG = True
 VOCAB_SIZE = 5_886
+#: Quirk "x sqrt(128)": the embedding is scaled by sqrt(src.size(1)), the sequence length,
+#: not by sqrt(d_model) = sqrt(256) as in "Attention is all you need".
+EMBED_SCALE = MAX_LEN ** 0.5
+#: Quirk "pe by batch position": pe[:x.size(0)] on batch-first input, so a claim alone (or first
+#: in its batch) gets pe[0] at every position: sin(0) = 0 on even features, cos(0) = 1 on odd.
+ALONE_PE_ROW = 0
+#: The notebook's optimiser and loss: Adam (default betas/eps, no weight decay), CrossEntropyLoss.
+OPTIMIZER = "Adam"
+#: Batches in file order: the notebook's DataLoader had no shuffle, for training and dev alike.
+#: The last training batch has 1,228 mod 16 = 12 claims, the last dev batch 154 mod 16 = 10.
+SHUFFLE = False
+#: Checkpoint kept: best dev accuracy so far, strictly greater (starting from 0), as the
+#: notebook's `if val_acc > best_accuracy: torch.save(...)`.
+KEEP_BEST_STRICTLY_GREATER = True
+#: Not the notebook's (it ran on one Colab CPU/GPU with no seed): this port seeds torch and
+#: runs on two CPU threads so that a run is repeatable on one machine.
+TORCH_THREADS = 2
+#: The two ways the port runs the classifier on a split (notebook.md section 7):
+#: "alone" = each claim as a batch of one (explained exactly by the 5,886 x 4 table);
+#: "notebook" = batches of 16 in file order, as the notebook evaluated and predicted.
+PROTOCOLS = ("alone", "notebook")
+#: The shipped checkpoint and what goes with it (src/claimtrace/assets/).
+CHECKPOINT_FILE = "classifier.safetensors"
+TABLE_FILE = "classifier_table.safetensors"
+PROVENANCE_FILE = "classifier_provenance.json"
+VOCAB_FILE = "classifier_vocab.json"
+TRAINING_LOG_FILE = "training_log.json"
+#: The seed of the shipped checkpoint (see classifier_provenance.json for why this one).
+SHIPPED_SEED = 0
+#: libgomp's wait policy for torch's OpenMP threads. On a CPU shared with other processes the
+#: default (spinning at every barrier) made 2-thread training ~3x slower than PASSIVE (measured
+#: here: 57 s vs 19 s for the same 3 steps); the weights are bit-identical either way. It must
+#: be in the environment before torch is imported, so the CLI commands set it (setdefault) first.
+OMP_WAIT_POLICY = "PASSIVE"

@@ -286,8 +286,12 @@ class NotebookTfidf:
 
 
 def l2_normalize_rows(matrix: sp.csr_matrix) -> None:
-    """Divide each row by its l2 norm in place, summing squares in column order as
-    scikit-learn's inplace_csr_row_normalize_l2 does; all-zero rows stay zero."""
+    """Divide each row by its l2 norm in place; all-zero rows stay zero.
+
+    The squares are summed in *descending* column order: scikit-learn's transform multiplies
+    the counts by a diagonal idf matrix, and scipy emits that product's columns reversed, so
+    its row normalisation meets them in that order. Same order, same bits.
+    """
     _l2_normalize_kernel(matrix.data, matrix.indptr.astype(np.int64))
 
 
@@ -295,7 +299,7 @@ def l2_normalize_rows(matrix: sp.csr_matrix) -> None:
 def _l2_normalize_kernel(data, indptr):
     for row in range(len(indptr) - 1):
         total = 0.0
-        for j in range(indptr[row], indptr[row + 1]):
+        for j in range(indptr[row + 1] - 1, indptr[row] - 1, -1):
             total += data[j] * data[j]
         if total == 0.0:
             continue

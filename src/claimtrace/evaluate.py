@@ -1,0 +1,124 @@
+"""The course's evaluation (notebook.md section 8): evidence F, label accuracy A, and their
+harmonic mean, as the course's ``eval.py`` (COMP90042_2024) computes them.
+
+Per gold claim, taken in sorted claim-id order:
+
+* evidence: ``correct`` = how many entries of the gold list (duplicates counted) are in the set
+  of predicted ids; when ``correct > 0``, recall = correct / len(gold), precision =
+  correct / len(predicted list) (duplicates counted), F = 2PR / (P + R); otherwise F = 0;
+* accuracy: 1 when the predicted label equals the gold label.
+
+F and A are ``np.mean`` over the claims; the headline is ``2FA / (F + A)`` (0 when both are 0).
+
+One deliberate difference: ``eval.py`` silently skips a gold claim that is missing from the
+predictions (which raises the averages over the claims it kept). Here a missing claim is an error
+unless ``skip_missing`` is set, which reproduces ``eval.py``. Prediction files are validated with
+:func:`claimtrace.data.parse_claims` (every problem names the file and the field).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from . import data as data_layer
+from .data import Claim, DataError
+
+__all__ = ["evidence_scores", "evidence_f", "Evaluation", "evaluate", "load_predictions", "evaluate_file"]
+
+
+def evidence_scores(predicted: Sequence[str], gold: Sequence[str]) -> tuple[float, float, float]:
+    """(precision, recall, F) of one claim's predicted evidence ids against its gold ids."""
+    if not predicted:
+        return 0.0, 0.0, 0.0
+    retrieved = set(predicted)
+    correct = sum(1 for evidence_id in gold if evidence_id in retrieved)
+    if correct == 0:
+        return 0.0, 0.0, 0.0
+    recall = float(correct) / len(gold)
+    precision = float(correct) / len(predicted)
+    return precision, recall, (2 * precision * recall) / (precision + recall)
+
+
+def evidence_f(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """The course's per-claim evidence F (0 when no predicted id is gold)."""
+    return evidence_scores(predicted, gold)[2]
+
+
+def harmonic_mean(f: float, a: float) -> float:
+    """``2FA / (F + A)``, 0 when both are 0."""
+    if f == 0.0 and a == 0.0:
+        return 0.0
+    return (2 * f * a) / (f + a)
+
+
+@dataclass
+class Evaluation:
+    """Scores of one prediction set against one labelled split."""
+
+    F: float
+    A: float
+    HM: float
+    claims: int
+    per_claim: list[dict] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"F": self.F, "A": self.A, "HM": self.HM, "claims": self.claims,
+                "skipped_missing": len(self.skipped), "ignored_extra": len(self.extra)}
+
+
+def evaluate(predictions: Mapping[str, Claim], gold: Mapping[str, Claim], *, source: str = "predictions",
+             skip_missing: bool = False) -> Evaluation:
+    """Score ``predictions`` against the labelled claims ``gold`` as the course's eval.py does.
+
+    Raises DataError naming ``source`` when a gold claim has no prediction (unless
+    ``skip_missing``: then it is left out of the averages, as eval.py does).
+    """
+    missing = [claim_id for claim_id in sorted(gold) if claim_id not in predictions]
+    if missing and not skip_missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(f"{source}: no prediction for {len(missing)} of the {len(gold)} claims ({shown})")
+    f_values, a_values, per_claim = [], [], []
+    for claim_id, truth in sorted(gold.items()):
+        if claim_id not in predictions:
+            continue
+        if truth.label is None:
+            raise DataError(f"{claim_id}: the gold claim has no label: this split cannot be evaluated")
+        predicted = predictions[claim_id]
+        precision, recall, f = evidence_scores(list(predicted.evidences), list(truth.evidences))
+        correct = 1.0 if predicted.label == truth.label else 0.0
+        f_values.append(f)
+        a_values.append(correct)
+        per_claim.append({"claim_id": claim_id, "precision": precision, "recall": recall, "F": f,
+                          "label": predicted.label, "gold_label": truth.label, "correct": bool(correct)})
+    mean_f = float(np.mean(f_values if f_values else [0.0]))
+    mean_a = float(np.mean(a_values if a_values else [0.0]))
+    return Evaluation(
+        F=mean_f, A=mean_a, HM=float(harmonic_mean(mean_f, mean_a)), claims=len(f_values),
+        per_claim=per_claim, skipped=missing, extra=sorted(set(predictions) - set(gold)),
+    )
+
+
+def load_predictions(path: str | Path) -> dict[str, Claim]:
+    """Read and validate a prediction file in the course's shape
+    ``{claim_id: {claim_text, claim_label, evidences}}``; DataError names the file and field."""
+    path = Path(path)
+    raw = data_layer._read_json(path)
+    return data_layer.parse_claims(raw, str(path), labelled=True)
+
+
+def evaluate_file(path: str | Path, split: str = "dev", data_dir: Path | None = None, *,
+                  skip_missing: bool = False) -> Evaluation:
+    """Score a prediction file against a labelled course split (train or dev)."""
+    if split == "test":
+        raise DataError("the test claims are unlabelled: evaluate against dev (or train)")
+    if split not in ("train", "dev"):
+        raise DataError(f"unknown split {split!r}: expected dev or train")
+    gold = data_layer.load_claims(split, data_dir)
+    predictions = load_predictions(path)
+    return evaluate(predictions, gold, source=str(path), skip_missing=skip_missing)

@@ -1,0 +1,669 @@
+"""Stage 3, retrieval: the second TF-IDF model over passage tags, and the notebook's scoring,
+filter, sorts and cut, exactly (notebook.md section 4).
+
+What the notebook did (cells ``v0lvNHEgdhvq``, ``6a3krRq1PlTG`` and ``aH73ZZERIdNa`` of
+COMP90042_Wed5PM_Group1.ipynb), and how this module reproduces it:
+
+* ``processed_evidence_df = pd.read_csv(...).dropna(subset=['evidence_tags'])``: passages whose
+  tag string is empty, or one of pandas' NA strings ("nan", "null", ...), are dropped (quirk
+  "CSV NA tags", :data:`constants.CSV_NA_TAGS`). The rest keep the canonical passage order.
+* ``TfidfVectorizer(tokenizer=preprocess_and_tokenize, max_df=0.5, min_df=3, max_features=1000)``
+  fit on those tag strings (so tags are stemmed once more on the way in), re-implemented by
+  :class:`claimtrace.tfidf.NotebookTfidf` (max_features ties cut by numpy 1.24's introsort).
+* ``find_top_evidence(claim_tags, ...)``, per claim and over every passage:
+
+  - ``cosine_similarity(vectorizer.transform([claim_tags]), evidence_tfidf)``: both sides are
+    l2-normalised a second time and multiplied with scipy's sparse product. The values are
+    reproduced bit for bit (quirk "cosine re-normalised", :func:`notebook_weights`): the
+    normalisations sum squares in the column order scikit-learn stores (descending), and the
+    product adds the claim's terms in that order, one posting list at a time
+    (:func:`_claim_kernel`), as scipy's ``csr_matmat`` does.
+  - ``overlap = |C & P| / min(|C|, |P|)`` on ``set(tags.split())`` of both raw strings (not
+    re-stemmed); ``shared = |C & P|``; counted through an inverted index of raw tags.
+  - ``score = (cosine + overlap) + cosine`` (quirk "cosine added twice").
+  - ``query("similaritie > 0.55 and overlap_rate > 0.5 and combined_score > 1.5")``.
+  - if something passed: ``sort_values(["overlap_rate", "similaritie"], ascending=[False,
+    False])`` (a stable lexsort), then ``sort_values("combined_score", ascending=False)``
+    (pandas' ``nargsort``: numpy's quicksort on the *reversed* column, then reversed back), keep
+    the rows whose ``max_match`` equals the maximum, ``head(6)`` (:func:`notebook_order`);
+  - else: ``evidence_df.sort_values("combined_score", ascending=False).head(6)`` over *all*
+    passages, ties (mostly zeros) ordered by numpy 1.24's introsort (:func:`fallback_six`).
+
+Only the passages that share a term or a tag with the claim are ever touched: cosine and shared
+counts come from posting lists streamed block by block (:func:`_claim_kernel`, numba), the
+filter's survivors go through the exact pandas-order emulation, and the fallback's full-column
+quicksort is numpy 1.24's introsort (:mod:`claimtrace.npsort`) pruned to the top six, run on the
+sparse score row or on the dense column, whichever is cheaper.
+
+A claim with no tags made the notebook divide by zero; here it gets overlap 0 everywhere and
+hence the fallback over all-zero scores (:data:`constants.NO_TAGS_OVERLAP`).
+
+Variants, to measure each quirk (:data:`VARIANTS`): ``raw-claim-text`` (what the notebook's final
+dev and test runs passed), ``cosine-once``, ``unpadded-tags``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from . import constants as C
+from . import npsort
+from .data import Claim
+from .preprocess import preprocess
+from .tagging import final_stems, restem
+from .tfidf import NotebookTfidf
+
+__all__ = [
+    "Variant", "VARIANTS", "Retriever", "Retrieval", "retrieve_all", "variant_f_table",
+    "claim_input", "notebook_weights", "notebook_order", "fallback_six",
+]
+
+
+# --- variants -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to run the retrieval. ``notebook`` is the pipeline as designed (notebook.md
+    section 4); each other variant changes exactly one thing."""
+
+    name: str
+    description: str
+    #: "tags": the claim's sorted stems (``preprocess(text).tags()``), as cell JU-plzIGIzlH did;
+    #: "text": the raw claim text, as the notebook's final dev and test runs did (F = 0.011).
+    claim_input: str = "tags"
+    #: 2 = the quirk "cosine added twice"; 1 = score = cosine + overlap (the query's
+    #: ``combined_score > 1.5`` is kept literally, so it becomes binding).
+    cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE
+    #: "padded": the notebook's passage tags; "unpadded": without zero-weight features (the
+    #: tagging stage's ``nopad``; pass them as ``unpadded_tags``).
+    passage_tags: str = "padded"
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("notebook", "as designed: claim tags, cosine added twice, padded passage tags"),
+        Variant("raw-claim-text", "the raw claim text as its tags (the notebook's final dev run)", claim_input="text"),
+        Variant("cosine-once", "score = cosine + overlap (the query's score > 1.5 kept)", cosine_in_score=1),
+        Variant("unpadded-tags", "passage tags without zero-weight padding", passage_tags="unpadded"),
+    )
+}
+
+
+def _variant(variant: str | Variant) -> Variant:
+    if isinstance(variant, Variant):
+        return variant
+    try:
+        return VARIANTS[variant]
+    except KeyError:
+        raise ValueError(f"unknown retrieval variant {variant!r}: expected one of {', '.join(VARIANTS)}") from None
+
+
+def claim_input(claim_text: str, variant: str | Variant = "notebook") -> str:
+    """The string handed to ``find_top_evidence`` for a claim: its tags, or its raw text."""
+    v = _variant(variant)
+    return preprocess(claim_text).tags() if v.claim_input == "tags" else claim_text
+
+
+# --- exact TF-IDF weights ------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _notebook_weights_kernel(indptr, indices, counts, idf, out):
+    """Per row (indices ascending): counts * idf, l2-normalised twice, each sum of squares taken
+    from the highest column down, as scikit-learn 1.2.2 stores a transformed row."""
+    for row in range(indptr.shape[0] - 1):
+        lo = indptr[row]
+        hi = indptr[row + 1]
+        total = 0.0
+        for p in range(hi - 1, lo - 1, -1):
+            value = counts[p] * idf[indices[p]]
+            out[p] = value
+            total += value * value
+        for _ in range(2):  # transform's normalize, then cosine_similarity's
+            if total == 0.0:
+                break
+            norm = np.sqrt(total)
+            total = 0.0
+            for p in range(hi - 1, lo - 1, -1):
+                value = out[p] / norm
+                out[p] = value
+                total += value * value
+
+
+def notebook_weights(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
+    """What ``cosine_similarity`` multiplies: ``normalize(transform(docs))``, bit for bit.
+
+    counts: (n_docs, n_features) raw term counts. Returns a CSR matrix with ascending indices
+    whose values equal scikit-learn's (which stores them in descending column order).
+    """
+    counts = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    counts.sum_duplicates()
+    counts.sort_indices()
+    out = np.empty_like(counts.data)
+    _notebook_weights_kernel(counts.indptr.astype(np.int64), counts.indices.astype(np.int64), counts.data,
+                             np.asarray(idf, dtype=np.float64), out)
+    return sp.csr_matrix((out, counts.indices, counts.indptr), shape=counts.shape)
+
+
+# --- the per-claim kernel ------------------------------------------------------------------------
+
+
+#: Passages per block of the per-claim kernel: its work arrays (8 + 1 bytes a passage) stay in
+#: the CPU's L2 cache while the claim's posting lists stream through.
+BLOCK = 1 << 15
+
+
+@numba.njit(cache=True, inline="always")
+def _overlap_and_score(c, m, size, n_claim_tags, cosine_in_score, no_tags_overlap):
+    """compute_overlap_rate and the combined score of one passage: overlap = shared /
+    min(|claim tags|, |passage tags|), an IEEE division of two exact integers (as Python's
+    int / int); score = (cosine + overlap) + cosine (or cosine + overlap)."""
+    if n_claim_tags > 0:
+        smaller = n_claim_tags if n_claim_tags < size else size
+        o = np.float64(m) / np.float64(smaller)
+    else:  # the notebook divided by zero here
+        o = no_tags_overlap
+    score = c + o
+    if cosine_in_score == 2:
+        score = score + c
+    return o, score
+
+
+@numba.njit(cache=True)
+def _claim_kernel(q_terms, q_values, t_ptr, t_doc, t_weight, q_tags, g_ptr, g_doc, sizes, n_passages,
+                  n_claim_tags, cosine_in_score, no_tags_overlap, cosine_threshold, overlap_threshold,
+                  score_threshold, full, cosine, touch, local, out_position, out_score, out_cosine, out_overlap,
+                  out_shared, cand_position, cand_cosine, cand_overlap, cand_score, cand_shared):
+    """One claim against every passage, touching only the passages that share a term or a tag.
+
+    The passages are visited in blocks of ``len(cosine)`` (frame order); in each block:
+
+    1. cosine: the claim's terms in the given order, one posting list at a time, each product
+       added to the passage's running sum (scipy's ``csr_matmat`` order); then the shared
+       raw-tag counts from the raw-tag posting lists (``touch`` = 0 for an untouched passage,
+       else 1 + 2 x its shared count);
+    2. for each touched passage, in frame order: overlap, score (:func:`_overlap_and_score`) and
+       the query's mask; the block's work arrays are reset.
+
+    Posting lists are sorted by passage, so each list is read once, front to back, across the
+    blocks. Every touched passage's position and score go to ``out_position``/``out_score``
+    (and, when ``full``, its cosine, overlap and shared count to ``out_*``); the rows passing
+    the filter go to ``cand_*``. Returns (rows, passed), both in frame order.
+    """
+    block = cosine.shape[0]
+    n_terms = q_terms.shape[0]
+    n_tags = q_tags.shape[0]
+    t_cursor = np.empty(n_terms, np.int64)
+    g_cursor = np.empty(n_tags, np.int64)
+    for a in range(n_terms):
+        t_cursor[a] = t_ptr[q_terms[a]]
+    for b in range(n_tags):
+        g_cursor[b] = g_ptr[q_tags[b]]
+    rows = 0
+    passed = 0
+    while True:
+        # The next block that holds a posting: start at the smallest passage still to read.
+        first = n_passages
+        for a in range(n_terms):
+            if t_cursor[a] < t_ptr[q_terms[a] + 1] and t_doc[t_cursor[a]] < first:
+                first = t_doc[t_cursor[a]]
+        for b in range(n_tags):
+            if g_cursor[b] < g_ptr[q_tags[b] + 1] and g_doc[g_cursor[b]] < first:
+                first = g_doc[g_cursor[b]]
+        if first == n_passages:
+            break
+        start = first - first % block
+        stop = start + block
+        for a in range(n_terms):
+            x = q_values[a]
+            end = t_ptr[q_terms[a] + 1]
+            p = t_cursor[a]
+            while p < end:
+                d = t_doc[p]
+                if d >= stop:
+                    break
+                i = d - start
+                touch[i] |= 1
+                cosine[i] += x * t_weight[p]
+                p += 1
+            t_cursor[a] = p
+        for b in range(n_tags):
+            end = g_ptr[q_tags[b] + 1]
+            p = g_cursor[b]
+            while p < end:
+                d = g_doc[p]
+                if d >= stop:
+                    break
+                i = d - start
+                touch[i] = (touch[i] | 1) + 2
+                p += 1
+            g_cursor[b] = p
+        # The touched slots, in order, by a branch-free compaction (touched slots are too dense
+        # and too random for a branch to be predicted).
+        k = 0
+        for i in range(block):
+            local[k] = i
+            k += touch[i] != 0
+        for t in range(k):
+            i = local[t]
+            d = start + i
+            c = cosine[i]
+            m = touch[i] >> 1
+            o, score = _overlap_and_score(c, m, sizes[d], n_claim_tags, cosine_in_score, no_tags_overlap)
+            out_position[rows] = d
+            out_score[rows] = score
+            if full:
+                out_cosine[rows] = c
+                out_overlap[rows] = o
+                out_shared[rows] = m
+            rows += 1
+            if c > cosine_threshold and o > overlap_threshold and score > score_threshold:
+                cand_position[passed] = d
+                cand_cosine[passed] = c
+                cand_overlap[passed] = o
+                cand_score[passed] = score
+                cand_shared[passed] = m
+                passed += 1
+            cosine[i] = 0.0
+            touch[i] = 0
+    return rows, passed
+
+
+@numba.njit(cache=True)
+def _point_kernel(positions, q_terms, q_values, t_ptr, t_doc, t_weight, q_tags, g_ptr, g_doc, sizes,
+                  n_claim_tags, cosine_in_score, no_tags_overlap, out_cosine, out_overlap, out_score, out_shared):
+    """The columns of a few passages (the fallback's), found by binary search in the claim's
+    posting lists, with the same additions in the same order as :func:`_claim_kernel`."""
+    for r in range(positions.shape[0]):
+        d = positions[r]
+        c = 0.0
+        for a in range(q_terms.shape[0]):
+            lo = t_ptr[q_terms[a]]
+            hi = t_ptr[q_terms[a] + 1]
+            p = lo + np.searchsorted(t_doc[lo:hi], d)
+            if p < hi and t_doc[p] == d:
+                c += q_values[a] * t_weight[p]
+        m = 0
+        for b in range(q_tags.shape[0]):
+            lo = g_ptr[q_tags[b]]
+            hi = g_ptr[q_tags[b] + 1]
+            p = lo + np.searchsorted(g_doc[lo:hi], d)
+            if p < hi and g_doc[p] == d:
+                m += 1
+        o, score = _overlap_and_score(c, m, sizes[d], n_claim_tags, cosine_in_score, no_tags_overlap)
+        out_cosine[r] = c
+        out_overlap[r] = o
+        out_score[r] = score
+        out_shared[r] = m
+
+
+# --- the notebook's sorts -------------------------------------------------------------------------
+
+
+def _pandas_descending(values: np.ndarray) -> np.ndarray:
+    """``nargsort(values, kind='quicksort', ascending=False)`` of pandas 2.0.3 (no NaNs):
+    numpy's quicksort of the reversed column, mapped back and reversed."""
+    m = len(values)
+    reversed_positions = np.arange(m - 1, -1, -1, dtype=np.int64)
+    return reversed_positions[npsort.argsort(values[::-1])][::-1]
+
+
+def notebook_order(cosine: np.ndarray, overlap: np.ndarray, score: np.ndarray, shared: np.ndarray) -> np.ndarray:
+    """Rows (in frame order) that survive the filtered branch's two sorts and the ``max_match``
+    cut, in the order ``head(6)`` reads them. The arrays are the passing rows in frame order.
+
+    1. ``sort_values(by=["overlap_rate", "similaritie"], ascending=[False, False])``: pandas'
+       ``lexsort_indexer``, a stable counting sort of the keys' category codes; equal values
+       keep frame order, which ``np.lexsort`` (stable) of the negated keys reproduces.
+    2. ``sort_values(by="combined_score", ascending=False)``: :func:`_pandas_descending`.
+    3. ``relevant_evidence[relevant_evidence.max_match == max(...)]``: order kept.
+    """
+    if len(score) == 0:
+        return np.empty(0, np.int64)
+    by_overlap_cosine = np.lexsort((-cosine, -overlap)).astype(np.int64)
+    by_score = by_overlap_cosine[_pandas_descending(score[by_overlap_cosine])]
+    most = shared[by_score].max()
+    return by_score[shared[by_score] == most]
+
+
+#: Above this share of non-zero scores the fallback runs numpy's introsort on the dense column
+#: (both ways are exact; the sparse simulation is faster on sparse rows).
+FALLBACK_DENSE_SHARE = 0.05
+
+
+def fallback_six(positions: np.ndarray, score: np.ndarray, n_passages: int, k: int = C.MAX_EVIDENCES) -> np.ndarray:
+    """``evidence_df.sort_values(by="combined_score", ascending=False).head(k)`` over all
+    ``n_passages``, where only ``positions`` (distinct, ascending) have non-zero ``score``.
+
+    pandas sorts the reversed column with numpy's quicksort and reverses the result, so its first
+    k rows are the last k of ``argsort(column[::-1])``, read backwards: numpy 1.24's introsort,
+    pruned to the last k slots (:func:`npsort.top_k`), or simulated on the sparse reversed row
+    (:func:`npsort.top_k_rows`) when few scores are non-zero.
+    """
+    positions = np.asarray(positions, np.int64)
+    columns = (n_passages - 1 - positions)[::-1]  # ascending
+    values = np.asarray(score, np.float64)[::-1]
+    if len(positions) > FALLBACK_DENSE_SHARE * n_passages:
+        reversed_column = np.zeros(n_passages)
+        reversed_column[columns] = values
+        top = npsort.top_k(reversed_column, k)
+    else:
+        reversed_row = sp.csr_matrix((values, columns, np.array([0, len(columns)], np.int64)),
+                                     shape=(1, n_passages))
+        top = npsort.top_k_rows(reversed_row, k)[0]
+    return (n_passages - 1 - top).astype(np.int64)
+
+
+# --- the retriever --------------------------------------------------------------------------------
+
+
+def _tag_string(tags: str | Sequence[str]) -> str:
+    return tags if isinstance(tags, str) else " ".join(tags)
+
+
+@dataclass
+class Retrieval:
+    """One claim's retrieval. Positions index :attr:`Retriever.ids`."""
+
+    claim: str
+    evidences: list[int]
+    fallback: bool
+    passed: int
+    kept: list[int]
+    cosine: np.ndarray
+    overlap: np.ndarray
+    score: np.ndarray
+    shared: np.ndarray
+    touched: int = 0
+
+
+@dataclass
+class _Scratch:
+    """Per-retriever work arrays, reused from claim to claim: a block's cosine sums and touch
+    counts, and room for one claim's rows (one slot per passage)."""
+
+    cosine: np.ndarray
+    touch: np.ndarray
+    local: np.ndarray
+    position: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def of_size(cls, n: int, max_tags: int) -> "_Scratch":
+        block = min(BLOCK, n)
+        touch = np.zeros(block, np.uint8 if max_tags < 127 else np.int64)
+        return cls(np.zeros(block, np.float64), touch, np.empty(block, np.int64), np.empty(n, np.int64),
+                   np.empty(n, np.float64))
+
+
+@dataclass
+class _Rows:
+    """One claim's non-zero rows: every touched passage's position and score (views into the
+    scratch, valid until the next claim), and the rows that pass the filter; with ``full``, the
+    other columns of every touched passage."""
+
+    position: np.ndarray
+    score: np.ndarray
+    passing: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    full: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+
+class Retriever:
+    """The retrieval model over one set of passage tags (fit once, then one call per claim).
+
+    passage_ids, passage_tags: aligned, in the canonical passage order; a tag entry is a
+    space-separated string or a list of tags. Passages whose tag string is empty or a pandas NA
+    string are left out (:attr:`excluded` counts them).
+    """
+
+    def __init__(self, passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]], *,
+                 passage_tokenizer=None, vectorizer_params: Mapping | None = None):
+        ids = list(passage_ids)
+        strings = [_tag_string(t) for t in passage_tags]
+        if len(ids) != len(strings):
+            raise ValueError(f"{len(ids)} passage ids but {len(strings)} tag entries")
+        keep = [i for i, s in enumerate(strings) if s not in C.CSV_NA_TAGS and s.split()]
+        self.ids: list[str] = [ids[i] for i in keep]
+        self.tags: list[str] = [strings[i] for i in keep]
+        self.excluded = len(ids) - len(keep)
+        n = len(self.ids)
+        if n == 0:
+            raise ValueError("no passage has tags: nothing to retrieve from")
+        # Tag strings are preprocessing output (alphabetic tokens), which restem tokenizes as
+        # final_stems does, token by token (tests/test_tagging.py proves it); any other text
+        # goes through final_stems whole. Claims always use final_stems.
+        if passage_tokenizer is None:
+            clean = all(token.isalpha() for s in self.tags for token in s.lower().split())
+            passage_tokenizer = restem if clean else final_stems
+        params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
+        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(self.tags)
+        self.vocabulary = self.vectorizer.vocabulary_
+        self.idf = self.vectorizer.idf_
+        weights = notebook_weights(self.vectorizer.counts(self.tags), self.idf).tocsc()
+        weights.sort_indices()
+        self._t_ptr = weights.indptr.astype(np.int64)
+        self._t_doc = weights.indices.astype(np.int64)
+        self._t_weight = weights.data.astype(np.float64)
+        # Raw tags, as sets: an inverted index for the shared counts.
+        tag_ids: dict[str, int] = {}
+        sizes = np.empty(n, np.int64)
+        flat: list[int] = []
+        for p, s in enumerate(self.tags):
+            unique = set(s.split())
+            sizes[p] = len(unique)
+            for tag in unique:
+                flat.append(tag_ids.setdefault(tag, len(tag_ids)))
+        rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        tag_matrix = sp.csr_matrix((np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))),
+                                   shape=(n, max(len(tag_ids), 1))).tocsc()
+        tag_matrix.sort_indices()
+        self._tag_ids = tag_ids
+        self._tag_sizes = sizes.astype(np.uint8) if sizes.max() < 256 else sizes
+        self._g_ptr = tag_matrix.indptr.astype(np.int64)
+        self._g_doc = tag_matrix.indices.astype(np.int64)
+        self._scratch: _Scratch | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    # -- one claim -----------------------------------------------------------------------------
+
+    def claim_vector(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
+        """The claim's terms in the order scikit-learn stores them (descending) and their
+        twice-normalised weights: ``normalize(vectorizer.transform([claim]))``."""
+        counts: dict[int, int] = {}
+        for token in final_stems(claim.lower()):
+            column = self.vocabulary.get(token)
+            if column is not None:
+                counts[column] = counts.get(column, 0) + 1
+        columns = np.array(sorted(counts), dtype=np.int64)
+        values = np.array([counts[c] for c in columns.tolist()], np.float64)
+        out = np.empty_like(values)
+        _notebook_weights_kernel(np.array([0, len(columns)], np.int64), columns, values, self.idf, out)
+        return columns[::-1].copy(), out[::-1].copy()
+
+    def _get_scratch(self) -> _Scratch:
+        if self._scratch is None:
+            self._scratch = _Scratch.of_size(len(self.ids), int(self._tag_sizes.max()))
+        return self._scratch
+
+    def _query(self, claim: str):
+        if not isinstance(claim, str):
+            raise TypeError(f"a claim is a string of tags (or text), got {type(claim).__name__}")
+        q_terms, q_values = self.claim_vector(claim)
+        claim_tags = set(claim.split())
+        q_tags = np.array(sorted(self._tag_ids[t] for t in claim_tags if t in self._tag_ids), dtype=np.int64)
+        return q_terms, q_values, q_tags, len(claim_tags)
+
+    def _rows(self, claim: str, cosine_in_score: int, full: bool = False) -> _Rows:
+        if cosine_in_score not in (1, 2):
+            raise ValueError(f"cosine_in_score must be 1 or 2, got {cosine_in_score}")
+        q_terms, q_values, q_tags, n_claim_tags = self._query(claim)
+        s = self._get_scratch()
+        n = len(self.ids)
+        m = n if full else 0
+        full_columns = (np.empty(m, np.float64), np.empty(m, np.float64), np.empty(m, np.int64))
+        postings = sum(int(self._t_ptr[t + 1] - self._t_ptr[t]) for t in q_terms.tolist())
+        postings += sum(int(self._g_ptr[t + 1] - self._g_ptr[t]) for t in q_tags.tolist())
+        c = min(postings, n)
+        candidates = (np.empty(c, np.int64), np.empty(c, np.float64), np.empty(c, np.float64),
+                      np.empty(c, np.float64), np.empty(c, np.int64))
+        # A claim without tags: the notebook's ZeroDivisionError, here overlap NO_TAGS_OVERLAP.
+        rows, passed = _claim_kernel(
+            q_terms, q_values, self._t_ptr, self._t_doc, self._t_weight, q_tags, self._g_ptr, self._g_doc,
+            self._tag_sizes, n, n_claim_tags, cosine_in_score, C.NO_TAGS_OVERLAP, C.COSINE_THRESHOLD,
+            C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD, full, s.cosine, s.touch, s.local, s.position, s.score,
+            *full_columns, *candidates,
+        )
+        return _Rows(
+            s.position[:rows], s.score[:rows], tuple(a[:passed] for a in candidates),
+            tuple(a[:rows] for a in full_columns) if full else None,
+        )
+
+    def scores(self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
+        """The non-zero rows of the notebook's columns for one claim string.
+
+        Returns (positions, cosine, overlap, score, shared, passing), positions ascending (frame
+        order), ``passing`` the query's mask; every other passage has cosine 0, overlap 0,
+        score 0, shared 0 (and does not pass).
+        """
+        rows = self._rows(claim, cosine_in_score, full=True)
+        cosine, overlap, shared = rows.full
+        passing = np.isin(rows.position, rows.passing[0])
+        return rows.position.copy(), cosine, overlap, rows.score.copy(), shared, passing
+
+    def point_columns(self, claim: str, positions, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
+        """(cosine, overlap, score, shared) of the passages at ``positions`` for one claim."""
+        q_terms, q_values, q_tags, n_claim_tags = self._query(claim)
+        positions = np.asarray(positions, np.int64)
+        out = (np.empty(len(positions)), np.empty(len(positions)), np.empty(len(positions)),
+               np.empty(len(positions), np.int64))
+        _point_kernel(positions, q_terms, q_values, self._t_ptr, self._t_doc, self._t_weight, q_tags, self._g_ptr,
+                      self._g_doc, self._tag_sizes, n_claim_tags, cosine_in_score, C.NO_TAGS_OVERLAP, *out)
+        return out
+
+    def retrieve(self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE,
+                 k: int = C.MAX_EVIDENCES) -> Retrieval:
+        """``find_top_evidence(claim, ...)`` for one claim string (its tags, or raw text)."""
+        rows = self._rows(claim, cosine_in_score)
+        position, cosine, overlap, score, shared = rows.passing
+        passed = len(position)
+        if passed:
+            order = notebook_order(cosine, overlap, score, shared)
+            kept = position[order]
+            columns = (cosine[order], overlap[order], score[order], shared[order])
+            evidences = kept[:k]
+            fallback = False
+        else:
+            evidences = fallback_six(rows.position, rows.score, len(self.ids), k)
+            kept = evidences
+            columns = self.point_columns(claim, kept, cosine_in_score)
+            fallback = True
+        return Retrieval(
+            claim=claim,
+            evidences=[int(p) for p in evidences],
+            fallback=fallback,
+            passed=passed,
+            kept=[int(p) for p in kept],
+            cosine=columns[0],
+            overlap=columns[1],
+            score=columns[2],
+            shared=columns[3],
+            touched=len(rows.position),
+        )
+
+    def as_record(self, claim_id: str, result: Retrieval, gold: Iterable[str] = ()) -> dict:
+        """The JSON-serialisable record of :func:`retrieve_all`."""
+        gold_set = set(gold)
+        kept = []
+        for i, p in enumerate(result.kept):
+            kept.append({
+                "id": self.ids[p],
+                "cosine": float(result.cosine[i]),
+                "overlap": float(result.overlap[i]),
+                "score": float(result.score[i]),
+                "shared": int(result.shared[i]),
+                "gold": self.ids[p] in gold_set,
+            })
+        return {
+            "claim_id": claim_id,
+            "tags": result.claim,
+            "evidences": [self.ids[p] for p in result.evidences],
+            "fallback": result.fallback,
+            "passed": result.passed,
+            "kept": kept,
+        }
+
+
+# --- whole splits ---------------------------------------------------------------------------------
+
+
+def retrieve_all(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]],
+                 claims: Mapping[str, Claim], variant: str | Variant = "notebook", *,
+                 unpadded_tags: Sequence[str | Sequence[str]] | None = None,
+                 retriever: Retriever | None = None) -> list[dict]:
+    """Retrieve evidence for every claim, in the claims' order.
+
+    passage_ids, passage_tags: the canonical passage order (tags: strings or lists).
+    variant: a name of :data:`VARIANTS` or a :class:`Variant`. ``unpadded-tags`` needs
+    ``unpadded_tags`` (the tagging stage's ``nopad``), used instead of ``passage_tags``.
+    retriever: a :class:`Retriever` already fit on the right tags (skips the fit).
+
+    Returns per claim ``{"claim_id", "tags", "evidences", "fallback", "passed", "kept"}``, where
+    ``tags`` is the string the claim was retrieved with, ``evidences`` at most six passage ids in
+    order, ``passed`` how many passages passed the filter, and ``kept`` the rows that survived the
+    filter and the shared-tags cut before ``head(6)`` (or the fallback six), each
+    ``{"id", "cosine", "overlap", "score", "shared", "gold"}``.
+    """
+    v = _variant(variant)
+    if retriever is None:
+        if v.passage_tags == "unpadded":
+            if unpadded_tags is None:
+                raise ValueError(f"variant {v.name!r} needs unpadded_tags (the tagging stage's nopad tags)")
+            passage_tags = unpadded_tags
+        retriever = Retriever(passage_ids, passage_tags)
+    out = []
+    for claim_id, claim in claims.items():
+        result = retriever.retrieve(claim_input(claim.text, v), cosine_in_score=v.cosine_in_score)
+        out.append(retriever.as_record(claim_id, result, claim.evidences))
+    return out
+
+
+def variant_f_table(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]],
+                    claims: Mapping[str, Claim], *, unpadded_tags: Sequence[str | Sequence[str]] | None = None,
+                    variants: Iterable[str] | None = None, retriever: Retriever | None = None) -> list[dict]:
+    """Evidence F of each variant on labelled claims (dev): one row per variant,
+    ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
+
+    The padded and unpadded retrievers are each fit once (``retriever``: one already fit on
+    ``passage_tags``, reused). ``unpadded-tags`` is skipped when ``unpadded_tags`` is not given.
+    """
+    from .evaluate import evidence_f
+
+    names = list(variants) if variants is not None else list(VARIANTS)
+    fitted: dict[str, Retriever] = {} if retriever is None else {"padded": retriever}
+    rows = []
+    for name in names:
+        v = _variant(name)
+        if v.passage_tags == "unpadded" and unpadded_tags is None:
+            continue
+        if v.passage_tags not in fitted:
+            fitted[v.passage_tags] = Retriever(passage_ids, unpadded_tags if v.passage_tags == "unpadded" else passage_tags)
+        records = retrieve_all(passage_ids, passage_tags, claims, v, retriever=fitted[v.passage_tags])
+        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
+        rows.append({
+            "variant": v.name,
+            "description": v.description,
+            "F": float(np.mean(f_values)) if f_values else 0.0,
+            "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
+            "claims": len(records),
+            "passages": len(fitted[v.passage_tags]),
+        })
+    return rows
