@@ -10,7 +10,7 @@ Layout of a workdir::
     tagging/summary.json        figures of the tagging stage
     retrieval/<split>.jsonl     each claim's retrieval (train, dev, test), in file order
     retrieval/summary.json      fallback shares, dev F, the per-variant F table
-    classifier/<split>.json     each claim's verdicts: {gold, retrieved} x {alone, notebook}
+    classifier/<split>.json     per claim: label and {gold, retrieved} x {alone, notebook} logits, verdict
     classifier/summary.json     accuracies and confusion matrices (dev), the checkpoint used
 
 Every file is written to a temporary name and renamed, so a killed build leaves only whole
@@ -306,12 +306,12 @@ def iter_retrieval(work: Workdir, split: str) -> Iterator[dict]:
 def build_classifier(work: Workdir, data_dir: Path, passages: dict[str, str]) -> dict:
     """Verdicts of the shipped checkpoint for every claim: gold and retrieved evidence (gold
     only where labelled), alone and in the notebook's batches of 16; dev accuracies."""
-    from .explain import evaluate_protocols, evidence_texts, load_classifier, predict
+    from .explain import evidence_texts, load_classifier, predict
 
     if work.classifier_summary.is_file():
         return json.loads(work.classifier_summary.read_text(encoding="utf-8"))
     classifier = load_classifier()
-    summary: dict = {"checkpoint": classifier.checkpoint.name, "dev": {}}
+    summary: dict = {"checkpoint": classifier.checkpoint.name}
     for split in SPLITS:
         claims = data_layer.load_claims(split, data_dir)
         retrieved = {r["claim_id"]: r["evidences"] for r in iter_retrieval(work, split)}
@@ -321,12 +321,25 @@ def build_classifier(work: Workdir, data_dir: Path, passages: dict[str, str]) ->
         verdicts: dict[str, dict] = {cid: {"label": c.label} for cid, c in claims.items()}
         for source, evidence in sources.items():
             for cid, entry in predict(classifier, claims, evidence).items():
-                verdicts[cid][source] = {p: entry[p] for p in ("alone", "notebook")}
-            if split == "dev":
-                summary["dev"][source] = evaluate_protocols(classifier, claims, evidence)["protocols"]
+                verdicts[cid][source] = {p: entry[p] for p in C.PROTOCOLS}  # {"logits", "verdict"}
+            if split != "test":
+                summary.setdefault(split, {})[source] = protocol_figures(verdicts, source)
         write_atomic(work.verdicts(split), json.dumps(verdicts, ensure_ascii=False))
     write_atomic(work.classifier_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
+
+
+def protocol_figures(verdicts: dict[str, dict], source: str) -> dict:
+    """Accuracy and 4x4 confusion (rows: label, columns: verdict, in LABELS order) per protocol."""
+    figures = {}
+    for protocol in C.PROTOCOLS:
+        confusion = np.zeros((len(C.LABELS), len(C.LABELS)), dtype=int)
+        for entry in verdicts.values():
+            confusion[C.LABEL_IDS[entry["label"]], C.LABEL_IDS[entry[source][protocol]["verdict"]]] += 1
+        correct = int(np.trace(confusion))
+        figures[protocol] = {"accuracy": correct / max(1, len(verdicts)), "correct": correct,
+                             "claims": len(verdicts), "confusion": confusion.tolist()}
+    return figures
 
 
 def read_verdicts(work: Workdir, split: str) -> dict[str, dict]:
