@@ -57,3 +57,55 @@ def demo_build(tmp_path_factory, data_dir):
     root = tmp_path_factory.mktemp("demo-build")
     build(root, data_dir, None, processes=1)
     return Workdir(root)
+
+
+# --- the web site (tests/test_web.py, tests/test_web_browser.py) ------------------------------
+
+
+@pytest.fixture(scope="session")
+def web_tracer(demo_build, data_dir):
+    """One Tracer over the demo build and the shipped checkpoint (the build's), for every web
+    test: it caches what it computes."""
+    from claimtrace.web.trace import Tracer
+
+    return Tracer(demo_build.root, data_dir)
+
+
+@pytest.fixture(scope="session")
+def web_client(web_tracer):
+    """A FastAPI TestClient of the site over the demo build."""
+    from fastapi.testclient import TestClient
+
+    from claimtrace.web.app import create_app
+
+    with TestClient(create_app(None, tracer=web_tracer)) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def web_server(web_tracer):
+    """The site served by uvicorn in a thread on 127.0.0.1 and a free port; its base URL.
+    Stopped at the end of the session."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from claimtrace.web.app import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(None, tracer=web_tracer), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, name="claimtrace-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail(f"the test server did not start on 127.0.0.1:{port}")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=15)

@@ -306,10 +306,23 @@ def iter_retrieval(work: Workdir, split: str) -> Iterator[dict]:
 def build_classifier(work: Workdir, data_dir: Path, passages: dict[str, str]) -> dict:
     """Verdicts of the shipped checkpoint for every claim: gold and retrieved evidence (gold
     only where labelled), alone and in the notebook's batches of 16; dev accuracies."""
-    from .explain import evidence_texts, load_classifier, predict
-
     if work.classifier_summary.is_file():
         return json.loads(work.classifier_summary.read_text(encoding="utf-8"))
+    import torch
+
+    # Batches of 16 x 128 are too small to gain from a second thread; on a busy machine two
+    # threads were 2-3x slower than one.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _classify_every_split(work, data_dir, passages)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _classify_every_split(work: Workdir, data_dir: Path, passages: dict[str, str]) -> dict:
+    from .explain import evidence_texts, load_classifier, predict
+
     classifier = load_classifier()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
     for split in SPLITS:

@@ -1,0 +1,23 @@
+"""The explainer web site: one claim through every stage, Explore, and live editing.
+
+``create_app(workdir)`` is the FastAPI app (``claimtrace serve``); ``write_site(workdir, out)``
+writes the same pages as static files (``claimtrace site``); ``trace.Tracer`` assembles every
+page's data. See docs/web.md.
+"""
+
+from __future__ import annotations
+
+__all__ = ["create_app", "write_site", "Tracer"]
+
+
+def __getattr__(name):
+    if name == "create_app":
+        from .app import create_app
+        return create_app
+    if name == "write_site":
+        from .site import write_site
+        return write_site
+    if name == "Tracer":
+        from .trace import Tracer
+        return Tracer
+    raise AttributeError(name)

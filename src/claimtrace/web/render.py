@@ -1,0 +1,148 @@
+"""HTML for every page, from the same dicts the JSON routes return (shared by the server and the
+static site writer).
+
+Links are relative and end in ``.html`` so that the same pages work from ``claimtrace serve`` and
+from any static host: ``root`` is the way back to the site's top folder from the page's own
+folder (``""`` or ``"../"``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from .. import constants as C
+from .trace import DEFAULT_CLAIM, MAX_TEXT_CHARS, SPLITS, Tracer
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def json_for_script(value: Any) -> Markup:
+    """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``
+    or line separators survive literally, so no text can close the script element."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _num(value, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:+.{digits}f}"
+
+
+def _pct(value, digits: int = 1) -> str:
+    return "—" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _commas(value) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def _sci(value) -> str:
+    return "—" if value is None else f"{value:.1e}"
+
+
+def _bar(value: float, scale: float) -> Markup:
+    """A diverging CSS bar: zero in the middle, ``scale`` = half the width; clipped beyond."""
+    if value is None or not scale:
+        return Markup('<span class="bar"></span>')
+    share = abs(value) / scale
+    clipped = share > 1.0
+    width = min(share, 1.0) * 50
+    side = "pos" if value >= 0 else "neg"
+    extra = " clipped" if clipped else ""
+    return Markup(f'<span class="bar"><span class="fill {side}{extra}" style="width:{width:.2f}%"></span></span>')
+
+
+def make_env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=False, lstrip_blocks=True)
+    env.filters.update(num=_num, signed=_signed, pct=_pct, commas=_commas, sci=_sci, script_json=json_for_script)
+    env.globals.update(bar=_bar, C=C, LABELS=C.LABELS, SPLITS=SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM,
+                       MAX_TEXT_CHARS=MAX_TEXT_CHARS)
+    return env
+
+
+def root_for(path: str) -> str:
+    """``"../" * depth`` for a URL path (``/`` and ``/live`` -> ``""``, ``/claim/x`` -> ``"../"``)."""
+    depth = max(0, path.count("/") - 1)
+    return "../" * depth
+
+
+class Renderer:
+    """Renders the site's pages from a :class:`Tracer`. ``mode``: ``"server"`` or ``"static"``."""
+
+    #: Rendered claim and Explore pages kept (a trace never changes once computed).
+    PAGE_CACHE = 1024
+
+    def __init__(self, tracer: Tracer, mode: str = "server"):
+        self.tracer = tracer
+        self.mode = mode
+        self.env = make_env()
+        self._pages: OrderedDict[tuple, str] = OrderedDict()
+        self._pages_lock = threading.Lock()
+
+    def _cached(self, key: tuple, make) -> str:
+        with self._pages_lock:
+            page = self._pages.get(key)
+            if page is not None:
+                self._pages.move_to_end(key)
+                return page
+        page = make()
+        with self._pages_lock:
+            self._pages[key] = page
+            while len(self._pages) > self.PAGE_CACHE:
+                self._pages.popitem(last=False)
+        return page
+
+    def _render(self, template: str, root: str, **context) -> str:
+        return self.env.get_template(template).render(root=root, mode=self.mode, **context)
+
+    def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
+        ids = list(self.tracer.claims(split))
+        i = ids.index(claim_id)
+        return {"prev": ids[i - 1] if i > 0 else None, "next": ids[i + 1] if i + 1 < len(ids) else None,
+                "count": len(ids)}
+
+    def claim_page(self, trace: dict, root: str) -> str:
+        head = trace["claim"]
+
+        def make():
+            nav = self._neighbours_in_file(head["id"], head["split"])
+            return self._render("claim.html", root, t=trace, nav=nav, page="claim",
+                                title=f"{head['id']}: one claim through every stage")
+        return self._cached(("claim", head["id"], root, id(trace)), make)
+
+    def explore_page(self, explore: dict, root: str) -> str:
+        return self._cached(("explore", explore["split"], root, id(explore)), lambda: self._render(
+            "explore.html", root, x=explore, page="explore", title=f"Explore: every {explore['split']} claim"))
+
+    def live_page(self, root: str, trace: dict | None, text: str = "", error: str | None = None,
+                  table: dict | None = None) -> str:
+        return self._render("live.html", root, t=trace, text=text, error=error, page="live",
+                            table=table, title="Live: trace your own claim")
+
+    def computing_page(self, root: str, split: str, progress: dict) -> str:
+        return self._render("computing.html", root, split=split, progress=progress, page="explore",
+                            title=f"Explore {split}: being computed")
+
+    def error_page(self, root: str, status: int, heading: str, message: str, hint: str | None = None) -> str:
+        return self._render("error.html", root, status=status, heading=heading, message=message, hint=hint,
+                            page="error", title=heading)

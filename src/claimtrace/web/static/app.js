@@ -1,0 +1,454 @@
+/* claimtrace: the Explore table's filters and sorting, and the live model-input editor.
+   No dependencies, nothing loaded from the internet. Every text goes into the page through
+   textContent, never innerHTML. */
+(function () {
+  "use strict";
+
+  var LABELS = ["SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED"];
+  var body = document.body;
+  var root = body.getAttribute("data-root") || "";
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      for (var key in attrs) {
+        if (key === "text") node.textContent = attrs[key];
+        else if (key === "cls") node.className = attrs[key];
+        else node.setAttribute(key, attrs[key]);
+      }
+    }
+    (children || []).forEach(function (child) {
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+
+  function signed(x, digits) {
+    return (x >= 0 ? "+" : "") + x.toFixed(digits);
+  }
+
+  /* ---------------------------------------------------------------- Explore */
+
+  function initExplore() {
+    var table = document.getElementById("claims-table");
+    if (!table) return;
+    var tbody = table.tBodies[0];
+    var rows = Array.prototype.slice.call(tbody.rows);
+    var controls = {
+      text: document.getElementById("f-text"),
+      label: document.getElementById("f-label"),
+      source: document.getElementById("f-source"),
+      protocol: document.getElementById("f-protocol"),
+      verdict: document.getElementById("f-verdict"),
+      right: document.getElementById("f-right"),
+      fallback: document.getElementById("f-fallback")
+    };
+    var count = document.getElementById("f-count");
+    var sortKey = "position", sortType = "num", sortDir = 1;
+
+    function value(control) { return control ? control.value : ""; }
+
+    function apply() {
+      var text = value(controls.text).trim().toLowerCase();
+      var label = value(controls.label), verdictWanted = value(controls.verdict);
+      var right = value(controls.right), fallback = value(controls.fallback);
+      var attr = "data-" + value(controls.source) + "-" + value(controls.protocol);
+      var shown = 0, correct = 0, judged = 0;
+      rows.forEach(function (row) {
+        var verdict = row.getAttribute(attr) || "";
+        var rowLabel = row.getAttribute("data-label");
+        var ok = true;
+        if (text && row.getAttribute("data-text").indexOf(text) < 0 && row.getAttribute("data-id").indexOf(text) < 0) ok = false;
+        if (label && rowLabel !== label) ok = false;
+        if (verdictWanted && verdict !== verdictWanted) ok = false;
+        if (right === "right" && verdict !== rowLabel) ok = false;
+        if (right === "wrong" && (verdict === rowLabel || !verdict)) ok = false;
+        if (fallback && row.getAttribute("data-fallback") !== fallback) ok = false;
+        row.hidden = !ok;
+        if (ok) {
+          shown += 1;
+          if (verdict && rowLabel) { judged += 1; if (verdict === rowLabel) correct += 1; }
+        }
+      });
+      if (count) {
+        count.textContent = shown + " of " + rows.length + " claims shown" +
+          (judged ? "; " + value(controls.source) + " evidence, " + value(controls.protocol) + ": " + correct + "/" + judged + " right" : "");
+      }
+    }
+
+    function sortValue(row) {
+      var v = row.getAttribute("data-" + sortKey) || "";
+      if (sortType === "num") return v === "" ? -Infinity : parseFloat(v);
+      if (sortType === "id") return parseInt(v.replace(/\D+/g, ""), 10) || 0;
+      return v;
+    }
+
+    function sort() {
+      var keyed = rows.map(function (row, i) { return [sortValue(row), i, row]; });
+      keyed.sort(function (a, b) {
+        if (a[0] < b[0]) return -sortDir;
+        if (a[0] > b[0]) return sortDir;
+        return a[1] - b[1];
+      });
+      keyed.forEach(function (k) { tbody.appendChild(k[2]); });
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+        th.removeAttribute("aria-sort");
+        if (th.getAttribute("data-key") === sortKey) th.setAttribute("aria-sort", sortDir > 0 ? "ascending" : "descending");
+      });
+    }
+
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      var key = th.getAttribute("data-key");
+      if (!key) return;
+      th.tabIndex = 0;
+      th.title = "sort by " + th.textContent.trim();
+      function go() {
+        if (sortKey === key) sortDir = -sortDir; else { sortKey = key; sortDir = 1; }
+        sortType = th.getAttribute("data-type") || "str";
+        sort();
+      }
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+    });
+    Object.keys(controls).forEach(function (k) {
+      var c = controls[k];
+      if (c) c.addEventListener(k === "text" ? "input" : "change", apply);
+    });
+    apply();
+  }
+
+  /* ---------------------------------------------------------------- the table */
+
+  var TABLE = null;
+
+  function decodeTable(raw) {
+    var binary = atob(raw.g);
+    var view = new DataView(new ArrayBuffer(binary.length));
+    for (var i = 0; i < binary.length; i++) view.setUint8(i, binary.charCodeAt(i));
+    var n = binary.length / 4;
+    var g = new Float64Array(n);
+    for (var j = 0; j < n; j++) g[j] = view.getFloat32(4 * j, true);
+    var index = new Map();
+    raw.vocab.forEach(function (token, id) { index.set(token, id); });
+    return {
+      g: g, bias: raw.bias, labels: raw.labels, vocab: raw.vocab, index: index,
+      width: raw.shape[1], maxLen: raw.max_len,
+      unk: index.get(raw.special.unk), cls: index.get(raw.special.cls),
+      sep: index.get(raw.special.sep), pad: index.get(raw.special.pad)
+    };
+  }
+
+  function loadTable() {
+    if (TABLE) return Promise.resolve(TABLE);
+    var embedded = document.getElementById("table-data");
+    if (embedded) {
+      TABLE = decodeTable(JSON.parse(embedded.textContent));
+      return Promise.resolve(TABLE);
+    }
+    return fetch(root + "api/table.json").then(function (response) {
+      if (!response.ok) throw new Error("the table is not available (" + response.status + ")");
+      return response.json();
+    }).then(function (raw) { TABLE = decodeTable(raw); return TABLE; });
+  }
+
+  /* The whole computation: logits = bias + (1/128) * sum_t g[token_t]. */
+  function compute(table, text) {
+    var words = text.split(/\s+/).filter(function (w) { return w.length > 0; });
+    var ids = [table.cls], shown = [null];
+    for (var i = 0; i < words.length; i++) {
+      var id = table.index.has(words[i]) ? table.index.get(words[i]) : table.unk;
+      ids.push(id); shown.push(words[i]);
+    }
+    ids.push(table.sep); shown.push(null);
+    var cut = 0;
+    if (ids.length > table.maxLen) {
+      cut = ids.length - table.maxLen;
+      ids = ids.slice(0, table.maxLen - 1).concat([table.sep]);
+      shown = shown.slice(0, table.maxLen - 1).concat([null]);
+    }
+    var real = ids.length, pads = table.maxLen - real;
+    var w = table.width, n = table.maxLen;
+    var tokens = [], wordsTotal = new Array(w).fill(0), sums = new Array(w).fill(0);
+    for (var t = 0; t < real; t++) {
+      var row = ids[t] * w, share = new Array(w);
+      for (var k = 0; k < w; k++) {
+        share[k] = table.g[row + k] / n;
+        sums[k] += table.g[row + k];
+        wordsTotal[k] += share[k];
+      }
+      tokens.push({ position: t, id: ids[t], token: table.vocab[ids[t]], word: shown[t], unknown: ids[t] === table.unk, share: share });
+    }
+    var padShare = new Array(w);
+    for (var p = 0; p < w; p++) {
+      padShare[p] = table.g[table.pad * w + p] * pads / n;
+      sums[p] += table.g[table.pad * w + p] * pads;
+    }
+    var logits = table.bias.map(function (b, k) { return b + sums[k] / n; });
+    var best = 0;
+    for (var q = 1; q < w; q++) if (logits[q] > logits[best]) best = q;
+    return { logits: logits, verdict: table.labels[best], tokens: tokens, padding: { count: pads, share: padShare },
+             wordsTotal: wordsTotal, bias: table.bias, real: real, pads: pads, cut: cut,
+             unknown: tokens.filter(function (x) { return x.unknown; }).length };
+  }
+
+  /* The editor's output is built once, then updated in place: rebuilding ~130 table rows on
+     every keystroke would cost more than a frame. */
+  function makeCell(tr, strong) {
+    var fill = el("span", { cls: "fill" });
+    var v = el("span", { cls: "v" });
+    var text = strong ? el("strong") : v;
+    if (strong) v.appendChild(text);
+    tr.appendChild(el("td", null, [el("span", { cls: "bar" }, [fill]), v]));
+    return { fill: fill, text: text };
+  }
+
+  function setCell(c, value, scale, digits) {
+    var share = scale ? Math.abs(value) / scale : 0;
+    c.fill.className = "fill " + (value >= 0 ? "pos" : "neg") + (share > 1 ? " clipped" : "");
+    c.fill.style.width = (Math.min(share, 1) * 50).toFixed(2) + "%";
+    c.text.textContent = signed(value, digits);
+  }
+
+  var PUSHES = 5; // tokens listed for and against the verdict
+
+  function buildOutput(out, labels, maxLen) {
+    var view = {};
+    view.verdict = el("span", { cls: "verdict" });
+    view.right = el("span");
+    view.changed = el("span", { cls: "changed" });
+    view.counts = el("p", { cls: "muted" });
+    var headA = el("tr", null, [el("th", { cls: "l", text: "label" }), el("th", { text: "bias" })]);
+    view.realHead = el("th"); view.padHead = el("th");
+    headA.appendChild(view.realHead); headA.appendChild(view.padHead); headA.appendChild(el("th", { text: "= logit" }));
+    var bodyA = el("tbody");
+    view.sumRows = labels.map(function (label) {
+      var tr = el("tr", null, [el("th", { cls: "l", text: label })]);
+      var row = { tr: tr, cells: [makeCell(tr), makeCell(tr), makeCell(tr), makeCell(tr, true)] };
+      bodyA.appendChild(tr);
+      return row;
+    });
+    // the margin over the runner-up, token by token: the few that push hardest each way
+    view.marginCaption = el("caption");
+    var bodyM = el("tbody");
+    function pushRow(cls) {
+      var tr = el("tr", cls ? { cls: cls } : null);
+      var row = { tr: tr, name: el("th", { cls: "l" }) };
+      tr.appendChild(row.name);
+      row.cell = makeCell(tr);
+      bodyM.appendChild(tr);
+      return row;
+    }
+    view.marginBias = pushRow("bias");
+    view.pushRows = [];
+    for (var k = 0; k < 2 * PUSHES; k++) view.pushRows.push(pushRow(k === PUSHES ? "gap" : null));
+    view.marginTokens = pushRow("gap");
+    view.marginPad = pushRow("pad");
+    view.marginTotal = pushRow("total");
+    // the full per-token table: built and kept up to date only while it is open
+    var headB = el("tr", null, [el("th", { cls: "l", text: "token" })]);
+    view.labelHeads = labels.map(function (label) { var th = el("th", { text: label }); headB.appendChild(th); return th; });
+    view.bodyB = el("tbody");
+    view.full = el("details", { cls: "tokens-detail" }, [
+      el("summary", { text: "every token’s exact share, for all four labels" }),
+      el("table", { cls: "chart tokens" }, [
+        el("caption", { text: "each token’s share: g[token] / " + maxLen + " (bars scaled to the largest word; bias and padding clipped)" }),
+        el("thead", null, [headB]), view.bodyB])]);
+    view.fullRows = null;
+    out.textContent = "";
+    out.appendChild(el("p", { cls: "big" }, [view.verdict, " ", view.right, view.changed]));
+    out.appendChild(view.counts);
+    out.appendChild(el("table", { cls: "chart sum" }, [el("caption", { text: "where each logit comes from (one scale)" }), el("thead", null, [headA]), bodyA]));
+    out.appendChild(el("table", { cls: "chart margin" }, [view.marginCaption, bodyM]));
+    out.appendChild(view.full);
+    return view;
+  }
+
+  function buildFullRows(view, labels, maxLen) {
+    function tokenRow(cls, fixedName) {
+      var name = el("th", { cls: "l" });
+      var row = { pos: el("span", { cls: "pos" }), name: el("span"), word: el("s") };
+      if (fixedName) name.textContent = fixedName; else { name.appendChild(row.pos); name.appendChild(document.createTextNode(" ")); name.appendChild(row.name); name.appendChild(row.word); }
+      row.label = name;
+      row.tr = el("tr", cls ? { cls: cls } : null, [name]);
+      row.cells = labels.map(function () { return makeCell(row.tr); });
+      view.bodyB.appendChild(row.tr);
+      return row;
+    }
+    var rows = { bias: tokenRow("bias", "bias"), tokens: [] };
+    for (var t = 0; t < maxLen; t++) rows.tokens.push(tokenRow(null, null));
+    rows.pad = tokenRow("pad", " ");
+    return rows;
+  }
+
+  function renderFull(view, result) {
+    if (!view.fullRows) view.fullRows = buildFullRows(view, TABLE.labels, TABLE.maxLen);
+    var rows = view.fullRows;
+    TABLE.labels.forEach(function (label, i) { view.labelHeads[i].className = label === result.verdict ? "win" : ""; });
+    var scale = 0;
+    result.tokens.forEach(function (t) { t.share.forEach(function (x) { scale = Math.max(scale, Math.abs(x)); }); });
+    result.bias.forEach(function (x, k) { setCell(rows.bias.cells[k], x, scale, 4); });
+    rows.tokens.forEach(function (row, t) {
+      var tok = result.tokens[t];
+      if (!tok) { if (!row.tr.hidden) row.tr.hidden = true; return; }
+      row.tr.hidden = false;
+      row.pos.textContent = String(tok.position);
+      row.name.textContent = tok.unknown ? "<unk> " : tok.token;
+      row.word.textContent = tok.unknown ? tok.word : "";
+      tok.share.forEach(function (x, k) { setCell(row.cells[k], x, scale, 4); });
+    });
+    rows.pad.tr.hidden = !result.padding.count;
+    rows.pad.label.textContent = "[PAD] × " + result.padding.count;
+    result.padding.share.forEach(function (x, k) { setCell(rows.pad.cells[k], x, scale, 4); });
+  }
+
+  function tokenName(tok) { return (tok.unknown ? "<unk> " + tok.word : tok.token) + " @" + tok.position; }
+
+  var VIEW = null, LAST = null;
+
+  function render(out, result, reference) {
+    var labels = TABLE.labels;
+    if (!VIEW) {
+      VIEW = buildOutput(out, labels, TABLE.maxLen);
+      VIEW.full.addEventListener("toggle", function () { if (VIEW.full.open && LAST) renderFull(VIEW, LAST); });
+    }
+    LAST = result;
+    var v = VIEW;
+    v.verdict.className = "verdict v-" + result.verdict;
+    v.verdict.textContent = result.verdict;
+    if (reference.label) {
+      var right = result.verdict === reference.label;
+      v.right.className = right ? "right" : "wrong";
+      v.right.textContent = right ? "✓ right" : "✗ wrong (label " + reference.label + ")";
+    } else { v.right.textContent = ""; }
+    v.changed.textContent = reference.alone && result.verdict !== reference.alone.verdict
+      ? " changed: the unedited input gives " + reference.alone.verdict : "";
+    v.counts.textContent = result.real + " real tokens, " + result.pads + " [PAD]" +
+      (result.unknown ? ", " + result.unknown + " unknown word" + (result.unknown === 1 ? "" : "s") + " (<unk>)" : "") +
+      (result.cut ? "; " + result.cut + " word" + (result.cut === 1 ? "" : "s") + " cut off at " + TABLE.maxLen : "") + ".";
+    v.realHead.textContent = result.real + " real tokens";
+    v.padHead.textContent = "[PAD] × " + result.pads;
+
+    var scaleA = 0;
+    labels.forEach(function (_, i) {
+      [result.bias[i], result.wordsTotal[i], result.padding.share[i], result.logits[i]].forEach(function (x) { scaleA = Math.max(scaleA, Math.abs(x)); });
+    });
+    labels.forEach(function (label, i) {
+      var row = v.sumRows[i];
+      row.tr.className = label === result.verdict ? "win" : "";
+      setCell(row.cells[0], result.bias[i], scaleA, 3);
+      setCell(row.cells[1], result.wordsTotal[i], scaleA, 3);
+      setCell(row.cells[2], result.padding.share[i], scaleA, 3);
+      setCell(row.cells[3], result.logits[i], scaleA, 3);
+    });
+
+    // the margin: verdict's logit minus the runner-up's, split into bias, tokens and padding
+    var win = labels.indexOf(result.verdict), second = -1;
+    result.logits.forEach(function (x, i) { if (i !== win && (second < 0 || x > result.logits[second])) second = i; });
+    v.marginCaption.textContent = "why " + result.verdict + " beats " + labels[second] + " (the runner-up) by " +
+      (result.logits[win] - result.logits[second]).toFixed(4) + ": each part’s share of the margin";
+    var pushes = result.tokens.map(function (tok) { return { tok: tok, m: tok.share[win] - tok.share[second] }; });
+    pushes.sort(function (a, b) { return b.m - a.m; });
+    var against = pushes.slice(Math.max(PUSHES, pushes.length - PUSHES)).reverse();
+    var top = pushes.slice(0, PUSHES);
+    var scaleM = 0;
+    pushes.forEach(function (p) { scaleM = Math.max(scaleM, Math.abs(p.m)); });
+    var biasM = result.bias[win] - result.bias[second], padM = result.padding.share[win] - result.padding.share[second];
+    v.marginBias.name.textContent = "bias";
+    setCell(v.marginBias.cell, biasM, scaleM, 4);
+    for (var k = 0; k < 2 * PUSHES; k++) {
+      var p = k < PUSHES ? top[k] : against[k - PUSHES];
+      var row = v.pushRows[k];
+      if (!p) { row.tr.hidden = true; continue; }
+      row.tr.hidden = false;
+      row.name.textContent = (k < PUSHES ? (p.m >= 0 ? "for: " : "least against: ") : (p.m < 0 ? "against: " : "least for: ")) + tokenName(p.tok);
+      setCell(row.cell, p.m, scaleM, 4);
+    }
+    var tokensM = 0;
+    pushes.forEach(function (p) { tokensM += p.m; });
+    v.marginTokens.name.textContent = "all " + result.tokens.length + " real tokens together";
+    setCell(v.marginTokens.cell, tokensM, scaleM, 4);
+    v.marginPad.name.textContent = "[PAD] × " + result.padding.count;
+    v.marginPad.tr.hidden = !result.padding.count;
+    setCell(v.marginPad.cell, padM, scaleM, 4);
+    v.marginTotal.name.textContent = "= margin";
+    setCell(v.marginTotal.cell, result.logits[win] - result.logits[second], scaleM, 4);
+
+    if (v.full.open) renderFull(v, result);
+  }
+
+  function initEditor() {
+    var input = document.getElementById("model-input");
+    var out = document.getElementById("editor-out");
+    var status = document.getElementById("editor-status");
+    var data = document.getElementById("trace-data");
+    if (!input || !out || !data) return;
+    var reference = JSON.parse(data.textContent);
+    var original = input.value;
+    var ready = false;
+
+    function update() {
+      if (!ready) return null;
+      var t0 = performance.now();
+      var result = compute(TABLE, input.value);
+      render(out, result, reference);
+      void out.offsetHeight; // include layout in the measured time
+      var ms = performance.now() - t0;
+      status.textContent = "recomputed in your browser in " + ms.toFixed(1) + " ms";
+      result.ms = ms;
+      return result;
+    }
+
+    window.claimtrace = window.claimtrace || {};
+    window.claimtrace.recompute = function (text) {
+      if (typeof text === "string") input.value = text;
+      var r = update();
+      return r && { verdict: r.verdict, logits: r.logits, real: r.real, pads: r.pads, unknown: r.unknown, ms: r.ms };
+    };
+    window.claimtrace.ready = function () { return ready; };
+    /* the arithmetic alone, without touching the page (for benchmarks) */
+    window.claimtrace.compute = function (text) { var r = compute(TABLE, text); return { verdict: r.verdict, logits: r.logits }; };
+
+    input.addEventListener("input", update);
+    document.getElementById("reset-input").addEventListener("click", function () { input.value = original; update(); });
+
+    var wanted = new URLSearchParams(window.location.search).get("claim");
+    var preload = Promise.resolve();
+    if (body.getAttribute("data-mode") === "static" && wanted && wanted !== reference.claim_id && /^claim-\d+$/.test(wanted)) {
+      preload = fetch(root + "claim/" + wanted + ".json").then(function (r) {
+        if (!r.ok) throw new Error("no such claim");
+        return r.json();
+      }).then(function (trace) {
+        if (trace.classifier && trace.classifier.status === "ok") {
+          reference = { claim_id: trace.claim.id, label: trace.claim.label, text: trace.classifier.text, alone: trace.classifier.alone };
+          input.value = original = trace.classifier.text;
+          status.textContent = "loaded " + trace.claim.id;
+        }
+      }).catch(function () {
+        status.textContent = "could not load " + wanted + " (open the site through a web server); showing " + reference.claim_id;
+      });
+    }
+    preload.then(loadTable).then(function () {
+      ready = true;
+      body.setAttribute("data-editor", "ready");
+      update();
+    }).catch(function (err) {
+      status.textContent = "The table could not be loaded: " + err.message + ".";
+      body.setAttribute("data-editor", "failed");
+    });
+  }
+
+  /* ---------------------------------------------------------------- the claim form */
+
+  function initForm() {
+    var form = document.querySelector(".claim-form");
+    if (!form) return;
+    form.addEventListener("submit", function () {
+      var button = form.querySelector("button");
+      if (button) { button.disabled = true; button.textContent = "Tracing…"; }
+    });
+  }
+
+  initExplore();
+  initEditor();
+  initForm();
+})();

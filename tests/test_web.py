@@ -1,0 +1,494 @@
+"""The explainer site through FastAPI's TestClient: every route, the JSON shapes, the numbers
+against the stage functions, escaping, clear answers to bad input, and degrading when a stage
+is not built.
+
+Everything runs over the session's demo build (conftest ``demo_build``) and one shared Tracer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from claimtrace import constants as C
+from claimtrace.cli import main
+from claimtrace.evaluate import evidence_f
+from claimtrace.preprocess import preprocess
+from claimtrace.web.app import create_app
+from claimtrace.web.render import json_for_script
+from claimtrace.web.trace import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
+
+STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
+
+
+def _first(web_tracer, split, predicate):
+    records = web_tracer.retrieval_records(split)["records"]
+    return next(cid for cid, record in records.items() if predicate(record))
+
+
+# --- routes ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("/", "html"), ("/index.html", "html"), ("/index.json", "json"),
+    (f"/claim/{DEFAULT_CLAIM}", "html"), (f"/claim/{DEFAULT_CLAIM}.html", "html"), (f"/claim/{DEFAULT_CLAIM}.json", "json"),
+    ("/explore", "html"), ("/explore.json", "json"), ("/explore/dev.html", "html"), ("/explore/dev.json", "json"),
+    ("/live", "html"), ("/live.html", "html"), ("/live.json", "json"), ("/live?claim=claim-375", "html"),
+    ("/live?text=Sea+levels+are+rising", "html"), ("/live.json?text=Sea+levels+are+rising", "json"),
+    ("/api/trace?text=CO2+is+plant+food", "json"), (f"/api/trace?claim={DEFAULT_CLAIM}", "json"),
+    ("/api/table.json", "json"), ("/api/build.json", "json"),
+    ("/static/app.js", "js"), ("/static/style.css", "css"),
+])
+def test_every_route_answers(web_client, path, kind):
+    response = web_client.get(path)
+    assert response.status_code == 200, response.text[:500]
+    content_type = response.headers["content-type"]
+    expected = {"html": "text/html", "json": "application/json", "js": "javascript", "css": "text/css"}[kind]
+    assert expected in content_type
+    if kind == "html":
+        assert "<!doctype html>" in response.text and "not built yet" not in response.text
+    if kind == "json":
+        assert isinstance(response.json(), dict)
+
+
+def test_front_page_tells_every_stage_of_claim_752(web_client, web_tracer):
+    page = web_client.get("/").text
+    claim = web_tracer.claims("dev")[DEFAULT_CLAIM]
+    assert "South Australia] has the most expensive electricity in the world" in page
+    for stage in STAGES:
+        assert f'id="{stage}"' in page
+    for phrase in ("256-d", "6 layers × 8 heads", "512", "10 epochs, Adam lr 0.0001", "batch_first=True",
+                   "cosine + overlap + cosine", "[PAD] ×", "neighbours"):
+        assert phrase in page
+    assert claim.label in page
+
+
+def test_pages_link_relatively_and_to_html_files(web_client):
+    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    links = re.findall(r'(?:href|src)="([^"]+)"', page)
+    assert links and not [link for link in links if link.startswith(("http:", "https:", "//"))]
+    assert '../static/app.js' in links and '../explore/dev.html' in links
+    assert all(not link.startswith("/") for link in links)
+
+
+# --- the claim trace against the stage functions ----------------------------------------------------
+
+
+def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_tracer, demo_build):
+    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    claim = web_tracer.claims("dev")[DEFAULT_CLAIM]
+    assert set(t) >= {"claim", "build", "preprocess", "tagging", "vectorisation", "retrieval", "classifier", "notes"}
+    assert t["claim"] == {"kind": "claim", "id": DEFAULT_CLAIM, "split": "dev", "position": 0, "text": claim.text,
+                          "label": claim.label, "gold": list(claim.evidences)}
+    pre = preprocess(claim.text)
+    assert (t["preprocess"]["tokens"], t["preprocess"]["kept"], t["preprocess"]["stems"]) == (pre.tokens, pre.kept, pre.stems)
+    assert t["preprocess"]["tags"] == pre.tags().split()
+    for section in ("tagging", "vectorisation", "retrieval", "classifier"):
+        assert t[section]["status"] == "ok", t[section]
+
+    # tagging: the first gold passage's top ten, recomputed, equal the build's stored tags
+    tagging = t["tagging"]
+    summary = json.loads(demo_build.tagging_summary.read_text())
+    assert tagging["passage"]["id"] == claim.evidences[0] and tagging["passage"]["matches_build"]
+    assert len(tagging["passage"]["top"]) == C.TAGS_PER_PASSAGE
+    assert [r["feature"] for r in tagging["passage"]["top"] if r["tag"]] and tagging["passage"]["tags"] == sorted(
+        {r["feature"] for r in tagging["passage"]["top"] if r["tag"]})
+    assert all(r["padding"] == (r["weight"] == 0.0) for r in tagging["passage"]["top"])
+    assert tagging["passages_with_last_feature"] == summary["passages_with_last_feature"]
+    assert tagging["last_feature"] == summary["last_feature"]
+    example = tagging["padding_example"]
+    assert example is not None and summary["last_feature"] in example["tags"]
+    assert any(r["padding"] and r["feature"] == summary["last_feature"] for r in example["top"])
+
+    # retrieval: the same evidences as the retrieval stage; passed rows obey the filter
+    record = web_tracer.retrieval_records("dev")["records"][DEFAULT_CLAIM]
+    retrieval = t["retrieval"]
+    assert [e["id"] for e in retrieval["evidences"]] == record["evidences"]
+    assert retrieval["passed"] == record["passed"] == len(retrieval["passed_rows"])
+    assert retrieval["fallback"] is False
+    for row in retrieval["passed_rows"]:
+        assert row["cosine"] > C.COSINE_THRESHOLD and row["overlap"] > C.OVERLAP_THRESHOLD
+        assert row["score"] == pytest.approx(2 * row["cosine"] + row["overlap"], abs=1e-12)
+    returned = sorted((r for r in retrieval["passed_rows"] if r["returned"]), key=lambda r: r["kept_rank"])
+    assert [r["id"] for r in returned] == record["evidences"]
+    assert retrieval["scores"]["F"] == pytest.approx(evidence_f(record["evidences"], claim.evidences))
+    split = retrieval["split"]
+    records = web_tracer.retrieval_records("dev")["records"].values()
+    assert split["fallbacks"] == sum(r["fallback"] for r in records) and split["claims"] == 154
+
+    # the vectors: cosine = sum of the shown products
+    vectors = t["vectorisation"]["passage"]
+    assert vectors["cosine"] == pytest.approx(sum(p["product"] for p in vectors["products"]), abs=1e-9)
+    assert vectors["overlap"] == pytest.approx(vectors["shared"] / min(vectors["claim_tag_count"], vectors["passage_tag_count"]))
+
+    # classifier: 128 ids, the decomposition sums to the logits
+    c = t["classifier"]
+    assert c["real_tokens"] + c["pad_tokens"] == C.MAX_LEN == len(c["input_ids"])
+    parts = np.array(c["contributions"]["bias"]) + np.array(c["contributions"]["padding"]["contribution"])
+    parts = parts + np.sum([tok["contribution"] for tok in c["contributions"]["tokens"]], axis=0)
+    assert np.allclose(parts, c["alone"]["logits"], atol=1e-12)
+    assert c["alone"]["max_abs_diff_table_vs_torch"] < 1e-5
+    assert c["alone"]["verdict"] == C.LABELS[int(np.argmax(c["alone"]["logits"]))]
+    assert len(c["notebook"]["neighbours"]) == C.BATCH_SIZE - 1
+    assert c["architecture"]["embedding"] == 256 and c["architecture"]["layers"] == 6
+
+
+def test_classifier_section_equals_explain_claim(web_tracer):
+    """The walkthrough's verdicts are claimtrace.explain's, with the retrieved evidence."""
+    from claimtrace.explain import evidence_texts, explain_claim
+
+    claims = web_tracer.claims("dev")
+    records = web_tracer.retrieval_records("dev")["records"]
+    evidence = evidence_texts({cid: r["evidences"] for cid, r in records.items()}, web_tracer.corpus())
+    for claim_id in (DEFAULT_CLAIM, list(claims)[20]):
+        expected = explain_claim(web_tracer.classifier(), claim_id, claims, evidence, "retrieved")
+        got = web_tracer.trace(claim_id)["classifier"]
+        assert got["input_ids"] == expected["input_ids"] and got["tokens"] == expected["tokens"]
+        assert got["real_tokens"] == expected["real_tokens"] and got["text"] == expected["text"]
+        assert got["alone"]["logits"] == expected["alone"]["logits"]
+        assert np.allclose(got["notebook"]["logits"], expected["notebook"]["logits"], atol=1e-6)
+        assert got["notebook"]["verdict"] == expected["notebook"]["verdict"]
+        assert [n["id"] for n in got["notebook"]["neighbours"]] == expected["notebook"]["neighbours"]
+        assert got["contributions"]["padding"] == expected["contributions"]["padding"]
+
+
+def test_a_fallback_claim_says_so(web_client, web_tracer):
+    claim_id = _first(web_tracer, "dev", lambda r: r["fallback"])
+    t = web_client.get(f"/claim/{claim_id}.json").json()
+    assert t["retrieval"]["fallback"] and t["retrieval"]["passed"] == 0 and t["retrieval"]["passed_rows"] == []
+    assert len(t["retrieval"]["evidences"]) == C.MAX_EVIDENCES
+    page = web_client.get(f"/claim/{claim_id}.html").text
+    assert "nothing passed" in page and "the fallback applied" in page
+
+
+def test_train_and_test_claims_have_pages(web_client, web_tracer):
+    test_id = list(web_tracer.claims("test"))[3]
+    t = web_client.get(f"/claim/{test_id}.json").json()
+    assert t["claim"]["split"] == "test" and t["claim"]["label"] is None and t["retrieval"]["scores"] is None
+    assert t["classifier"]["gold_evidence"] is None and t["classifier"]["notebook"]["verdict"] in C.LABELS
+    page = web_client.get(f"/claim/{test_id}.html").text
+    assert "unlabelled (test)" in page and "Test claims have no gold list" in page
+    train_id = list(web_tracer.claims("train"))[17]
+    t = web_client.get(f"/claim/{train_id}.json").json()
+    assert t["claim"]["split"] == "train" and t["classifier"]["notebook"]["batch"] == 1
+
+
+def test_without_the_builds_files_the_site_computes_the_same(tmp_path, demo_build, web_tracer, data_dir):
+    """The build stores retrieval/<split>.jsonl and classifier/<split>.json; without them the site
+    retrieves and runs the model itself, and gets the same records and logits."""
+    root = tmp_path / "work"
+    root.mkdir()
+    for name in ("build.json", "evidence.json", "tagging"):
+        (root / name).symlink_to(demo_build.root / name)
+    tracer = Tracer(root, data_dir)
+    tracer._memo["classifier"] = web_tracer.classifier()  # no second load
+    computed, stored = tracer.retrieval_records("dev"), web_tracer.retrieval_records("dev")
+    assert computed["source"] == "computed" and stored["source"] == "build"
+    assert computed["records"] == stored["records"]
+    assert tracer.build_verdicts("dev", "retrieved") is None
+    assert web_tracer.build_verdicts("dev", "retrieved") is not None  # the build's: the shipped checkpoint
+    for batch in (0, 9):
+        assert np.allclose(tracer.notebook_batch("dev", "retrieved", batch),
+                           web_tracer.notebook_batch("dev", "retrieved", batch), rtol=0, atol=1e-6)
+    t = tracer.trace(DEFAULT_CLAIM)
+    assert t["retrieval"]["source"] == "computed"
+    assert t["classifier"]["notebook"] == web_tracer.trace(DEFAULT_CLAIM)["classifier"]["notebook"] or np.allclose(
+        t["classifier"]["notebook"]["logits"], web_tracer.trace(DEFAULT_CLAIM)["classifier"]["notebook"]["logits"], atol=1e-6)
+    page = create_app(None, tracer=tracer)
+    with TestClient(page) as client:
+        assert "computed by the site" in client.get("/").text
+
+
+# --- explore ------------------------------------------------------------------------------------
+
+
+def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
+    x = web_client.get("/explore/dev.json").json()
+    claims = web_tracer.claims("dev")
+    assert x["split"] == "dev" and x["labelled"] and len(x["claims"]) == len(claims) == 154
+    assert [row["id"] for row in x["claims"]] == list(claims)
+    for source in ("gold", "retrieved"):
+        for protocol in C.PROTOCOLS:
+            cell = x["accuracy"][source][protocol]
+            matrix = np.array(cell["confusion"])
+            assert matrix.shape == (4, 4) and matrix.sum() == 154 and np.trace(matrix) == cell["correct"]
+            assert cell["accuracy"] == pytest.approx(cell["correct"] / 154)
+            assert cell["correct"] == sum(row[source][protocol] == row["label"] for row in x["claims"])
+    row = x["claims"][0]
+    assert set(row) >= {"id", "position", "text", "label", "fallback", "passed", "F", "gold", "retrieved"}
+    page = web_tracer.trace(DEFAULT_CLAIM)["classifier"]
+    assert row["retrieved"] == {"alone": page["alone"]["verdict"], "notebook": page["notebook"]["verdict"]}
+    assert x["fallbacks"] == sum(r["fallback"] for r in x["claims"])
+    assert set(x["course_scores"]) == set(C.PROTOCOLS)
+    assert x["course_scores"]["alone"]["F"] == pytest.approx(np.mean([r["F"] for r in x["claims"]]))
+    html = web_client.get("/explore/dev.html").text
+    assert html.count('<tr data-position=') == 154 and 'href="../claim/claim-752.html"' in html
+
+
+def test_explore_test_split_is_unlabelled(web_client):
+    x = web_client.get("/explore/test.json").json()
+    assert x["labelled"] is False and len(x["claims"]) == 153
+    assert x["accuracy"] == {"gold": None, "retrieved": None} and x["course_scores"] is None
+    assert sum(x["verdict_counts"]["retrieved"]["notebook"].values()) == 153
+    assert "unlabelled" in web_client.get("/explore/test.html").text
+
+
+def test_a_split_still_computing_answers_202_not_a_wait(web_tracer):
+    """Explore of a split whose notebook protocol is not computed yet answers at once."""
+    release = threading.Event()
+    tracer = Tracer(web_tracer.work.root, web_tracer.data_dir, web_tracer.classifier_dir)
+
+    def slow_explore(split):
+        release.wait(10)
+        return {"split": split}
+
+    tracer.explore = slow_explore
+    app = create_app(None, tracer=tracer)
+    app.state.explore_wait = 0.2
+    with TestClient(app) as client:
+        page = client.get("/explore/train.html")
+        assert page.status_code == 202 and "being computed" in page.text and page.headers["retry-after"] == "10"
+        data = client.get("/explore/train.json")
+        assert data.status_code == 202 and data.json()["status"] == "computing"
+    release.set()
+
+
+# --- live -----------------------------------------------------------------------------------------
+
+
+def test_live_trace_of_any_text(web_client):
+    t = web_client.post("/api/trace", json={"text": "Arctic sea ice is not melting."}).json()
+    assert t["claim"]["kind"] == "text" and t["claim"]["id"] is None
+    assert t["preprocess"]["stems"] == preprocess("Arctic sea ice is not melting.").stems
+    assert t["retrieval"]["status"] == "ok" and 1 <= len(t["retrieval"]["evidences"]) <= C.MAX_EVIDENCES
+    assert t["retrieval"]["scores"] is None
+    assert t["classifier"]["notebook"] is None and t["classifier"]["alone"]["verdict"] in C.LABELS
+    same = web_client.get("/api/trace", params={"text": "Arctic sea ice is not melting."}).json()
+    assert same["classifier"]["alone"] == t["classifier"]["alone"]
+    form = web_client.post("/live", data={"text": "Arctic sea ice is not melting."})
+    assert form.status_code == 200 and "Arctic sea ice is not melting." in form.text and 'id="model-input"' in form.text
+
+
+SCRIPT = '<script>alert("pwned")</script> Glaciers are <b>growing</b> & "retreating"'
+
+
+def test_user_text_is_shown_not_run(web_client):
+    for response in (web_client.get("/live", params={"text": SCRIPT}), web_client.post("/live", data={"text": SCRIPT})):
+        assert response.status_code == 200
+        page = response.text
+        assert '<script>alert' not in page and "<b>growing" not in page
+        assert "&lt;script&gt;alert(" in page
+        # the JSON embedded for the editor cannot close its script element
+        embedded = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', page, re.S).group(1)
+        assert "<" not in embedded and json.loads(embedded)["text"]
+    data = web_client.get("/api/trace", params={"text": SCRIPT}).json()
+    assert data["claim"]["text"] == SCRIPT
+
+
+def test_json_for_script_escapes_everything_that_could_end_a_script():
+    text = str(json_for_script({"a": "</script><!-- & \u2028 \u2029 >"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028 \u2029 >"}
+
+
+@pytest.mark.parametrize("path", ["/claim/claim-999999", "/claim/claim-999999.html", "/claim/%3Cscript%3E",
+                                  "/explore/nosuchsplit.html", "/no/such/page", "/live?claim=claim-999998"])
+def test_unknown_pages_give_a_clear_404_page(web_client, path):
+    response = web_client.get(path)
+    assert response.status_code == 404 and "text/html" in response.headers["content-type"]
+    assert "Not found" in response.text and "<script>" not in response.text.split("<main>")[1].split("</main>")[0]
+    assert 'href="' in response.text  # a way back
+
+
+@pytest.mark.parametrize("path", ["/claim/claim-999999.json", "/explore/nosuchsplit.json", "/api/nothing"])
+def test_unknown_json_gives_a_json_404(web_client, path):
+    response = web_client.get(path)
+    assert response.status_code == 404 and response.json()["status"] == 404 and response.json()["error"]
+
+
+@pytest.mark.parametrize("request_kwargs", [
+    {"method": "GET", "url": "/api/trace", "params": {"text": ""}},
+    {"method": "GET", "url": "/api/trace", "params": {"text": "   \n\t "}},
+    {"method": "GET", "url": "/api/trace"},
+    {"method": "POST", "url": "/api/trace", "json": {}},
+    {"method": "POST", "url": "/api/trace", "json": {"text": ""}},
+])
+def test_empty_text_gets_a_clear_400(web_client, request_kwargs):
+    response = web_client.request(**request_kwargs)
+    assert response.status_code == 400 and "empty" in response.json()["error"]
+
+
+def test_empty_text_on_the_live_page(web_client):
+    response = web_client.post("/live", data={"text": "  "})
+    assert response.status_code == 400 and "the text is empty" in response.text and 'role="alert"' in response.text
+
+
+@pytest.mark.parametrize("body, status", [("not json", 400), ('{"text": 5}', 400), ('[1, 2]', 400)])
+def test_malformed_json_bodies_get_a_clear_400(web_client, body, status):
+    response = web_client.post("/api/trace", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == status and response.json()["error"]
+
+
+def test_huge_text_gets_a_clear_413(web_client):
+    huge = "The climate is changing. " * 4100  # about 100 KB
+    assert len(huge) > 100_000
+    for response in (web_client.post("/api/trace", json={"text": huge}),
+                     web_client.get("/api/trace", params={"text": huge[: MAX_TEXT_CHARS + 10]}),
+                     web_client.get("/live.json", params={"text": huge[: MAX_TEXT_CHARS + 10]})):
+        assert response.status_code == 413 and f"{MAX_TEXT_CHARS:,}" in response.json()["error"]
+    page = web_client.post("/live", data={"text": huge})
+    assert page.status_code == 413 and "at most" in page.text
+    page = web_client.get("/live", params={"text": huge[: MAX_TEXT_CHARS + 1]})
+    assert page.status_code == 413 and "characters" in page.text
+    # the longest accepted text is traced, and the model input is cut at 128 tokens
+    longest = web_client.post("/api/trace", json={"text": huge[:MAX_TEXT_CHARS]})
+    assert longest.status_code == 200
+    c = longest.json()["classifier"]
+    assert c["truncated"] and c["real_tokens"] == C.MAX_LEN and c["pad_tokens"] == 0
+
+
+@pytest.mark.parametrize("text", ["气候变化是一个骗局", "الاحتباس الحراري كذبة", "Le réchauffement climatique est un mythe",
+                                  "🌍🔥🌊", "!!! ??? ...", "1855 2024 42", "a\x00b\u202ec"])
+def test_non_english_and_odd_input_get_an_answer(web_client, text):
+    response = web_client.post("/api/trace", json={"text": text})
+    assert response.status_code == 200
+    t = response.json()
+    assert t["classifier"]["alone"]["verdict"] in C.LABELS
+    assert 1 <= len(t["retrieval"]["evidences"]) <= C.MAX_EVIDENCES
+    if not t["preprocess"]["stems"]:
+        assert t["retrieval"]["fallback"] and any("No word survived" in n for n in t["notes"])
+    page = web_client.get("/live", params={"text": text})
+    assert page.status_code == 200
+
+
+def test_foreign_words_become_unk_and_the_page_says_so(web_client):
+    t = web_client.post("/api/trace", json={"text": "气候变化是一个骗局"}).json()
+    assert any("<unk>" in note for note in t["notes"]) or t["classifier"]["unknown_tokens"] >= 1
+
+
+def test_concurrent_requests_do_not_interfere(web_client):
+    texts = [f"Sea level rise number {i} threatens coral reefs and islands" for i in range(6)] + \
+            ["Solar power is cheaper than coal", "CO2 is plant food", "Glaciers are retreating worldwide"]
+    expected = {text: web_client.post("/api/trace", json={"text": text}).json()["retrieval"]["evidences"] for text in texts}
+    results, errors = {}, []
+
+    def worker(text):
+        try:
+            results[text] = web_client.post("/api/trace", json={"text": text}).json()["retrieval"]["evidences"]
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(text,)) for text in texts * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and results == expected
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def test_table_json_is_the_exact_table_in_float32(web_client, web_tracer):
+    table = web_client.get("/api/table.json").json()
+    classifier = web_tracer.classifier()
+    g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").reshape(table["shape"])
+    assert g.shape == (C.VOCAB_SIZE, 4) and g.nbytes == table["g_float32_bytes"] == 94_176
+    assert np.array_equal(g, classifier.table.g.astype(np.float32))
+    assert table["bias"] == classifier.table.bias.tolist() and table["vocab"] == classifier.vocab.tokens
+    assert table["labels"] == list(C.LABELS) and table["max_len"] == C.MAX_LEN
+
+
+def test_the_browser_formula_gives_the_servers_verdicts(web_client, web_tracer):
+    """app.js computes bias + sum(float32 g[id]) / 128 in float64: the same verdict as the
+    server for every dev claim, logits within 1e-6."""
+    table = web_client.get("/api/table.json").json()
+    g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").astype(np.float64).reshape(table["shape"])
+    encoded = web_tracer.encoded("dev", "retrieved")
+    ids = encoded["input_ids"].numpy()
+    browser = np.array(table["bias"]) + g[ids].sum(axis=1) / C.MAX_LEN
+    assert np.abs(browser - encoded["alone"]).max() < 1e-6
+    assert (browser.argmax(1) == encoded["alone"].argmax(1)).all()
+
+
+# --- degrading -------------------------------------------------------------------------------------
+
+
+def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir, web_tracer):
+    tracer = Tracer(tmp_path / "nothing-built", data_dir, tmp_path / "no-classifier")
+    with TestClient(create_app(None, tracer=tracer)) as client:
+        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        assert t["preprocess"]["status"] == "ok"
+        for section in ("tagging", "vectorisation", "retrieval", "classifier"):
+            assert t[section]["status"] == "missing" and t[section]["reason"]
+        assert "claimtrace build" in t["retrieval"]["reason"]
+        page = client.get("/")
+        assert page.status_code == 200 and page.text.count("This stage is not built yet") >= 4
+        explore = client.get("/explore/dev.html")
+        assert explore.status_code == 200 and "not built yet" in explore.text
+        table = client.get("/api/table.json")
+        assert table.status_code == 503 and "checkpoint" in table.json()["error"]
+        live = client.post("/api/trace", json={"text": "Sea levels are rising"})
+        assert live.status_code == 200 and live.json()["retrieval"]["status"] == "missing"
+        build = client.get("/api/build.json").json()
+        assert build["stages"]["build"]["status"] == "missing"
+
+
+def test_a_build_without_a_classifier_keeps_retrieval(web_tracer, tmp_path):
+    tracer = Tracer(web_tracer.work.root, web_tracer.data_dir, tmp_path / "no-classifier")
+    with TestClient(create_app(None, tracer=tracer)) as client:
+        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        assert t["retrieval"]["status"] == "ok" and t["classifier"]["status"] == "missing"
+        assert "classifier.safetensors" in t["classifier"]["reason"]
+        page = client.get("/").text
+        assert page.count("This stage is not built yet") == 2  # the model input and the verdict
+        live = client.get("/live")
+        assert live.status_code == 200 and "not built yet" in live.text
+
+
+# --- the static site and the commands ----------------------------------------------------------------
+
+
+def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
+    from claimtrace.web.site import write_site
+
+    out = tmp_path / "site"
+    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2)
+    assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
+    for name in ("index.html", "index.json", "live.html", "404.html", "api/table.json", "api/build.json",
+                 "explore/dev.html", "explore/dev.json", "static/app.js", "static/style.css",
+                 f"claim/{DEFAULT_CLAIM}.html", f"claim/{DEFAULT_CLAIM}.json", "claim/claim-375.json"):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(DEFAULT_CLAIM)))
+    live = (out / "live.html").read_text()
+    assert 'id="table-data"' in live and 'data-mode="static"' in live and "needs the server" in live
+    # every relative link resolves to a written file, except pages this preview chose not to write
+    not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
+    for page in (out / "index.html", out / "live.html", out / "explore" / "dev.html", out / "claim" / f"{DEFAULT_CLAIM}.html"):
+        for link in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
+            if link.startswith("data:"):
+                continue
+            target = (page.parent / link).resolve()
+            assert target.is_file() or not_written.search(target.as_posix()), (page.name, link)
+
+
+def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):
+    import claimtrace.web.site as site
+
+    monkeypatch.setattr(site, "Tracer", lambda *args, **kwargs: web_tracer)  # reuse what is loaded
+    runner = CliRunner()
+    for command in ("serve", "site"):
+        result = runner.invoke(main, [command, "--help"])
+        assert result.exit_code == 0 and "--workdir" in result.output
+    args = ["--data", str(data_dir), "site", "--workdir", str(demo_build.root), "--out", str(tmp_path / "s"),
+            "--split", "test", "--limit", "1"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["claims"] == 1
+    assert (tmp_path / "s" / "explore" / "test.html").is_file()

@@ -1,0 +1,207 @@
+"""The site in a real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright):
+pages load without console errors, navigation works, live editing recomputes the verdict in the
+browser. Screenshots go to test-artifacts/ (gitignored).
+
+The server is uvicorn in a thread on 127.0.0.1 (conftest ``web_server``). Nothing is fetched
+from the internet: requests to any other host are aborted and fail the test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+
+from claimtrace import constants as C
+from claimtrace.web.trace import DEFAULT_CLAIM
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser, web_server):
+    """A fresh page that records console errors, page errors and any request off 127.0.0.1."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.problems = []
+    host = urlparse(web_server).netloc
+
+    def on_console(message):
+        if message.type in ("error", "warning"):
+            page.problems.append(f"console {message.type}: {message.text}")
+
+    def on_request(route):
+        url = urlparse(route.request.url)
+        if url.scheme in ("data", "blob", "file") or url.netloc == host:
+            route.continue_()
+        else:
+            page.problems.append(f"off-site request: {route.request.url}")
+            route.abort()
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
+    page.route("**/*", on_request)
+    yield page
+    context.close()
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
+    page.goto(web_server + "/", wait_until="load")
+    assert "most expensive electricity" in page.locator("h1").inner_text()
+    for stage in ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict"):
+        assert page.locator(f"section#{stage}").is_visible()
+    _shot(page, "walkthrough-top")
+    page.locator("section#verdict").scroll_into_view_if_needed()
+    _shot(page, "walkthrough-verdict")
+
+    page.click("header nav >> text=Explore")
+    page.wait_for_url("**/explore/dev.html")
+    rows = page.locator("#claims-table tbody tr")
+    assert rows.count() == 154
+    _shot(page, "explore-dev")
+
+    # filters and sorting run in the page
+    page.select_option("#f-fallback", "yes")
+    fallbacks = sum(r["fallback"] for r in web_tracer.retrieval_records("dev")["records"].values())
+    assert page.locator("#claims-table tbody tr:visible").count() == fallbacks
+    assert page.locator("#f-count").inner_text().startswith(f"{fallbacks} of 154")
+    page.select_option("#f-fallback", "")
+    page.fill("#f-text", "greenland")
+    visible = page.locator("#claims-table tbody tr:visible")
+    assert 1 <= visible.count() < 154
+    page.fill("#f-text", "")
+    page.click("#claims-table thead th[data-key=f]")
+    page.click("#claims-table thead th[data-key=f]")  # descending
+    first_f = float(page.locator("#claims-table tbody tr").first.get_attribute("data-f"))
+    assert first_f == max(float(r.get_attribute("data-f")) for r in page.locator("#claims-table tbody tr").all())
+
+    # open another claim from the table, then a batch neighbour from its verdict
+    target = page.locator("#claims-table tbody tr").nth(5)
+    claim_id = target.get_attribute("data-id")
+    target.locator("a").first.click()
+    page.wait_for_url(f"**/claim/{claim_id}.html")
+    assert claim_id in page.locator(".claim-head .cid").inner_text()
+    neighbour = page.locator("ul.neighbours a").first
+    neighbour_id = neighbour.inner_text()
+    neighbour.click()
+    page.wait_for_url(f"**/claim/{neighbour_id}.html")
+    assert page.locator("section#verdict .verdict").first.is_visible()
+    _shot(page, "another-claim")
+    page.go_back()
+    page.wait_for_url(f"**/claim/{claim_id}.html")
+    assert not page.problems, page.problems
+
+
+def _verdict_changer(tracer) -> str:
+    """A model input whose claim-alone verdict differs from claim-752's: one vocabulary word
+    repeated to fill the input (found with the table, so it holds for any checkpoint)."""
+    classifier = tracer.classifier()
+    original = tracer.trace(DEFAULT_CLAIM)["classifier"]["alone"]["verdict"]
+    vocab = classifier.vocab.tokens
+    for token_id in range(4, len(vocab)):
+        ids = [1] + [token_id] * (C.MAX_LEN - 2) + [2]
+        if C.LABELS[int(np.argmax(classifier.table.logits(np.array(ids))))] != original:
+            return " ".join([vocab[token_id]] * (C.MAX_LEN - 2))
+    pytest.fail("no single word changes claim-752's verdict with this checkpoint")
+
+
+def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_tracer):
+    page.goto(web_server + "/live.html", wait_until="load")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    server = web_tracer.trace(DEFAULT_CLAIM)["classifier"]["alone"]
+    shown = page.locator("#editor-out .verdict").first.inner_text()
+    assert shown == server["verdict"]
+    computed = page.evaluate("window.claimtrace.recompute()")
+    assert np.abs(np.array(computed["logits"]) - server["logits"]).max() < 1e-6
+    _shot(page, "live-before")
+
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    changer = _verdict_changer(web_tracer)
+    page.fill("#model-input", changer)
+    new = page.locator("#editor-out .verdict").first.inner_text()
+    assert new != server["verdict"] and new in C.LABELS
+    assert "changed" in page.locator("#editor-out").inner_text()
+    assert requests == []  # recomputed in the browser, no server call
+    page.click("#reset-input")
+    assert page.locator("#editor-out .verdict").first.inner_text() == server["verdict"]
+
+    # unknown words become <unk>; the input is cut at 128 tokens
+    result = page.evaluate("window.claimtrace.recompute('zzzunknownword ' + 'warm '.repeat(300))")
+    assert result["unknown"] == 1 and result["real"] == C.MAX_LEN and result["pads"] == 0
+    assert not page.problems, page.problems
+
+
+def test_typing_a_claim_traces_it_through_the_server(page, web_server):
+    from claimtrace.preprocess import preprocess
+
+    text = 'Greenland is <b>gaining</b> ice & "cooling"'
+    page.goto(web_server + "/live.html", wait_until="load")
+    page.fill("#claim-text", text)
+    with page.expect_navigation():
+        page.click(".claim-form button")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    assert page.locator(".live-trace .claim-text").inner_text() == '“Greenland is <b>gaining</b> ice & "cooling"”'
+    assert page.locator(".live-trace section#filter").is_visible()
+    assert page.locator("#model-input").input_value().startswith(preprocess(text).text() + " ")
+    _shot(page, "live-typed")
+    assert not page.problems, page.problems
+
+
+def test_unknown_claim_page_in_the_browser(page, web_server):
+    response = page.goto(web_server + "/claim/claim-424242.html")
+    assert response.status == 404
+    assert "no claim “claim-424242”" in page.locator("main").inner_text()
+    page.click("text=Explore every claim")
+    page.wait_for_url("**/explore/dev.html")
+    # only the expected 404 of the first navigation was logged
+    assert all("404" in problem for problem in page.problems), page.problems
+
+
+def test_static_site_works_from_files(page, web_tracer, tmp_path):
+    """`claimtrace site` output opened straight from disk (file://): relative links, the
+    editor working from the table embedded in live.html."""
+    from claimtrace.web.site import write_site
+
+    out = tmp_path / "site"
+    write_site(None, out, tracer=web_tracer, splits=("dev",), limit=3)
+    page.goto((out / "index.html").as_uri())
+    assert "most expensive electricity" in page.locator("h1").inner_text()
+    page.click("header nav >> text=Explore")
+    page.wait_for_url("**/explore/dev.html")
+    assert page.locator("#claims-table tbody tr").count() == 154
+    page.select_option("#f-fallback", "yes")
+    assert page.locator("#claims-table tbody tr:visible").count() < 154
+    page.click("header nav >> text=Live")
+    page.wait_for_url("**/live.html")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    assert page.locator("#claim-text").is_disabled() and "needs the server" in page.locator(".live-head").inner_text()
+    before = page.locator("#editor-out .verdict").first.inner_text()
+    page.fill("#model-input", _verdict_changer(web_tracer))
+    assert page.locator("#editor-out .verdict").first.inner_text() != before
+    _shot(page, "static-live")
+    assert not page.problems, page.problems
