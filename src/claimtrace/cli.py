@@ -116,41 +116,6 @@ def vocab_command(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{len(vocab)} entries: {' '.join(vocab.tokens[:20])} ...")
 
 
-# --- demo -------------------------------------------------------------------------------------
-
-
-@main.command("demo")
-@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True)
-@click.option("--claim", "claim_id", default="claim-752", show_default=True)
-@click.pass_context
-def demo_command(ctx: click.Context, workdir: str, claim_id: str) -> None:
-    """Write the demo corpus into WORKDIR and walk one claim through the stages that exist."""
-    from .classifier.inputs import training_vocabulary
-    from .preprocess import preprocess
-
-    data_dir = _data_dir(ctx)
-    corpus_path = Path(workdir) / "evidence.json"
-    if not corpus_path.exists():
-        corpus = data_layer.demo_corpus(data_dir)
-        data_layer.write_atomic(corpus_path, json.dumps(corpus, ensure_ascii=False))
-        click.echo(f"demo corpus: {len(corpus)} passages -> {corpus_path}")
-    claims = {**data_layer.load_claims("train", data_dir), **data_layer.load_claims("dev", data_dir)}
-    if claim_id not in claims:
-        raise DataError(f"{claim_id}: not a train or dev claim")
-    claim = claims[claim_id]
-    result = preprocess(claim.text, data_dir=data_dir)
-    click.echo(f"{claim_id}: {claim.text}  [{claim.label}]")
-    click.echo(f"  tokens  {' '.join(result.tokens)}")
-    click.echo(f"  kept    {' '.join(result.kept)}")
-    click.echo(f"  stems   {' '.join(result.stems)}")
-    click.echo(f"  tags    {result.tags()}")
-    gold = data_layer.gold_passages(data_dir)
-    for evidence_id in claim.evidences:
-        click.echo(f"  gold    {evidence_id}: {gold[evidence_id]}")
-    vocab = training_vocabulary(data_layer.load_claims("train", data_dir), gold)
-    click.echo(f"  vocabulary: {len(vocab)} entries")
-
-
 # --- build and export -------------------------------------------------------------------------
 
 

@@ -1,0 +1,193 @@
+"""The notebook's Transformer classifier, exactly as it was written, bug included (notebook.md
+section 6).
+
+Read top to bottom:
+
+1. ``embedding``: token ids (batch, 128) -> vectors (batch, 128, 256), multiplied by
+   sqrt(src.size(1)) = sqrt(128) (quirk: the usual scale is sqrt(d_model) = sqrt(256)).
+2. ``pos_encoder``: adds a sinusoidal table ``pe`` of shape (5000, 1, 256), sliced
+   ``pe[:x.size(0)]``. The table is laid out for (sequence, batch, features) input, but x is
+   (batch, 128, 256), so x.size(0) is the batch size: row i of the table is added to every
+   position of the i-th claim of the mini-batch (quirk "pe by batch position").
+3. ``dropout`` (0.1) after the positional encoding.
+4. ``transformer_encoder``: 6 post-norm ReLU layers, 8 heads, feed-forward 512, dropout 0.1,
+   ``batch_first=False``. It reads the (batch, 128, 256) tensor as (sequence, batch, features):
+   attention runs across the claims of a mini-batch at each of the 128 positions, never across
+   the words of a claim (quirk "batch-first bug").
+5. ``fc_out``: Linear(256, 4) on ``output.mean(dim=1)``: the mean over the 128 positions.
+
+Consequence (claimtrace.explain): a claim alone (batch of one) gives the encoder a sequence of
+length one, so each position is transformed on its own and the logits are a sum of per-token
+rows of a 5,886 x 4 table.
+
+Tensor names are the notebook's (``embedding.weight``, ``pos_encoder.pe``,
+``transformer_encoder.layers.N.*``, ``fc_out.weight``/``fc_out.bias``): the notebook's own
+class loads a state dict saved from this one with ``load_state_dict(strict=True)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .. import constants as C
+
+
+def sinusoidal_table(max_len: int = C.PE_MAX_LEN, d_model: int = C.EMBED_DIM) -> torch.Tensor:
+    """The sine/cosine table of "Attention is all you need", shape (max_len, 1, d_model), float32.
+
+    Even features are sin(position * 10000^(-2i/d)), odd features cos of the same angle. The
+    arithmetic order is the notebook's (exp of arange times -log(10000)/d, in float32), so the
+    table is bit-for-bit the buffer the notebook registered.
+    """
+    position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+    frequency = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)
+    return table.unsqueeze(1)  # (max_len, 1, d_model): laid out for sequence-first input
+
+
+class PositionalEncoding(nn.Module):
+    """Adds ``pe[:x.size(0)]`` to x. With the notebook's batch-first input x.size(0) is the batch
+    size, so this marks a claim's place in its mini-batch (quirk "pe by batch position")."""
+
+    def __init__(self, d_model: int = C.EMBED_DIM, max_len: int = C.PE_MAX_LEN):
+        super().__init__()
+        # A registered (persistent) buffer: it is in the notebook's state dict, so it is in ours.
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.pe[: x.size(0)]
+
+
+class TransformerClassifier(nn.Module):
+    """The notebook's ``TransformerModel``.
+
+    ``fixed=False`` (the default) is the notebook's model. ``fixed=True`` is what it meant to
+    build, for comparison only: the encoder reads (batch, sequence, features), the embedding is
+    scaled by sqrt(d_model) and the positional encoding marks each word's position. Both have
+    the same tensors, so a state dict loads into either; the shipped weights were trained with
+    ``fixed=False``.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = C.VOCAB_SIZE,
+        d_model: int = C.EMBED_DIM,
+        n_heads: int = C.N_HEADS,
+        n_layers: int = C.N_LAYERS,
+        n_classes: int = len(C.LABELS),
+        ff_dim: int = C.FF_DIM,
+        dropout: float = C.DROPOUT,
+        fixed: bool = False,
+    ):
+        super().__init__()
+        self.fixed = fixed
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, dim_feedforward=ff_dim, dropout=dropout,
+            # The notebook left batch_first at its default, False (quirk "batch-first bug").
+            batch_first=fixed,
+        )
+        # enable_nested_tensor only matters with a padding mask and batch_first=True; the
+        # notebook passed no mask, so turning it off changes nothing but PyTorch's warning.
+        self.transformer_encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.fc_out = nn.Linear(d_model, n_classes)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, src: torch.Tensor) -> torch.Tensor:
+        """Token ids (batch, 128) -> logits (batch, 4)."""
+        if self.fixed:
+            return self._forward_fixed(src)
+        # Quirk "x sqrt(128)": src.size(1) is the sequence length (128), not d_model (256).
+        x = self.embedding(src) * math.sqrt(src.size(1))
+        # Quirk "pe by batch position": x is (batch, 128, 256), pe is sliced by x.size(0).
+        x = self.dropout(self.pos_encoder(x))
+        # Quirk "batch-first bug": read as (sequence=batch, batch=128 positions, features).
+        output = self.transformer_encoder(x)
+        # dim=1 is the 128 positions: each claim's output is the mean over its positions.
+        return self.fc_out(output.mean(dim=1))
+
+    def _forward_fixed(self, src: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(src) * math.sqrt(self.embedding.embedding_dim)
+        x = x + self.pos_encoder.pe[: src.size(1)].transpose(0, 1)  # word positions
+        output = self.transformer_encoder(self.dropout(x))  # batch_first=True
+        return self.fc_out(output.mean(dim=1))
+
+
+def build_model(vocab_size: int = C.VOCAB_SIZE, fixed: bool = False) -> TransformerClassifier:
+    """A freshly initialised model (PyTorch's default initialisation, as the notebook's)."""
+    return TransformerClassifier(vocab_size=vocab_size, fixed=fixed)
+
+
+# --- The two ways of running it -----------------------------------------------------------------
+
+
+@torch.no_grad()
+def notebook_logits(model: nn.Module, input_ids: torch.Tensor, batch_size: int = C.BATCH_SIZE) -> torch.Tensor:
+    """Protocol "notebook": eval mode, consecutive batches of 16 in the given (file) order, as
+    the notebook's eval_model and predict ran. A claim's logits depend on its batch-mates."""
+    model.eval()
+    return torch.cat([model(input_ids[start:start + batch_size]) for start in range(0, len(input_ids), batch_size)])
+
+
+@torch.no_grad()
+def alone_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """Protocol "alone": eval mode, every claim as a batch of one, literally one call each."""
+    model.eval()
+    return torch.cat([model(input_ids[i:i + 1]) for i in range(len(input_ids))])
+
+
+# --- Checkpoints --------------------------------------------------------------------------------
+
+
+def save_checkpoint(model: nn.Module, path, metadata: dict[str, str] | None = None) -> None:
+    """Write the state dict (the notebook's tensor names, ``pos_encoder.pe`` included) as
+    float32 safetensors, atomically."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {name: t.detach().to(torch.float32).contiguous().clone() for name, t in model.state_dict().items()}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata=metadata or {})
+        publish(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def publish(tmp, path) -> None:
+    """Rename a finished temporary file into place with the usual permissions (mkstemp makes
+    it private, 0600)."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
+def load_state_dict(path) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors checkpoint, by the notebook's names."""
+    from safetensors.torch import load_file
+
+    return load_file(str(path))
+
+
+def load_model(path, fixed: bool = False) -> TransformerClassifier:
+    """A model in eval mode with the checkpoint's weights (strict: every name must match)."""
+    state = load_state_dict(path)
+    model = TransformerClassifier(vocab_size=state["embedding.weight"].shape[0], fixed=fixed)
+    model.load_state_dict(state, strict=True)
+    return model.eval()

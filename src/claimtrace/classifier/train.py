@@ -1,0 +1,245 @@
+"""Training the classifier as the notebook did (notebook.md section 6), seeded.
+
+The notebook's loop: CrossEntropyLoss, Adam lr 1e-4, 10 epochs, batches of 16 in train-file
+order (no shuffle), dropout on; after each epoch, dev accuracy with gold evidence in batches of
+16 in file order (eval mode, no gradients); the checkpoint with the best dev accuracy so far
+(strictly greater) is kept. Its loss per epoch is the mean of the batch losses; its accuracies
+are correct predictions over all examples (train accuracy measured with dropout on, during the
+epoch).
+
+What this port adds: a seed (torch, numpy, random) and a fixed number of CPU threads, so that
+two runs with the same seed on one machine give identical weights; a JSON log.
+
+Files written to the work folder:
+
+* ``classifier.safetensors``: the best checkpoint (float32, the notebook's tensor names);
+* ``classifier_vocab.json``: the vocabulary the ids refer to (5,886 tokens, in id order);
+* ``training_log.json``: settings and one record per epoch, rewritten after every epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import constants as C
+from ..data import Claim, gold_passages, load_claims, write_atomic
+from .inputs import Row, Vocabulary, row_text
+from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint
+
+# --- Inputs ---------------------------------------------------------------------------------------
+
+#: Evidence as the classifier sees it: claim id -> passage texts, in order.
+EvidenceTexts = Mapping[str, Sequence[str]]
+
+
+def gold_evidence(claims: Mapping[str, Claim], passages: Mapping[str, str]) -> dict[str, list[str]]:
+    """Each claim's gold passages as texts, in its file's order (ids missing from ``passages``
+    contribute nothing, as the notebook's left merge)."""
+    return {cid: [passages[i] for i in claim.evidences if i in passages] for cid, claim in claims.items()}
+
+
+def make_rows(claims: Mapping[str, Claim], evidence: EvidenceTexts) -> list[Row]:
+    """Classifier rows in file order, from any evidence source (gold now, retrieved later)."""
+    return [Row(cid, row_text(claim.text, evidence.get(cid, ())), claim.label) for cid, claim in claims.items()]
+
+
+@dataclass
+class Encoded:
+    """A split encoded for the model: ids (n, 128) and label ids (n,), -1 when unlabelled."""
+
+    claim_ids: list[str]
+    texts: list[str]
+    input_ids: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.claim_ids)
+
+    def subset(self, n: int) -> "Encoded":
+        return Encoded(self.claim_ids[:n], self.texts[:n], self.input_ids[:n], self.labels[:n])
+
+
+def encode(rows: Sequence[Row], vocab: Vocabulary) -> Encoded:
+    ids = torch.tensor([vocab.encode(row.text) for row in rows], dtype=torch.long).reshape(len(rows), C.MAX_LEN)
+    labels = torch.tensor([C.LABEL_IDS[row.label] if row.label is not None else -1 for row in rows], dtype=torch.long)
+    return Encoded([row.claim_id for row in rows], [row.text for row in rows], ids, labels)
+
+
+@dataclass
+class TrainingData:
+    vocab: Vocabulary
+    train: Encoded
+    dev: Encoded
+
+
+def training_data(data_dir: Path) -> TrainingData:
+    """Train and dev with gold evidence, and the vocabulary built from the train rows."""
+    passages = gold_passages(data_dir)
+    train_claims, dev_claims = load_claims("train", data_dir), load_claims("dev", data_dir)
+    train_rows = make_rows(train_claims, gold_evidence(train_claims, passages))
+    dev_rows = make_rows(dev_claims, gold_evidence(dev_claims, passages))
+    vocab = Vocabulary.fit(row.text for row in train_rows)
+    return TrainingData(vocab, encode(train_rows, vocab), encode(dev_rows, vocab))
+
+
+def save_vocab(vocab: Vocabulary, path: Path) -> None:
+    write_atomic(path, json.dumps(vocab.tokens, ensure_ascii=False, indent=0) + "\n")
+
+
+def load_vocab(path: Path) -> Vocabulary:
+    with open(path, encoding="utf-8") as handle:
+        return Vocabulary(json.load(handle))
+
+
+# --- Reproducibility ------------------------------------------------------------------------------
+
+
+def seed_everything(seed: int, threads: int = C.TORCH_THREADS) -> None:
+    """Seed every generator a run touches and pin the thread count (float sums may depend on
+    how work is split between threads)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+
+
+# --- The loop -------------------------------------------------------------------------------------
+
+
+def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BATCH_SIZE) -> tuple[float, int]:
+    """The notebook's eval_model: mean batch loss and number correct, batches in file order."""
+    logits = notebook_logits(model, data.input_ids, batch_size)
+    loss_fn = nn.CrossEntropyLoss()
+    losses = [
+        loss_fn(logits[start:start + batch_size], data.labels[start:start + batch_size]).item()
+        for start in range(0, len(data), batch_size)
+    ]
+    correct = int((logits.argmax(dim=1) == data.labels).sum())
+    return float(np.mean(losses)), correct
+
+
+def train_epoch(model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BATCH_SIZE,
+                progress: Callable | None = None) -> tuple[float, int]:
+    """The notebook's train_epoch: dropout on, one Adam step per batch of 16 in file order."""
+    model.train()
+    losses, correct = [], 0
+    for start in range(0, len(data), batch_size):
+        ids, labels = data.input_ids[start:start + batch_size], data.labels[start:start + batch_size]
+        outputs = model(ids)
+        loss = loss_fn(outputs, labels)
+        correct += int((outputs.argmax(dim=1) == labels).sum())
+        losses.append(loss.item())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if progress is not None:
+            progress(len(labels), loss.item())
+    return float(np.mean(losses)), correct
+
+
+@dataclass
+class TrainResult:
+    model: TransformerClassifier  # the weights after the last epoch
+    log: dict
+    checkpoint: Path | None
+
+
+def train(
+    data: TrainingData,
+    workdir: Path | None,
+    seed: int = C.SHIPPED_SEED,
+    epochs: int = C.EPOCHS,
+    threads: int = C.TORCH_THREADS,
+    show_progress: bool = True,
+    echo: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train from scratch; keep the best dev checkpoint in ``workdir`` (None: keep nothing)."""
+    previous = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    seed_everything(seed, threads)
+    try:
+        return _train(data, workdir, seed, epochs, threads, show_progress, echo)
+    finally:  # leave the process as it was (tests train in the same process as other tests)
+        torch.set_num_threads(previous[0])
+        torch.use_deterministic_algorithms(previous[1])
+
+
+def _train(data, workdir, seed, epochs, threads, show_progress, echo) -> TrainResult:
+    from tqdm import tqdm
+
+    model = build_model(len(data.vocab))
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=C.LEARNING_RATE)
+
+    workdir = Path(workdir) if workdir is not None else None
+    checkpoint = workdir / C.CHECKPOINT_FILE if workdir is not None else None
+    if workdir is not None:
+        save_vocab(data.vocab, workdir / C.VOCAB_FILE)
+    log = {
+        "seed": seed,
+        "epochs": epochs,
+        "threads": threads,
+        "torch": torch.__version__,
+        "train_claims": len(data.train),
+        "dev_claims": len(data.dev),
+        "vocab_size": len(data.vocab),
+        "batch_size": C.BATCH_SIZE,
+        "learning_rate": C.LEARNING_RATE,
+        "history": [],
+        "best_epoch": None,
+        "best_dev_accuracy": None,
+    }
+    best_correct = 0  # the notebook's best_accuracy = 0 and strict `>`
+    started = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        epoch_start = time.perf_counter()
+        bar = tqdm(total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim",
+                   disable=not show_progress, leave=False)
+
+        def progress(n: int, loss: float) -> None:
+            bar.update(n)
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+        train_loss, train_correct = train_epoch(model, data.train, loss_fn, optimizer, progress=progress)
+        bar.close()
+        dev_loss, dev_correct = evaluate(model, data.dev)
+        saved = dev_correct > best_correct
+        if saved:
+            best_correct = dev_correct
+            log["best_epoch"], log["best_dev_accuracy"] = epoch, dev_correct / len(data.dev)
+            if checkpoint is not None:
+                save_checkpoint(model, checkpoint, metadata={
+                    "seed": str(seed), "epoch": str(epoch), "dev_correct": str(dev_correct),
+                    "dev_claims": str(len(data.dev)),
+                })
+        record = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_accuracy": train_correct / len(data.train),
+            "train_correct": train_correct,
+            "dev_loss": dev_loss,
+            "dev_accuracy": dev_correct / len(data.dev),
+            "dev_correct": dev_correct,
+            "saved": saved,
+            "seconds": round(time.perf_counter() - epoch_start, 2),
+        }
+        log["history"].append(record)
+        log["seconds"] = round(time.perf_counter() - started, 2)
+        if echo is not None:
+            echo(
+                f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.4f} acc {record['train_accuracy']:.4f}  "
+                f"dev loss {dev_loss:.4f} acc {record['dev_accuracy']:.4f} ({dev_correct}/{len(data.dev)})"
+                f"{'  saved' if saved else ''}  {record['seconds']:.0f}s"
+            )
+        if workdir is not None:
+            write_atomic(workdir / C.TRAINING_LOG_FILE, json.dumps(log, indent=1) + "\n")
+    return TrainResult(model, log, checkpoint)

@@ -1,0 +1,266 @@
+"""The classifier: its encoding, the model as the notebook wrote it, the shipped checkpoint, and
+deterministic training (notebook.md sections 5 and 6)."""
+
+from __future__ import annotations
+
+import os
+
+# Before torch is imported: threads sleep at barriers rather than spin (constants.OMP_WAIT_POLICY);
+# on a shared CPU the many small forward calls below are several times faster, same numbers.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from claimtrace import constants as C
+from claimtrace.classifier.inputs import Vocabulary
+from claimtrace.classifier.model import (TransformerClassifier, build_model, load_model, load_state_dict,
+                                         notebook_logits, sinusoidal_table)
+from claimtrace.classifier.train import TrainingData, load_vocab, train, training_data
+from claimtrace.explain import ASSETS_DIR
+
+SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
+
+
+@pytest.fixture(scope="session")
+def data(data_dir) -> TrainingData:
+    return training_data(data_dir)
+
+
+# --- The notebook's class, re-typed from reading the notebook (cell "Transformer Model for
+# Classification"): the reference the port must agree with. ------------------------------------
+
+
+class NotebookPositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=5000):
+        super().__init__()
+        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+        scale = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2] = torch.sin(position * scale)
+        table[:, 1::2] = torch.cos(position * scale)
+        self.register_buffer("pe", table.unsqueeze(0).transpose(0, 1))
+
+    def forward(self, x):
+        return x + self.pe[: x.size(0), :]
+
+
+class NotebookTransformerModel(nn.Module):
+    def __init__(self, input_dim, model_dim, num_heads, num_encoder_layers, num_classes, dropout=0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(input_dim, model_dim)
+        self.pos_encoder = NotebookPositionalEncoding(model_dim)
+        layer = nn.TransformerEncoderLayer(model_dim, num_heads, dim_feedforward=512, dropout=dropout)
+        self.transformer_encoder = nn.TransformerEncoder(layer, num_encoder_layers)
+        self.fc_out = nn.Linear(model_dim, num_classes)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, src, src_mask=None):
+        src = self.embedding(src) * math.sqrt(src.size(1))
+        src = self.dropout(self.pos_encoder(src))
+        output = self.transformer_encoder(src, src_key_padding_mask=src_mask)
+        return self.fc_out(output.mean(dim=1))
+
+
+def notebook_model() -> NotebookTransformerModel:
+    import warnings
+
+    with warnings.catch_warnings():  # the notebook's enable_nested_tensor warning
+        warnings.simplefilter("ignore")
+        return NotebookTransformerModel(C.VOCAB_SIZE, 256, 8, 6, 4, 0.1)
+
+
+# --- Encoding -------------------------------------------------------------------------------------
+
+
+def test_encoding_cls_sep_pad():
+    vocab = Vocabulary.fit(["a b c"])
+    ids = vocab.encode("a c zzz")
+    assert len(ids) == C.MAX_LEN
+    assert vocab.decode(ids[:5]) == ["[CLS]", "a", "c", "<unk>", "[SEP]"]
+    assert ids[5:] == [vocab.index["[PAD]"]] * (C.MAX_LEN - 5)
+
+
+def test_encoding_truncates_to_127_then_sep():
+    vocab = Vocabulary.fit(["a b"])
+    words = (["a", "b"] * 200)
+    cls, sep, pad = (vocab.index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
+    for n in (125, 126, 127, 200):  # 126 words + [CLS] + [SEP] fit exactly; more are cut
+        ids = vocab.encode(" ".join(words[:n]))
+        assert len(ids) == C.MAX_LEN and ids[0] == cls
+        kept = min(n, 126)
+        assert ids[1:1 + kept] == [vocab.index[w] for w in words[:kept]]
+        assert ids[1 + kept] == sep  # the [SEP] survives truncation
+        assert ids[2 + kept:] == [pad] * (C.MAX_LEN - 2 - kept)
+
+
+def test_training_inputs(data):
+    assert len(data.vocab) == C.VOCAB_SIZE
+    assert data.vocab.tokens[:4] == list(C.SPECIAL_TOKENS)
+    assert data.train.input_ids.shape == (1228, C.MAX_LEN) and data.dev.input_ids.shape == (154, C.MAX_LEN)
+    assert (data.train.input_ids[:, 0] == 1).all()
+    # every row has exactly one [SEP], and only [PAD] after it
+    for ids in torch.cat([data.train.input_ids, data.dev.input_ids]).tolist():
+        sep = ids.index(2)
+        assert ids.count(2) == 1 and all(i == 3 for i in ids[sep + 1:])
+    assert sorted(set(data.train.labels.tolist())) == [0, 1, 2, 3]
+
+
+def test_shipped_vocab_is_the_training_vocab(data):
+    assert load_vocab(ASSETS_DIR / C.VOCAB_FILE).tokens == data.vocab.tokens
+
+
+# --- The model ------------------------------------------------------------------------------------
+
+
+def expected_names() -> set[str]:
+    names = {"embedding.weight", "pos_encoder.pe", "fc_out.weight", "fc_out.bias"}
+    per_layer = ["self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
+                 "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+                 "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"]
+    names |= {f"transformer_encoder.layers.{i}.{p}" for i in range(6) for p in per_layer}
+    return names
+
+
+def test_model_shapes_names_and_configuration():
+    model = build_model()
+    state = model.state_dict()
+    assert set(state) == expected_names()
+    assert state["embedding.weight"].shape == (5886, 256)
+    assert state["pos_encoder.pe"].shape == (5000, 1, 256)
+    assert state["fc_out.weight"].shape == (4, 256)
+    assert state["transformer_encoder.layers.0.self_attn.in_proj_weight"].shape == (768, 256)
+    assert state["transformer_encoder.layers.5.linear1.weight"].shape == (512, 256)
+    for layer in model.transformer_encoder.layers:
+        assert layer.self_attn.batch_first is False and layer.norm_first is False
+        assert layer.self_attn.num_heads == 8 and layer.activation is torch.nn.functional.relu
+        assert layer.dropout.p == layer.dropout1.p == layer.dropout2.p == layer.self_attn.dropout == 0.1
+    assert model.dropout.p == 0.1
+    assert sum(p.numel() for p in model.parameters()) == 4_670_468
+    model.eval()
+    for batch in (1, 12, 16):
+        assert model(torch.randint(0, 5886, (batch, 128))).shape == (batch, 4)
+    assert C.EMBED_SCALE == math.sqrt(128)
+
+
+def test_same_seed_same_initial_weights_as_the_notebooks_class():
+    """Modules are created in the notebook's order, so a seed initialises both alike."""
+    torch.manual_seed(11)
+    reference = notebook_model().state_dict()
+    torch.manual_seed(11)
+    ours = build_model().state_dict()
+    assert all(torch.equal(reference[name], ours[name]) for name in reference)
+
+
+def test_pe_is_the_notebooks_buffer_and_indexes_the_batch():
+    pe = sinusoidal_table()
+    assert torch.equal(pe, notebook_model().pos_encoder.pe)
+    assert torch.equal(pe[0, 0, 0::2], torch.zeros(128)) and torch.equal(pe[0, 0, 1::2], torch.ones(128))
+    # quirk "pe by batch position": claim i of a batch gets pe[i] at every one of its positions
+    model = build_model()
+    x = torch.zeros(3, 128, 256)
+    out = model.pos_encoder(x)
+    for i in range(3):
+        assert torch.equal(out[i], pe[i, 0].expand(128, 256))
+
+
+def test_attention_runs_across_the_batch():
+    """Quirk "batch-first bug": a claim's logits depend on its batch-mates, and not on the
+    order of its own words' positions... except through the mean, which ignores order."""
+    torch.manual_seed(1)
+    model = build_model().eval()
+    ids = torch.randint(4, 5886, (4, 128))
+    with torch.no_grad():
+        together = model(ids)
+        alone = torch.cat([model(ids[i:i + 1]) for i in range(4)])
+        shuffled = model(ids[:, torch.randperm(128)])
+    assert not torch.allclose(together[1:], alone[1:], atol=1e-4)  # neighbours matter
+    torch.testing.assert_close(shuffled, together, atol=1e-5, rtol=0)  # word order does not
+
+
+def test_fixed_switch_is_a_different_model_on_the_same_tensors():
+    torch.manual_seed(2)
+    faithful = build_model().eval()
+    fixed = TransformerClassifier(fixed=True).eval()
+    fixed.load_state_dict(faithful.state_dict(), strict=True)
+    ids = torch.randint(4, 5886, (2, 128))
+    with torch.no_grad():
+        assert not torch.allclose(faithful(ids), fixed(ids))
+        assert not torch.allclose(fixed(ids), fixed(ids[:, torch.randperm(128)]), atol=1e-4)  # order matters
+
+
+# --- The shipped checkpoint -----------------------------------------------------------------------
+
+
+def test_shipped_checkpoint_file():
+    assert SHIPPED.stat().st_size < 25_000_000
+    state = load_state_dict(SHIPPED)
+    assert set(state) == expected_names()
+    assert all(t.dtype == torch.float32 for t in state.values())
+    assert torch.equal(state["pos_encoder.pe"], sinusoidal_table())
+
+
+def test_notebook_class_loads_the_shipped_state_dict(data):
+    reference = notebook_model()
+    reference.load_state_dict(load_state_dict(SHIPPED), strict=True)
+    reference.eval()
+    ours = load_model(SHIPPED)
+    ids = data.dev.input_ids
+    with torch.no_grad():
+        for batch in (ids[:16], ids[144:], ids[5:6]):
+            assert torch.equal(reference(batch), ours(batch))
+
+
+def test_shipped_checkpoint_reproduces_its_recorded_dev_accuracy(data):
+    provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    best = provenance["history"][provenance["best_epoch"] - 1]
+    assert best["saved"] and best["dev_accuracy"] == provenance["best_dev_accuracy"]
+    # strictly greater: the kept epoch beats every earlier one, and no later one beats it
+    earlier = [h["dev_correct"] for h in provenance["history"][: provenance["best_epoch"] - 1]]
+    later = [h["dev_correct"] for h in provenance["history"][provenance["best_epoch"]:]]
+    assert all(c < best["dev_correct"] for c in earlier) and all(c <= best["dev_correct"] for c in later)
+    logits = notebook_logits(load_model(SHIPPED), data.dev.input_ids)
+    assert int((logits.argmax(1) == data.dev.labels).sum()) == best["dev_correct"]
+    assert 0.55 <= provenance["best_dev_accuracy"] <= 0.61
+
+
+# --- Training -------------------------------------------------------------------------------------
+
+
+def test_training_is_deterministic(data, tmp_path):
+    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    first = train(small, tmp_path / "a", seed=7, epochs=1, show_progress=False)
+    second = train(small, tmp_path / "b", seed=7, epochs=1, show_progress=False)
+    other = train(small, None, seed=8, epochs=1, show_progress=False)
+    a, b = first.model.state_dict(), second.model.state_dict()
+    assert all(torch.equal(a[name], b[name]) for name in a)
+    assert not torch.equal(a["fc_out.weight"], other.model.state_dict()["fc_out.weight"])
+    logs = [json.loads((tmp_path / run / C.TRAINING_LOG_FILE).read_text()) for run in ("a", "b")]
+    for log in logs:  # wall times differ; nothing else may
+        del log["seconds"]
+        for record in log["history"]:
+            del record["seconds"]
+    assert logs[0] == logs[1]
+    (entry,) = logs[0]["history"]
+    assert entry["epoch"] == 1 and 0 <= entry["train_correct"] <= 32
+    # the checkpoint was written when dev accuracy rose above 0, and loads strictly
+    if entry["saved"]:
+        saved = [load_state_dict(tmp_path / run / C.CHECKPOINT_FILE) for run in ("a", "b")]
+        assert all(torch.equal(saved[0][n], a[n]) and torch.equal(saved[1][n], a[n]) for n in a)
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
+
+
+def test_notebook_logits_batches_in_file_order(data):
+    model = load_model(SHIPPED)
+    ids = data.dev.input_ids[:40]
+    batched = notebook_logits(model, ids)
+    with torch.no_grad():
+        assert torch.equal(batched[16:32], model(ids[16:32]))
+        assert torch.equal(batched[32:], model(ids[32:40]))
+    assert np.isfinite(batched.numpy()).all()

@@ -1,0 +1,193 @@
+"""The exact explanation of a claim alone (notebook.md section 7), and both protocols.
+
+The proofs run over EVERY train and dev claim with gold evidence: the 5,886 x 4 table gives
+PyTorch's logits for the claim alone within 1e-6 against the float32 model (same argmax) and
+within 1e-12 against the float64 model.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before torch is imported: threads sleep at barriers rather than spin (constants.OMP_WAIT_POLICY);
+# on a shared CPU the many small forward calls below are several times faster, same numbers.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from claimtrace import constants as C
+from claimtrace.classifier.model import alone_logits, notebook_logits
+from claimtrace.classifier.train import encode, make_rows
+from claimtrace.cli import main
+from claimtrace.data import gold_passages, load_claims
+from claimtrace.explain import (ASSETS_DIR, Table, alone_logits_stacked, evaluate_protocols, explain_claim,
+                                export_table, gold_evidence, load_classifier, load_table, sha256_file)
+
+
+@pytest.fixture(scope="session")
+def classifier():
+    return load_classifier()
+
+
+@pytest.fixture(scope="session")
+def splits(data_dir):
+    passages = gold_passages(data_dir)
+    out = {}
+    for split in ("train", "dev"):
+        claims = load_claims(split, data_dir)
+        out[split] = (claims, gold_evidence(claims, passages))
+    return out
+
+
+@pytest.fixture(scope="session")
+def all_ids(classifier, splits) -> torch.Tensor:
+    """Every train and dev claim with its gold evidence, encoded: (1382, 128)."""
+    encoded = [encode(make_rows(claims, evidence), classifier.vocab) for claims, evidence in splits.values()]
+    return torch.cat([e.input_ids for e in encoded])
+
+
+def sample_of(ids: torch.Tensor) -> torch.Tensor:
+    """A spread of claims (the first and last of each file among them) for the literal loop."""
+    rows = sorted({*range(0, 16), *range(1212, 1244), *range(1366, 1382), *range(0, 1382, 43)})
+    return ids[rows]
+
+
+def test_table_matches_torch_float32_for_every_claim_alone(classifier, all_ids):
+    """Float32: every claim stacked side by side (one encoder row per position, which is the
+    alone computation); literally one forward call per claim for a spread of claims."""
+    model = classifier.model
+    sample = sample_of(all_ids)
+    literal = alone_logits(model, sample).double().numpy()
+    stacked = torch.cat([alone_logits_stacked(model, chunk) for chunk in all_ids.split(32)]).double().numpy()
+    assert np.abs(alone_logits_stacked(model, sample).double().numpy() - literal).max() < 1e-6
+    for float32_table in (False, True):
+        table_logits = classifier.table.logits(all_ids.numpy(), float32=float32_table)
+        for name, torch_logits, table_part in (("literal", literal, classifier.table.logits(sample.numpy(), float32=float32_table)),
+                                               ("stacked", stacked, table_logits)):
+            error = np.abs(table_part - torch_logits).max()
+            print(f"max |table{'32' if float32_table else '64'} - torch float32 {name}| over {len(torch_logits)} claims: {error:.3g}")
+            assert error < 1e-6
+            assert (table_part.argmax(1) == torch_logits.argmax(1)).all()
+
+
+def test_table_matches_torch_float64_for_every_claim_alone(classifier, all_ids):
+    model64 = copy.deepcopy(classifier.model).double()
+    sample = sample_of(all_ids)
+    literal = alone_logits(model64, sample).numpy()
+    assert np.abs(alone_logits_stacked(model64, sample).numpy() - literal).max() < 1e-13
+    torch_logits = torch.cat([alone_logits_stacked(model64, chunk) for chunk in all_ids.split(32)]).numpy()
+    table_logits = classifier.table.logits(all_ids.numpy())
+    error = max(np.abs(table_logits - torch_logits).max(), np.abs(classifier.table.logits(sample.numpy()) - literal).max())
+    print(f"max |table - torch float64| over {len(all_ids)} claims: {error:.3g}")
+    assert error < 1e-12
+    assert (table_logits.argmax(1) == torch_logits.argmax(1)).all()
+
+
+def test_shipped_table_is_the_shipped_checkpoints(classifier):
+    path = ASSETS_DIR / C.TABLE_FILE
+    shipped = load_table(path)
+    assert shipped.g.shape == (C.VOCAB_SIZE, 4) and shipped.g.dtype == np.float64
+    np.testing.assert_allclose(shipped.g, classifier.table.g, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shipped.bias, classifier.table.bias, rtol=0, atol=0)
+    from safetensors.numpy import load_file
+    from safetensors import safe_open
+
+    tensors = load_file(str(path))
+    assert np.array_equal(tensors["g_float32"], shipped.g.astype(np.float32))
+    assert tensors["g_float32"].nbytes == 94_176  # the site's "94 KB table"
+    assert np.array_equal(tensors["bias_float32"], shipped.bias.astype(np.float32))
+    with safe_open(str(path), "np") as handle:
+        meta = handle.metadata()
+    assert meta["checkpoint_sha256"] == sha256_file(ASSETS_DIR / C.CHECKPOINT_FILE)
+    assert meta["vocab_sha256"] == sha256_file(ASSETS_DIR / C.VOCAB_FILE)
+
+
+def test_table_of_a_tiny_vocabulary_is_per_token():
+    """The table's defining property on a fresh model: any claim alone is a sum of rows."""
+    from claimtrace.classifier.model import build_model
+
+    torch.manual_seed(5)
+    model = build_model(vocab_size=10).eval()
+    table = export_table(model)
+    ids = torch.randint(0, 10, (3, 128))
+    with torch.no_grad():
+        expected = alone_logits(model.double(), ids).numpy()
+    assert np.abs(table.logits(ids.numpy()) - expected).max() < 1e-12
+
+
+def test_explain_claim_contributions_add_up(classifier, splits):
+    claims, evidence = splits["dev"]
+    claim_id = list(claims)[20]
+    result = explain_claim(classifier, claim_id, claims, evidence)
+    parts = np.array(result["contributions"]["bias"]) + sum(np.array(t["contribution"]) for t in result["contributions"]["tokens"])
+    parts = parts + np.array(result["contributions"]["padding"]["contribution"])
+    np.testing.assert_allclose(parts, result["alone"]["logits"], rtol=0, atol=1e-12)
+    assert result["real_tokens"] + result["pad_tokens"] == 128 == len(result["tokens"]) == len(result["input_ids"])
+    assert result["contributions"]["padding"]["count"] == result["pad_tokens"]
+    assert len(result["contributions"]["tokens"]) == result["real_tokens"]
+    assert result["tokens"][0] == "[CLS]" and result["tokens"][result["real_tokens"] - 1] == "[SEP]"
+    assert result["alone"]["max_abs_diff_table_vs_torch"] < 1e-6
+    assert result["notebook"]["batch"] == 1 and result["notebook"]["position_in_batch"] == 4
+    assert result["notebook"]["neighbours"] == [c for c in list(claims)[16:32] if c != claim_id]
+
+
+def test_notebook_protocol_uses_the_batch_of_16_in_file_order(classifier, splits):
+    claims, evidence = splits["dev"]
+    order = list(claims)
+    last = order[-1]  # 154 = 9 x 16 + 10: the last batch has 10 claims
+    result = explain_claim(classifier, last, claims, evidence)
+    assert result["notebook"]["batch"] == 9 and result["notebook"]["neighbours"] == order[144:153]
+    encoded = encode(make_rows(claims, evidence), classifier.vocab)
+    expected = notebook_logits(classifier.model, encoded.input_ids)[-1].double().numpy()
+    np.testing.assert_array_equal(result["notebook"]["logits"], expected)
+
+
+def test_evaluate_protocols(classifier, splits):
+    claims, evidence = splits["dev"]
+    report = evaluate_protocols(classifier, claims, evidence)
+    provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    for protocol in C.PROTOCOLS:
+        result = report["protocols"][protocol]
+        confusion = np.array(result["confusion"])
+        assert confusion.shape == (4, 4) and confusion.sum() == 154
+        assert np.trace(confusion) == result["correct"] and result["accuracy"] == result["correct"] / 154
+        # rows are gold labels
+        gold_counts = [sum(c.label == label for c in claims.values()) for label in C.LABELS]
+        assert confusion.sum(axis=1).tolist() == gold_counts
+        assert provenance["accuracy_with_gold_evidence"]["dev"][protocol]["correct"] == result["correct"]
+    assert report["protocols"]["notebook"]["accuracy"] == provenance["best_dev_accuracy"]
+    assert len(report["verdicts"]) == 154
+
+
+# --- Command line ---------------------------------------------------------------------------------
+
+
+def test_cli_explain_json(data_dir):
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["checkpoint"].endswith(C.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
+    assert out["evidence_source"] == "gold"
+    for protocol in C.PROTOCOLS:
+        assert len(out[protocol]["logits"]) == 4 and out[protocol]["verdict"] in C.LABELS
+    assert len(out["notebook"]["neighbours"]) == 15
+    assert out["input_ids"][0] == 1 and len(out["tokens"]) == 128
+
+
+def test_cli_explain_unknown_claim(data_dir):
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-no-such"])
+    assert result.exit_code == 2 and "not a train, dev or test claim" in result.output
+
+
+def test_cli_evaluate_classifier_json(data_dir):
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate-classifier", "--split", "dev", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert set(out["evidence"]) == {"gold", "retrieved"} and out["evidence"]["retrieved"] is None
+    assert set(out["evidence"]["gold"]) == set(C.PROTOCOLS)
