@@ -104,3 +104,29 @@ def test_demo_summary(demo_build):
     assert summary["passages"] == 5240 and summary["features"] == 20000
     assert summary["fit_documents"] == 10777
     assert summary["last_feature"] == "μm" and summary["passages_with_last_feature"] == 199
+
+
+def test_export_retrieval(demo_build):
+    result = CliRunner().invoke(main, ["export", "retrieval", "--workdir", str(demo_build.root), "--split", "dev"])
+    assert result.exit_code == 0
+    records = [json.loads(line) for line in result.output.splitlines()]
+    assert len(records) == 154
+    assert set(records[0]) == {"claim_id", "tags", "evidences", "fallback", "passed", "kept"}
+    assert all(len(r["evidences"]) <= 6 for r in records)
+
+
+def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
+    out = tmp_path / "dev-predictions.json"
+    runner = CliRunner()
+    result = runner.invoke(main, ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    predictions = json.loads(out.read_text(encoding="utf-8"))
+    assert len(predictions) == 154 and set(next(iter(predictions.values()))) == {"claim_text", "claim_label", "evidences"}
+    scored = json.loads(runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output)
+    report = json.loads(runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output)
+    assert report["course"]["F"] == scored["F"] and report["course"]["A"] == scored["A"]
+    assert set(report["classifier"]) == {"gold", "retrieved"}
+    assert set(report["classifier"]["gold"]) == {"alone", "notebook"}
+    assert len(report["classifier"]["gold"]["notebook"]["confusion"]) == 4
+    assert {row["variant"] for row in report["variants"]} >= {"notebook", "raw-claim-text", "cosine-once", "unpadded-tags"}
+    assert 0.0 <= report["fallback_share"] <= 1.0

@@ -355,6 +355,22 @@ def protocol_figures(verdicts: dict[str, dict], source: str) -> dict:
     return figures
 
 
+def course_predictions(work: Workdir, split: str, data_dir: Path, protocol: str = "notebook") -> dict[str, dict]:
+    """The build's predictions in the course's shape, as the notebook would submit them:
+    ``{claim_id: {claim_text, claim_label, evidences}}`` with the retrieved ids and the verdict
+    on retrieved evidence (notebook protocol: batches of 16 in file order)."""
+    claims = data_layer.load_claims(split, data_dir)
+    verdicts = read_verdicts(work, split)
+    return {
+        record["claim_id"]: {
+            "claim_text": claims[record["claim_id"]].text,
+            "claim_label": verdicts[record["claim_id"]]["retrieved"][protocol]["verdict"],
+            "evidences": record["evidences"],
+        }
+        for record in iter_retrieval(work, split)
+    }
+
+
 def read_verdicts(work: Workdir, split: str) -> dict[str, dict]:
     path = work.verdicts(split)
     if not path.is_file():

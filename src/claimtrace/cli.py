@@ -305,8 +305,11 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, sour
 
 
 @main.command("evaluate")
-@click.option("--predictions", "predictions", type=click.Path(dir_okay=False), required=True,
-              help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}.")
+@click.option("--predictions", "predictions", type=click.Path(dir_okay=False), default=None,
+              help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}; "
+                   "without it, the build's own predictions are scored.")
+@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
+              help="The build to report on when no --predictions is given.")
 @click.option("--split", type=click.Choice(["dev", "train"]), default="dev", show_default=True,
               help="The labelled claims to score against.")
 @click.option("--skip-missing", is_flag=True,
@@ -314,11 +317,18 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, sour
 @click.option("--per-claim", is_flag=True, help="Also print each claim's precision, recall, F and label.")
 @click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
 @click.pass_context
-def evaluate_command(ctx: click.Context, predictions: str, split: str, skip_missing: bool, per_claim: bool,
-                     as_json: bool) -> None:
-    """Score a prediction file: evidence F, label accuracy A, harmonic mean (the course's eval.py)."""
+def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, split: str, skip_missing: bool,
+                     per_claim: bool, as_json: bool) -> None:
+    """Score predictions: evidence F, label accuracy A, harmonic mean (the course's eval.py).
+
+    With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
+    evidence, notebook protocol), its fallback share and per-variant F table, and the classifier's
+    accuracy and confusion for {gold, retrieved} x {alone, notebook}."""
     from .evaluate import evaluate_file
 
+    if predictions is None:
+        _evaluate_build(Path(workdir), split, _data_dir(ctx), as_json)
+        return
     result = evaluate_file(predictions, split, _data_dir(ctx), skip_missing=skip_missing)
     if as_json:
         out = {"predictions": predictions, "split": split, **result.summary()}
@@ -337,6 +347,57 @@ def evaluate_command(ctx: click.Context, predictions: str, split: str, skip_miss
         click.echo(f"({len(result.skipped)} gold claims had no prediction and were skipped)", err=True)
     if result.extra:
         click.echo(f"({len(result.extra)} predicted claims are not {split} claims and were ignored)", err=True)
+
+
+def _evaluate_build(workdir: Path, split: str, data_dir: Path, as_json: bool) -> None:
+    from .build import Workdir, course_predictions
+    from .data import parse_claims
+    from .evaluate import evaluate
+
+    work = Workdir(workdir)
+    work.read_manifest()
+    source = f"{work.root} ({split} predictions)"
+    course = evaluate(parse_claims(course_predictions(work, split, data_dir), source, labelled=True),
+                      data_layer.load_claims(split, data_dir), source=source)
+    retrieval = json.loads(work.retrieval_summary.read_text(encoding="utf-8"))
+    classifier = json.loads(work.classifier_summary.read_text(encoding="utf-8"))
+    report = {
+        "workdir": str(work.root),
+        "split": split,
+        "course": course.summary(),
+        "fallback_share": retrieval["splits"][split]["fallback_share"],
+        "variants": retrieval["variants_dev"] if split == "dev" else None,
+        "checkpoint": classifier["checkpoint"],
+        "classifier": classifier[split],
+    }
+    if as_json:
+        _print_json(report)
+        return
+    click.echo(f"{work.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
+               f"fallback for {report['fallback_share']:.0%} of claims")
+    for row in report["variants"] or []:
+        click.echo(f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}")
+    for evidence, protocols in report["classifier"].items():
+        for protocol, figures in protocols.items():
+            click.echo(f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}")
+
+
+@main.command("predict")
+@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
+              help="The build whose predictions to write.")
+@click.option("--split", type=click.Choice(["dev", "test", "train"]), default="dev", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), required=True)
+@click.pass_context
+def predict_command(ctx: click.Context, workdir: str, split: str, out: str) -> None:
+    """Write the build's predictions in the course's shape: retrieved ids and the
+    notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`)."""
+    from .build import Workdir, course_predictions
+
+    work = Workdir(Path(workdir))
+    work.read_manifest()
+    predictions = course_predictions(work, split, _data_dir(ctx))
+    data_layer.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
+    click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
 
 
 # --- web: serve and site (claimtrace.web; docs/web.md) ---------------------------------------
