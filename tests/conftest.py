@@ -9,12 +9,17 @@ silent skip.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from claimtrace.data import find_data_dir
+# Before torch is first imported: its OpenMP threads sleep at barriers instead of spinning
+# (constants.OMP_WAIT_POLICY; same numbers, much faster on a shared CPU).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from claimtrace.data import find_data_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ORACLE_PYTHON = REPO / ".venv-oracle" / "bin" / "python"

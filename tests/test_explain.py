@@ -186,8 +186,24 @@ def test_cli_explain_unknown_claim(data_dir):
 
 
 def test_cli_evaluate_classifier_json(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate-classifier", "--split", "dev", "--json"])
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate-classifier", "--split", "dev",
+                                       "--evidence", "gold", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    assert set(out["evidence"]) == {"gold", "retrieved"} and out["evidence"]["retrieved"] is None
+    assert set(out["evidence"]) == {"gold"}
     assert set(out["evidence"]["gold"]) == set(C.PROTOCOLS)
+
+
+def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
+    from claimtrace.build import iter_retrieval
+
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--evidence", "retrieved",
+                                       "--build", str(demo_build.root), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    retrieved = {r["claim_id"]: r for r in iter_retrieval(demo_build, "dev")}["claim-752"]
+    assert out["evidence_source"] == "retrieved" and len(out["evidence"]) == len(retrieved["evidences"])
+    assert out["real_tokens"] + out["pad_tokens"] == 128
+    verdicts = json.loads(demo_build.verdicts("dev").read_text(encoding="utf-8"))["claim-752"]["retrieved"]
+    assert out["notebook"]["verdict"] == verdicts["notebook"]["verdict"]
+    assert max(abs(a - b) for a, b in zip(out["alone"]["logits"], verdicts["alone"]["logits"])) < 1e-9

@@ -116,6 +116,14 @@ def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[d
     return passages, description
 
 
+def build_passages(work: Workdir) -> dict[str, str]:
+    """The passages a finished build was made of (``id -> text``, file order)."""
+    source = Path(work.read_manifest()["corpus"]["source"])
+    if not source.is_file():
+        raise DataError(f"{source}: the evidence file this build was made of is gone")
+    return dict(data_layer.iter_evidence(source, check_md5=False))
+
+
 def _check_manifest(work: Workdir, description: dict) -> None:
     if work.manifest.is_file():
         previous = json.loads(work.manifest.read_text(encoding="utf-8"))["corpus"]

@@ -45,6 +45,7 @@ def main(ctx: click.Context, data: str | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["data"] = data
     warnings.showwarning = _show_warning
+    _before_torch()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -205,34 +206,45 @@ def train_command(ctx: click.Context, workdir: str, seed: int | None, epochs: in
 
 # --- classifier: evaluate and explain ---------------------------------------------------------
 
-#: Evidence sources the classifier commands accept. HOOK: when the retrieval stage lands, add
-#: "retrieved" here and build its mapping with claimtrace.explain.evidence_texts(ids, corpus).
-_EVIDENCE_SOURCES = ("gold",)
+#: Evidence sources the classifier commands accept: the gold passages, or a build's retrieved ones.
+_EVIDENCE_SOURCES = ("gold", "retrieved")
 
 
-def _classifier_evidence(data_dir: Path, claims: dict, source: str) -> dict:
-    """claim id -> passage texts for the given source."""
-    from .explain import gold_evidence
+def _classifier_evidence(data_dir: Path, claims: dict, source: str, build_dir: str | None = None,
+                         split: str | None = None) -> dict:
+    """claim id -> passage texts for the given source (retrieved: from the build in build_dir)."""
+    from .explain import evidence_texts, gold_evidence
 
     if source == "gold":
         if any(claim.label is None for claim in claims.values()):
             raise DataError("gold evidence exists only for train and dev claims (test is unlabelled)")
         return gold_evidence(claims, data_layer.gold_passages(data_dir))
-    raise DataError(f"evidence source {source!r} is not available yet")  # pragma: no cover
+    from .build import Workdir, build_passages, iter_retrieval
+
+    work = Workdir(Path(build_dir or "work/demo"))
+    retrieved = {record["claim_id"]: record["evidences"] for record in iter_retrieval(work, split)}
+    return evidence_texts(retrieved, build_passages(work))
+
+
+_BUILD_OPTION = click.option("--build", "build_dir", type=click.Path(file_okay=False), default="work/demo",
+                             show_default=True, help="The build whose retrieved evidence to use.")
 
 
 @main.command("evaluate-classifier")
 @click.option("--split", type=click.Choice(["train", "dev"]), default="dev", show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Use the checkpoint trained there (default: the shipped one).")
+@_BUILD_OPTION
+@click.option("--evidence", "sources", type=click.Choice(_EVIDENCE_SOURCES), multiple=True,
+              help="Evidence sources to report (default: both; retrieved needs a build).")
 @click.option("--per-claim", is_flag=True, help="Also list every claim's verdicts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | None, per_claim: bool,
-                                as_json: bool) -> None:
+def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | None, build_dir: str,
+                                sources: tuple[str, ...], per_claim: bool, as_json: bool) -> None:
     """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
     one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
-    Evidence: gold now; retrieved when the retrieval stage lands (reported as null until then)."""
+    Evidence: the gold passages, and the passages the build in --build retrieved."""
     _before_torch()
     from .explain import evaluate_protocols, load_classifier
 
@@ -240,13 +252,12 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | N
     classifier = load_classifier(None if workdir is None else Path(workdir))
     claims = data_layer.load_claims(split, data_dir)
     report = {"split": split, "checkpoint": str(classifier.checkpoint), "labels": None, "evidence": {}}
-    for source in _EVIDENCE_SOURCES:
-        result = evaluate_protocols(classifier, claims, _classifier_evidence(data_dir, claims, source))
+    for source in sources or _EVIDENCE_SOURCES:
+        result = evaluate_protocols(classifier, claims, _classifier_evidence(data_dir, claims, source, build_dir, split))
         report["labels"] = result["labels"]
         report["evidence"][source] = result["protocols"]
         if per_claim:
             report.setdefault("verdicts", {})[source] = result["verdicts"]
-    report["evidence"].setdefault("retrieved", None)
     if as_json:
         _print_json(report)
         return
@@ -264,10 +275,12 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | N
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Use the checkpoint trained there (default: the shipped one).")
 @click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="gold", show_default=True,
-              help="Where the claim's evidence comes from.")
+              help="Where the claim's evidence comes from: its gold passages, or those the build retrieved.")
+@_BUILD_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.pass_context
-def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, source: str, as_json: bool) -> None:
+def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, source: str, build_dir: str,
+                    as_json: bool) -> None:
     """Why the classifier gives CLAIM_ID its verdict: the model input, logits and verdict for
     both protocols, the notebook batch's neighbours, and each token's exact share."""
     _before_torch()
@@ -281,7 +294,8 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, sour
     else:
         raise DataError(f"{claim_id}: not a train, dev or test claim")
     classifier = load_classifier(None if workdir is None else Path(workdir))
-    result = explain_claim(classifier, claim_id, claims, _classifier_evidence(data_dir, claims, source), source)
+    evidence = _classifier_evidence(data_dir, claims, source, build_dir, split)
+    result = explain_claim(classifier, claim_id, claims, evidence, source)
     result = {"split": split, **result}
     if as_json:
         _print_json(result)
