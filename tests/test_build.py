@@ -31,7 +31,7 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     monkeypatch.setattr(build_module, "CHUNK", 100)
     whole = tmp_path / "whole"
     with pytest.warns(data.EvidenceChecksumWarning):
-        expected = build(whole, data_dir, small_evidence, processes=1)
+        expected = build(whole, data_dir, small_evidence, processes=1, until="tagging")
 
     killed = tmp_path / "killed"
     real_write = build_module.write_atomic
@@ -46,14 +46,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
 
     monkeypatch.setattr(build_module, "write_atomic", dying_write)
     with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
-        build(killed, data_dir, small_evidence, processes=1)
+        build(killed, data_dir, small_evidence, processes=1, until="tagging")
     before = _files(killed)
     assert not [name for name in before if name.endswith(".tmp") or "/." in name]  # no half-written file
     assert sum(name.startswith("tagging/tags/") for name in before) == 3
 
     monkeypatch.setattr(build_module, "write_atomic", real_write)
     with pytest.warns(data.EvidenceChecksumWarning):
-        resumed = build(killed, data_dir, small_evidence, processes=1)
+        resumed = build(killed, data_dir, small_evidence, processes=1, until="tagging")
     after = _files(killed)
     assert all(after[name] == mtime for name, mtime in before.items() if name != "tagging/summary.json")
     expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
@@ -63,14 +63,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
 
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
     with pytest.warns(data.EvidenceChecksumWarning):
-        build(tmp_path / "w", data_dir, small_evidence, processes=1)
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     tags = {row["id"]: row["tags"] for row in iter_tags(Workdir(tmp_path / "w"))}
     assert tags["evidence-9999999"] == tags["evidence-67732"]
 
 
 def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):
     with pytest.warns(data.EvidenceChecksumWarning):
-        build(tmp_path / "w", data_dir, small_evidence, processes=1)
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     other = tmp_path / "other.json"
     other.write_text('{"evidence-1": "Some text."}', encoding="utf-8")
     result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")])
@@ -130,3 +130,17 @@ def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
     assert len(report["classifier"]["gold"]["notebook"]["confusion"]) == 4
     assert {row["variant"] for row in report["variants"]} >= {"notebook", "raw-claim-text", "cosine-once", "unpadded-tags"}
     assert 0.0 <= report["fallback_share"] <= 1.0
+
+
+def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
+    """All three stages on a user's evidence file; a second run redoes nothing."""
+    with pytest.warns(data.EvidenceChecksumWarning):
+        first = build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
+    files = _files(tmp_path / "w")
+    with pytest.warns(data.EvidenceChecksumWarning):
+        again = build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
+    assert again["retrieval"] == first["retrieval"]
+    assert {k: v for k, v in _files(tmp_path / "w").items() if k != "tagging/summary.json"} == \
+        {k: v for k, v in files.items() if k != "tagging/summary.json"}
+    records = [json.loads(line) for line in (tmp_path / "w" / "retrieval" / "dev.jsonl").read_text().splitlines()]
+    assert len(records) == 154

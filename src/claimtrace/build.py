@@ -389,15 +389,26 @@ def read_verdicts(work: Workdir, split: str) -> dict[str, dict]:
 # --- the whole build ----------------------------------------------------------------------------
 
 
-def build(workdir: str | os.PathLike, data_dir: Path, evidence: Path | None = None, processes: int = 2) -> dict:
-    """Run every stage over the corpus (the demo corpus when ``evidence`` is None)."""
+STAGES = ("tagging", "retrieval", "classifier")
+
+
+def build(workdir: str | os.PathLike, data_dir: Path, evidence: Path | None = None, processes: int = 2,
+          until: str = "classifier") -> dict:
+    """Run the stages over the corpus (the demo corpus when ``evidence`` is None), from tagging
+    up to and including ``until``."""
+    if until not in STAGES:
+        raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
     passages, description = load_corpus(work, data_dir, evidence)
     _check_manifest(work, description)
     summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
+    if until == "tagging":
+        return summary
     _log("retrieval: every train, dev and test claim")
     summary["retrieval"] = build_retrieval(work, data_dir)
+    if until == "retrieval":
+        return summary
     _log("classifier: verdicts of the shipped checkpoint")
     summary["classifier"] = build_classifier(work, data_dir, passages)
     return summary

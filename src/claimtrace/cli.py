@@ -126,14 +126,17 @@ def vocab_command(ctx: click.Context, as_json: bool) -> None:
               help="Build over your own evidence.json (the course's: 1,208,827 passages).")
 @click.option("--workdir", type=click.Path(file_okay=False), required=True, help="Where the build lives.")
 @click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
+@click.option("--until", type=click.Choice(["tagging", "retrieval", "classifier"]), default="classifier",
+              show_default=True, help="The last stage to run.")
 @click.pass_context
-def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, processes: int) -> None:
+def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, processes: int,
+                  until: str) -> None:
     """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was)."""
     from .build import build
 
     if demo == (evidence is not None):
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
-    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes)
+    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes, until=until)
     click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
 
 
