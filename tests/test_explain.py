@@ -169,7 +169,7 @@ def test_evaluate_protocols(classifier, splits):
 
 
 def test_cli_explain_json(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--json"])
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--evidence", "gold", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["checkpoint"].endswith(C.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
@@ -197,7 +197,7 @@ def test_cli_evaluate_classifier_json(data_dir):
 def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
     from claimtrace.build import iter_retrieval
 
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--evidence", "retrieved",
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752",
                                        "--build", str(demo_build.root), "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)

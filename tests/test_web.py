@@ -492,3 +492,26 @@ def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monk
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["claims"] == 1
     assert (tmp_path / "s" / "explore" / "test.html").is_file()
+
+
+def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_dir):
+    """The site's claim-752 figures are those of `claimtrace explain claim-752 --json` and of
+    `claimtrace export retrieval` for the same build."""
+    from click.testing import CliRunner
+
+    from claimtrace.cli import main
+    from claimtrace.web.trace import Tracer
+
+    page = Tracer(demo_build.root, data_dir).trace("claim-752")
+    runner = CliRunner()
+    explained = json.loads(runner.invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--build",
+                                                str(demo_build.root), "--json"]).output)
+    exported = [json.loads(line) for line in runner.invoke(main, ["export", "retrieval", "--workdir",
+                                                                  str(demo_build.root)]).output.splitlines()]
+    record = next(r for r in exported if r["claim_id"] == "claim-752")
+    assert [e["id"] for e in page["retrieval"]["evidences"]] == record["evidences"]
+    assert page["classifier"]["real_tokens"] == explained["real_tokens"]
+    assert page["classifier"]["pad_tokens"] == explained["pad_tokens"]
+    for protocol in ("alone", "notebook"):
+        assert page["classifier"][protocol]["verdict"] == explained[protocol]["verdict"]
+        assert max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"])) < 1e-9

@@ -277,8 +277,9 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | N
 @click.argument("claim_id")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Use the checkpoint trained there (default: the shipped one).")
-@click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="gold", show_default=True,
-              help="Where the claim's evidence comes from: its gold passages, or those the build retrieved.")
+@click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="retrieved", show_default=True,
+              help="Where the claim's evidence comes from: the passages the build retrieved (what the "
+                   "pipeline classifies, and what the site shows), or its gold passages.")
 @_BUILD_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.pass_context
