@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,7 @@ class Workdir:
 
 
 def _log(message: str) -> None:
-    tqdm.write(message, file=__import__("sys").stderr)
+    tqdm.write(message, file=sys.stderr)
 
 
 # --- the corpus ----------------------------------------------------------------------------------
@@ -150,8 +151,8 @@ def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, in
     todo = [i for i in range(n_chunks) if not _chunk_path(folder, i, suffix).is_file()]
     if not todo:
         return
-    with tqdm(total=n_items, desc=label, unit="passage", initial=(n_chunks - len(todo)) * CHUNK if todo else n_items,
-              disable=None) as bar:
+    done = min(n_items, (n_chunks - len(todo)) * CHUNK)
+    with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
         for index in todo:
             start, stop = index * CHUNK, min(n_items, (index + 1) * CHUNK)
             write_atomic(_chunk_path(folder, index, suffix), make(start, stop))

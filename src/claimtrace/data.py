@@ -20,7 +20,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 from . import constants as C
 
@@ -373,8 +373,3 @@ def check(data_dir: Path) -> list[str]:
     lines.append(f"ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: {len(gold)}")
     lines.append(f"ok  demo corpus: {len(demo_corpus(data_dir))} distinct sentences")
     return lines
-
-
-def claims_by_split(data_dir: Path, splits: tuple[str, ...] = ("train", "dev", "test")) -> Mapping[str, dict[str, Claim]]:
-    """Load several splits at once: ``{split: {claim_id: Claim}}``."""
-    return {split: load_claims(split, data_dir) for split in splits}

@@ -177,8 +177,3 @@ def preprocess_both(text: str, data_dir: Path | None = None) -> tuple[Preprocess
         Preprocessed(tokens, alphabetic, [stem(token) for token in alphabetic]),
         Preprocessed(tokens, kept, [stem(token) for token in kept]),
     )
-
-
-def stems(text: str, keep_stopwords: bool = False) -> list[str]:
-    """Just the stems of :func:`preprocess` (the tokenizer the vectorizers were given)."""
-    return preprocess(text, keep_stopwords).stems
