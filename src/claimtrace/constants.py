@@ -78,12 +78,13 @@ COSINE_WEIGHT_IN_SCORE = 2
 #: is counted twice (the score is then > 1.6); binding in the "cosine-once" variant.
 SCORE_THRESHOLD = 1.5
 MAX_EVIDENCES = 6
-#: Quirk "cosine re-normalised": the notebook called sklearn's cosine_similarity on rows that
-#: transform had already l2-normalised, so both sides are normalised twice, each time summing
-#: squares in the order scikit-learn 1.2.2 stores a transformed row (columns descending: the
-#: ``X * idf_diag`` product of scipy emits them in reverse); the dot product then adds the claim's
-#: terms in that same descending order. Any other order changes last bits (and ties).
-COSINE_COLUMN_ORDER = "descending"
+# Quirk "cosine re-normalised": the notebook called sklearn's cosine_similarity on rows that
+# transform had already l2-normalised, so both sides are normalised twice, each time summing
+# squares in the order scikit-learn 1.2.2 stores a transformed row (columns descending: the
+# ``X * idf_diag`` product of scipy emits them in reverse); the dot product then adds the claim's
+# terms in that same descending order. Any other order changes last bits (and ties).
+# (Reproduced in retrieval.notebook_weights and retrieval._claim_kernel.)
+
 #: Quirk "CSV NA tags": passage tags went through to_csv/read_csv(...).dropna(subset=
 #: ['evidence_tags']) before retrieval, so a tag string equal to one of pandas 2.0.3's default
 #: NA strings was dropped with the empty ones. Tags are lowercase stems: "nan" and "null" can
@@ -97,10 +98,9 @@ CSV_NA_TAGS = frozenset({
 #: passes the filter, and it gets the fallback: the first six passages of numpy's quicksort of an
 #: all-zero score column (reversed, as pandas sorts descending), in the canonical passage order.
 NO_TAGS_OVERLAP = 0.0
-#: Quirk "raw claim text": the notebook's final dev and test runs called find_top_evidence with
-#: ``df.claim_text`` instead of the claim's sorted stems (dev F = 0.011 instead of 0.04299); the
-#: retrieval variant "raw-claim-text" reproduces it.
-RAW_CLAIM_TEXT_RUN = True
+# Quirk "raw claim text": the notebook's final dev and test runs called find_top_evidence with
+# ``df.claim_text`` instead of the claim's sorted stems (dev F = 0.011 instead of 0.04299); the
+# retrieval variant "raw-claim-text" reproduces it.
 
 # --- Classifier (notebook.md sections 5 and 6) ------------------------------------------
 
@@ -129,12 +129,14 @@ EMBED_SCALE = MAX_LEN ** 0.5
 ALONE_PE_ROW = 0
 #: The notebook's optimiser and loss: Adam (default betas/eps, no weight decay), CrossEntropyLoss.
 OPTIMIZER = "Adam"
-#: Batches in file order: the notebook's DataLoader had no shuffle, for training and dev alike.
-#: The last training batch has 1,228 mod 16 = 12 claims, the last dev batch 154 mod 16 = 10.
-SHUFFLE = False
-#: Checkpoint kept: best dev accuracy so far, strictly greater (starting from 0), as the
-#: notebook's `if val_acc > best_accuracy: torch.save(...)`.
-KEEP_BEST_STRICTLY_GREATER = True
+# Batches in file order: the notebook's DataLoader had no shuffle, for training and dev alike.
+# The last training batch has 1,228 mod 16 = 12 claims, the last dev batch 154 mod 16 = 10.
+# (Reproduced in classifier.train: no shuffle.)
+
+# Checkpoint kept: best dev accuracy so far, strictly greater (starting from 0), as the
+# notebook's `if val_acc > best_accuracy: torch.save(...)`.
+# (Reproduced in classifier.train.)
+
 #: Not the notebook's (it ran on one Colab CPU/GPU with no seed): this port seeds torch and
 #: runs on two CPU threads so that a run is repeatable on one machine.
 TORCH_THREADS = 2
