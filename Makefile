@@ -30,12 +30,16 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-dev.lock
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.lock
 	touch $@
 
-## The 2024 reference environment (numpy 1.24, scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1).
+## The 2024 reference environment (numpy 1.24, scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1), on
+## numpy's generic code path on every CPU: reference_platform.pth switches AVX-512 dispatch off
+## for every process it starts (docs/architecture.md, "Reference platform").
 oracle-env: $(ORACLE)/.installed
 
-$(ORACLE)/.installed: oracle/requirements.txt
+$(ORACLE)/.installed: oracle/requirements.txt oracle/reference_platform.pth
 	test -x $(ORACLE)/bin/python || $(PYTHON) -m venv $(ORACLE)
 	$(ORACLE)/bin/python -m pip install -q --disable-pip-version-check -r oracle/requirements.txt
+	cp oracle/reference_platform.pth "$$($(ORACLE)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	$(ORACLE)/bin/python -c 'import numpy, sys; sys.path.insert(0, "oracle"); import reference_platform; reference_platform.require()'
 	touch $@
 
 clean:

@@ -24,6 +24,10 @@ from nltk.corpus import stopwords
 from nltk.stem import PorterStemmer
 from nltk.tokenize import word_tokenize
 
+import reference_platform
+
+reference_platform.require()  # numpy's generic path on every CPU
+
 DATA = Path(os.environ.get("CLAIMTRACE_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 nltk.data.path.insert(0, str(DATA / "nltk_data"))
 

@@ -20,6 +20,10 @@ import sys
 
 import numpy as np
 
+import reference_platform
+
+reference_platform.require()  # numpy's generic path on every CPU
+
 
 def _simd_features():
     try:

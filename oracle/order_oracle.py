@@ -6,5 +6,9 @@ import sys
 
 import pandas as pd
 
+import reference_platform
+
+reference_platform.require()  # numpy's generic path on every CPU
+
 n = int(sys.argv[1])
 print(json.dumps(pd.DataFrame({"i": range(n)}).sample(frac=1, random_state=42)["i"].tolist()))

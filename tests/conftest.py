@@ -25,6 +25,36 @@ REPO = Path(__file__).resolve().parents[1]
 ORACLE_PYTHON = REPO / ".venv-oracle" / "bin" / "python"
 
 
+def _platform_lines() -> list[str]:
+    """What this run's CPU offers: which SIMD numpy dispatches to (the exact path must not
+    depend on it; tests/test_reference_platform.py) and whether the C library's log runs its
+    FMA variant (docs/architecture.md, "Reference platform")."""
+    import numpy as np
+    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+
+    found = [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+    flags = set()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    return [
+        f"numpy {np.__version__} SIMD: baseline {' '.join(__cpu_baseline__)}; dispatches to {' '.join(found) or 'nothing'}",
+        f"AVX-512: {'yes' if 'AVX512F' in found else 'no'}; FMA (glibc's log variant): {'yes' if 'fma' in flags else 'no'}",
+    ]
+
+
+def pytest_sessionstart(session) -> None:
+    """Print the platform lines once at the top of every run, quiet or not, so that every CI
+    log says what it ran on."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        for line in _platform_lines():
+            reporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return find_data_dir()

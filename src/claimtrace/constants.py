@@ -144,6 +144,14 @@ TORCH_THREADS = 2
 #: "alone" = each claim as a batch of one (explained exactly by the 5,886 x 4 table);
 #: "notebook" = batches of 16 in file order, as the notebook evaluated and predicted.
 PROTOCOLS = ("alone", "notebook")
+#: How far PyTorch's float32 forward pass may lie from the exact float64 table (logits of a
+#: claim alone, and rows of the table). float32 sums depend on the CPU's kernels (AVX-512, AVX2
+#: or generic) and on how a GEMM is shaped, so the figure varies by machine: 4e-7 to 1.4e-6
+#: for claims and 3.8e-6 for table rows, and 4.5e-6 between generic and AVX-512 kernels, on an
+#: AVX-512 Xeon; 5.4e-7 on a CPU without AVX-512. No verdict changed on any of them. The float64
+#: table itself agrees with itself within 1e-14 everywhere (docs/architecture.md, "Reference
+#: platform").
+FLOAT32_AGREEMENT = 1e-5
 #: The shipped checkpoint and what goes with it (src/claimtrace/assets/).
 CHECKPOINT_FILE = "classifier.safetensors"
 TABLE_FILE = "classifier_table.safetensors"
