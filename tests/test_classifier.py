@@ -145,7 +145,6 @@ def test_model_shapes_names_and_configuration():
     model.eval()
     for batch in (1, 12, 16):
         assert model(torch.randint(0, 5886, (batch, 128))).shape == (batch, 4)
-    assert C.EMBED_SCALE == math.sqrt(128)
 
 
 def test_same_seed_same_initial_weights_as_the_notebooks_class():

@@ -267,9 +267,8 @@ def test_no_tag_claim_gets_the_all_zero_fallback(retrievers):
     assert not result.score.any()
 
 
-def test_retrieve_all_records(demo_tags, dev_claims, retrievers):
-    ids, padded, nopad = demo_tags
-    records = R.retrieve_all(ids, padded, dev_claims, retriever=retrievers["padded"])
+def test_retrieve_all_records(dev_claims, retrievers):
+    records = R.retrieve_all(retrievers["padded"], dev_claims)
     json.dumps(records)
     assert [r["claim_id"] for r in records] == list(dev_claims)
     for record in records:
@@ -287,8 +286,8 @@ def test_retrieve_all_records(demo_tags, dev_claims, retrievers):
             assert len({row["shared"] for row in rows}) == 1
             assert all(a["score"] >= b["score"] for a, b in zip(rows, rows[1:]))
             assert all(row["cosine"] > 0.55 and row["overlap"] > 0.5 for row in rows)
-    with pytest.raises(ValueError, match="unpadded_tags"):
-        R.retrieve_all(ids, padded, dev_claims, "unpadded-tags")
+    with pytest.raises(ValueError, match="unknown retrieval variant"):
+        R.retrieve_all(retrievers["padded"], dev_claims, "no-such-variant")
 
 
 def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
@@ -303,15 +302,26 @@ def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
     assert "evidence-572512" in record["evidences"]
 
 
-def test_variant_f_table(demo_tags, dev_claims, retrievers):
-    ids, padded, nopad = demo_tags
-    rows = R.variant_f_table(ids, padded, dev_claims, unpadded_tags=nopad, retriever=retrievers["padded"])
+def test_variant_f_table(dev_claims, retrievers):
+    rows = R.variant_f_table(retrievers, dev_claims)
     assert [r["variant"] for r in rows] == list(R.VARIANTS)
     by_name = {r["variant"]: r for r in rows}
     assert all(0.0 <= r["F"] <= 1.0 and r["claims"] == len(dev_claims) for r in rows)
     # The raw claim text hardly ever shares a tag string with a passage (capitals, punctuation).
     assert by_name["raw-claim-text"]["F"] < by_name["notebook"]["F"]
-    assert R.variant_f_table(ids, padded, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
+    assert R.variant_f_table({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
+    assert [r["variant"] for r in R.variant_f_table({"padded": retrievers["padded"]}, dev_claims)] == [
+        name for name, v in R.VARIANTS.items() if v.passage_tags == "padded"]
+
+
+def test_a_saved_retriever_loads_and_retrieves_the_same(tmp_path, dev_claims, retrievers):
+    ours = retrievers["padded"]
+    ours.save(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
+    loaded = R.Retriever.load(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
+    assert loaded.ids == ours.ids and loaded.tags == ours.tags and loaded.excluded == ours.excluded
+    assert loaded.idf.tobytes() == ours.idf.tobytes()
+    assert R.retrieve_all(loaded, dev_claims) == R.retrieve_all(ours, dev_claims)
+    assert loaded.position(ours.ids[7]) == 7 and loaded.position("no-such-passage") is None
 
 
 def test_unknown_variant_and_bad_inputs():

@@ -7,12 +7,15 @@ input file ends the command with one message naming the file and exit status 2.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import click
 
+from . import constants as C
 from . import data as data_layer
 from .data import DataError
 
@@ -117,6 +120,37 @@ def vocab_command(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{len(vocab)} entries: {' '.join(vocab.tokens[:20])} ...")
 
 
+# --- the two folder options: one meaning each --------------------------------------------------
+
+#: Where a build lives when --workdir is not given: $CLAIMTRACE_WORKDIR, else this.
+DEFAULT_WORKDIR = "work/demo"
+
+
+def _default_workdir() -> str:
+    return os.environ.get("CLAIMTRACE_WORKDIR") or DEFAULT_WORKDIR
+
+
+def workdir_option(help_text: str = "The build (default: $CLAIMTRACE_WORKDIR, else ./work/demo).") -> Callable:
+    """``--workdir DIR``: always a ``claimtrace build`` folder."""
+    return click.option("--workdir", type=click.Path(file_okay=False), default=_default_workdir,
+                        show_default="$CLAIMTRACE_WORKDIR or work/demo", help=help_text)
+
+
+def checkpoint_option(help_text: str, required: bool = False) -> Callable:
+    """``--checkpoint DIR``: always a trained classifier folder (``claimtrace train``)."""
+    return click.option("--checkpoint", "checkpoint", type=click.Path(file_okay=False), default=None,
+                        required=required, help=help_text)
+
+
+def _open_build(ctx: click.Context, workdir: str):
+    """The build in ``workdir``, read through the one reader; a clear error naming the path."""
+    from .artifacts import Build
+
+    build = Build(Path(workdir), _data_dir(ctx))
+    build.manifest()
+    return build
+
+
 # --- build and export -------------------------------------------------------------------------
 
 
@@ -124,19 +158,21 @@ def vocab_command(ctx: click.Context, as_json: bool) -> None:
 @click.option("--demo", is_flag=True, help="Build over the demo corpus (every CLIMATE-FEVER sentence).")
 @click.option("--evidence", type=click.Path(dir_okay=False), default=None,
               help="Build over your own evidence.json (the course's: 1,208,827 passages).")
-@click.option("--workdir", type=click.Path(file_okay=False), required=True, help="Where the build lives.")
+@workdir_option("Where the build lives (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
+@checkpoint_option("The classifier stage's checkpoint (default: the shipped one).")
 @click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
 @click.option("--until", type=click.Choice(["tagging", "retrieval", "classifier"]), default="classifier",
               show_default=True, help="The last stage to run.")
 @click.pass_context
-def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, processes: int,
-                  until: str) -> None:
+def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, checkpoint: str | None,
+                  processes: int, until: str) -> None:
     """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was)."""
     from .build import build
 
     if demo == (evidence is not None):
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
-    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes, until=until)
+    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes, until=until,
+                    checkpoint=None if checkpoint is None else Path(checkpoint))
     click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
 
 
@@ -146,23 +182,21 @@ def export() -> None:
 
 
 @export.command("tags")
-@click.option("--workdir", type=click.Path(file_okay=False), required=True)
-def export_tags(workdir: str) -> None:
+@workdir_option()
+@click.pass_context
+def export_tags(ctx: click.Context, workdir: str) -> None:
     """Each passage's tags, in the canonical passage order: {"id", "tags"} per line."""
-    from .build import Workdir, iter_tags
-
-    for row in iter_tags(Workdir(Path(workdir))):
+    for row in _open_build(ctx, workdir).iter_tags():
         _print_json({"id": row["id"], "tags": row["tags"]})
 
 
 @export.command("retrieval")
-@click.option("--workdir", type=click.Path(file_okay=False), required=True)
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default="dev", show_default=True)
-def export_retrieval(workdir: str, split: str) -> None:
+@workdir_option()
+@click.option("--split", type=click.Choice(C.SPLITS), default="dev", show_default=True)
+@click.pass_context
+def export_retrieval(ctx: click.Context, workdir: str, split: str) -> None:
     """Each claim's retrieval: {"claim_id", "tags", "evidences", "fallback", "passed", "kept"}."""
-    from .build import Workdir, iter_retrieval
-
-    for record in iter_retrieval(Workdir(Path(workdir)), split):
+    for record in _open_build(ctx, workdir).retrieval(split).values():
         _print_json(record)
 
 
@@ -172,31 +206,25 @@ def export_retrieval(workdir: str, split: str) -> None:
 def _before_torch() -> None:
     """Let torch's OpenMP threads sleep at barriers instead of spinning (constants.OMP_WAIT_POLICY):
     much faster on a shared CPU, same numbers. Only effective before torch is first imported."""
-    import os
-
-    from . import constants as C
-
     os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)
 
 
 @main.command("train")
-@click.option("--workdir", type=click.Path(file_okay=False), required=True,
-              help="Where to write classifier.safetensors, classifier_vocab.json, training_log.json.")
+@checkpoint_option("Where to write classifier.safetensors, classifier_vocab.json, training_log.json.",
+                   required=True)
 @click.option("--seed", type=int, default=None, help="Seed (default: the shipped checkpoint's).")
 @click.option("--epochs", type=int, default=None, help="Epochs (default: the notebook's 10).")
 @click.option("--threads", type=int, default=None, help="Torch CPU threads (default: 2).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.pass_context
-def train_command(ctx: click.Context, workdir: str, seed: int | None, epochs: int | None,
+def train_command(ctx: click.Context, checkpoint: str, seed: int | None, epochs: int | None,
                   threads: int | None, no_progress: bool) -> None:
     """Train the notebook's classifier (gold evidence), keeping the best dev checkpoint."""
-    _before_torch()
-    from . import constants as C
     from .classifier.train import train, training_data
 
     data = training_data(_data_dir(ctx))
     result = train(
-        data, Path(workdir),
+        data, Path(checkpoint),
         seed=C.SHIPPED_SEED if seed is None else seed,
         epochs=C.EPOCHS if epochs is None else epochs,
         threads=C.TORCH_THREADS if threads is None else threads,
@@ -209,108 +237,81 @@ def train_command(ctx: click.Context, workdir: str, seed: int | None, epochs: in
 
 # --- classifier: evaluate and explain ---------------------------------------------------------
 
-#: Evidence sources the classifier commands accept: the gold passages, or a build's retrieved ones.
+#: Evidence sources the classifier commands accept: the gold passages, or the build's retrieved ones.
 _EVIDENCE_SOURCES = ("gold", "retrieved")
-
-
-def _classifier_evidence(data_dir: Path, claims: dict, source: str, build_dir: str | None = None,
-                         split: str | None = None) -> dict:
-    """claim id -> passage texts for the given source (retrieved: from the build in build_dir)."""
-    from .explain import evidence_texts, gold_evidence
-
-    if source == "gold":
-        if any(claim.label is None for claim in claims.values()):
-            raise DataError("gold evidence exists only for train and dev claims (test is unlabelled)")
-        return gold_evidence(claims, data_layer.gold_passages(data_dir))
-    from .build import Workdir, build_passages, iter_retrieval
-
-    work = Workdir(Path(build_dir or "work/demo"))
-    retrieved = {record["claim_id"]: record["evidences"] for record in iter_retrieval(work, split)}
-    return evidence_texts(retrieved, build_passages(work))
-
-
-_BUILD_OPTION = click.option("--build", "build_dir", type=click.Path(file_okay=False), default="work/demo",
-                             show_default=True, help="The build whose retrieved evidence to use.")
 
 
 @main.command("evaluate-classifier")
 @click.option("--split", type=click.Choice(["train", "dev"]), default="dev", show_default=True)
-@click.option("--workdir", type=click.Path(file_okay=False), default=None,
-              help="Use the checkpoint trained there (default: the shipped one).")
-@_BUILD_OPTION
+@workdir_option()
+@checkpoint_option("Evaluate this trained checkpoint on the build's inputs (default: the build's own verdicts).")
 @click.option("--evidence", "sources", type=click.Choice(_EVIDENCE_SOURCES), multiple=True,
-              help="Evidence sources to report (default: both; retrieved needs a build).")
+              help="Evidence sources to report (default: both).")
 @click.option("--per-claim", is_flag=True, help="Also list every claim's verdicts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str | None, build_dir: str,
+def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str, checkpoint: str | None,
                                 sources: tuple[str, ...], per_claim: bool, as_json: bool) -> None:
     """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
     one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
-    Evidence: the gold passages, and the passages the build in --build retrieved."""
-    _before_torch()
-    from .explain import evaluate_protocols, load_classifier
+    Evidence: the gold passages, and the passages the build retrieved."""
+    from .classifier.predict import load_classifier, predict, protocol_figures
 
-    data_dir = _data_dir(ctx)
-    classifier = load_classifier(None if workdir is None else Path(workdir))
-    claims = data_layer.load_claims(split, data_dir)
-    report = {"split": split, "checkpoint": str(classifier.checkpoint), "labels": None, "evidence": {}}
+    build = _open_build(ctx, workdir)
+    claims = build.claims(split)
+    labels = {cid: claim.label for cid, claim in claims.items()}
+    if checkpoint is None:
+        classifier_name = build.classifier_summary()["checkpoint"]
+        verdicts = build.verdicts(split)
+    else:
+        classifier = load_classifier(Path(checkpoint))
+        if classifier.vocab.tokens != build.classifier().vocab.tokens:
+            raise DataError(f"{checkpoint}: its vocabulary is not the build's: build with --checkpoint {checkpoint}")
+        classifier_name = str(classifier.checkpoint)
+        verdicts = {cid: {"label": label} for cid, label in labels.items()}
+        for source in sources or _EVIDENCE_SOURCES:
+            for cid, entry in predict(classifier, build.inputs(split, source)).items():
+                verdicts[cid][source] = entry
+    report = {"split": split, "checkpoint": classifier_name, "labels": list(C.LABELS), "evidence": {}}
     for source in sources or _EVIDENCE_SOURCES:
-        result = evaluate_protocols(classifier, claims, _classifier_evidence(data_dir, claims, source, build_dir, split))
-        report["labels"] = result["labels"]
-        report["evidence"][source] = result["protocols"]
+        chosen = {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims}
+        report["evidence"][source] = protocol_figures(labels, chosen)
         if per_claim:
-            report.setdefault("verdicts", {})[source] = result["verdicts"]
+            report.setdefault("verdicts", {})[source] = {cid: {"label": labels[cid], **chosen[cid]} for cid in claims}
     if as_json:
         _print_json(report)
         return
     click.echo(f"{split}: {len(claims)} claims, checkpoint {report['checkpoint']}")
     for source, protocols in report["evidence"].items():
-        if protocols is None:
-            click.echo(f"  {source:9s} (not available yet)")
-            continue
         for protocol, result in protocols.items():
             click.echo(f"  {source:9s} {protocol:8s} {result['correct']}/{result['claims']} = {result['accuracy']:.4f}")
 
 
 @main.command("explain")
 @click.argument("claim_id")
-@click.option("--workdir", type=click.Path(file_okay=False), default=None,
-              help="Use the checkpoint trained there (default: the shipped one).")
+@workdir_option()
 @click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="retrieved", show_default=True,
               help="Where the claim's evidence comes from: the passages the build retrieved (what the "
                    "pipeline classifies, and what the site shows), or its gold passages.")
-@_BUILD_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.pass_context
-def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, source: str, build_dir: str,
-                    as_json: bool) -> None:
+def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str, as_json: bool) -> None:
     """Why the classifier gives CLAIM_ID its verdict: the model input, logits and verdict for
-    both protocols, the notebook batch's neighbours, and each token's exact share."""
-    _before_torch()
-    from .explain import explain_claim, load_classifier
+    both protocols, the notebook batch's neighbours, and each token's share."""
+    from .explain import explain_claim
 
-    data_dir = _data_dir(ctx)
-    for split in ("train", "dev", "test"):
-        claims = data_layer.load_claims(split, data_dir)
-        if claim_id in claims:
-            break
-    else:
-        raise DataError(f"{claim_id}: not a train, dev or test claim")
-    classifier = load_classifier(None if workdir is None else Path(workdir))
-    evidence = _classifier_evidence(data_dir, claims, source, build_dir, split)
-    result = explain_claim(classifier, claim_id, claims, evidence, source)
-    result = {"split": split, **result}
+    result = explain_claim(_open_build(ctx, workdir), claim_id, source)
     if as_json:
         _print_json(result)
         return
     labels = result["contributions"]["labels"]
-    click.echo(f"{claim_id} ({split}): {result['claim_text']}  [{result['label']}]")
+    click.echo(f"{claim_id} ({result['split']}): {result['claim_text']}  [{result['label']}]")
     click.echo(f"checkpoint {result['checkpoint']}; {result['real_tokens']} real tokens, {result['pad_tokens']} [PAD]")
-    for protocol in ("alone", "notebook"):
+    for protocol in C.PROTOCOLS:
         logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(labels, result[protocol]["logits"]))
         click.echo(f"{protocol:9s}{result[protocol]['verdict']:16s}{logits}")
-    click.echo(f"notebook batch {result['notebook']['batch']}: {' '.join(result['notebook']['neighbours'])}")
+    neighbours = " ".join(n["id"] for n in result["notebook"]["neighbours"])
+    click.echo(f"notebook batch {result['notebook']['batch']}: {neighbours}")
     click.echo("contributions (" + " ".join(labels) + "):")
     click.echo(f"  {'bias':16s}" + " ".join(f"{v:+.4f}" for v in result["contributions"]["bias"]))
     for entry in result["contributions"]["tokens"]:
@@ -326,13 +327,13 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str | None, sour
 @click.option("--predictions", "predictions", type=click.Path(dir_okay=False), default=None,
               help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}; "
                    "without it, the build's own predictions are scored.")
-@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
-              help="The build to report on when no --predictions is given.")
+@workdir_option("The build to report on when no --predictions is given (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--split", type=click.Choice(["dev", "train"]), default="dev", show_default=True,
               help="The labelled claims to score against.")
 @click.option("--skip-missing", is_flag=True,
-              help="Leave out gold claims without a prediction, as the course's eval.py does (default: error).")
-@click.option("--per-claim", is_flag=True, help="Also print each claim's precision, recall, F and label.")
+              help="With --predictions: leave out gold claims without a prediction, as the course's eval.py does "
+                   "(default: error).")
+@click.option("--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label.")
 @click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, split: str, skip_missing: bool,
@@ -345,7 +346,10 @@ def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, 
     from .evaluate import evaluate_file
 
     if predictions is None:
-        _evaluate_build(Path(workdir), split, _data_dir(ctx), as_json)
+        for flag, given in (("--skip-missing", skip_missing), ("--per-claim", per_claim)):
+            if given:
+                raise click.UsageError(f"{flag} applies to --predictions FILE, not to a build's report")
+        _evaluate_build(_open_build(ctx, workdir), split, as_json)
         return
     result = evaluate_file(predictions, split, _data_dir(ctx), skip_missing=skip_missing)
     if as_json:
@@ -367,20 +371,17 @@ def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, 
         click.echo(f"({len(result.extra)} predicted claims are not {split} claims and were ignored)", err=True)
 
 
-def _evaluate_build(workdir: Path, split: str, data_dir: Path, as_json: bool) -> None:
-    from .build import Workdir, course_predictions
+def _evaluate_build(build, split: str, as_json: bool) -> None:
     from .data import parse_claims
     from .evaluate import evaluate
 
-    work = Workdir(workdir)
-    work.read_manifest()
-    source = f"{work.root} ({split} predictions)"
-    course = evaluate(parse_claims(course_predictions(work, split, data_dir), source, labelled=True),
-                      data_layer.load_claims(split, data_dir), source=source)
-    retrieval = json.loads(work.retrieval_summary.read_text(encoding="utf-8"))
-    classifier = json.loads(work.classifier_summary.read_text(encoding="utf-8"))
+    source = f"{build.root} ({split} predictions)"
+    course = evaluate(parse_claims(build.course_predictions(split), source, labelled=True),
+                      build.claims(split), source=source)
+    retrieval = build.retrieval_summary()
+    classifier = build.classifier_summary()
     report = {
-        "workdir": str(work.root),
+        "workdir": str(build.root),
         "split": split,
         "course": course.summary(),
         "fallback_share": retrieval["splits"][split]["fallback_share"],
@@ -391,7 +392,7 @@ def _evaluate_build(workdir: Path, split: str, data_dir: Path, as_json: bool) ->
     if as_json:
         _print_json(report)
         return
-    click.echo(f"{work.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
+    click.echo(f"{build.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
                f"fallback for {report['fallback_share']:.0%} of claims")
     for row in report["variants"] or []:
         click.echo(f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}")
@@ -401,19 +402,14 @@ def _evaluate_build(workdir: Path, split: str, data_dir: Path, as_json: bool) ->
 
 
 @main.command("predict")
-@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
-              help="The build whose predictions to write.")
+@workdir_option()
 @click.option("--split", type=click.Choice(["dev", "test", "train"]), default="dev", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), required=True)
 @click.pass_context
 def predict_command(ctx: click.Context, workdir: str, split: str, out: str) -> None:
     """Write the build's predictions in the course's shape: retrieved ids and the
     notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`)."""
-    from .build import Workdir, course_predictions
-
-    work = Workdir(Path(workdir))
-    work.read_manifest()
-    predictions = course_predictions(work, split, _data_dir(ctx))
+    predictions = _open_build(ctx, workdir).course_predictions(split)
     data_layer.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
     click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
 
@@ -422,39 +418,33 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str) -> N
 
 
 @main.command("serve")
-@click.option("--workdir", type=click.Path(file_okay=False), default="work/demo", show_default=True,
-              help="The build to explain (made by `claimtrace build`).")
+@workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
-@click.option("--classifier", "classifier_dir", type=click.Path(file_okay=False), default=None,
-              help="A `claimtrace train` folder (default: the shipped checkpoint).")
 @click.pass_context
-def serve_command(ctx: click.Context, workdir: str, port: int, classifier_dir: str | None) -> None:
+def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
 
     from .web.app import create_app
 
-    app = create_app(workdir, _data_dir(ctx), classifier_dir, warm=True)
+    app = create_app(_open_build(ctx, workdir), warm=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 @main.command("site")
-@click.option("--workdir", type=click.Path(file_okay=False), required=True, help="The build to explain.")
+@workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the site into.")
-@click.option("--split", "splits", type=click.Choice(["dev", "train", "test"]), multiple=True,
+@click.option("--split", "splits", type=click.Choice(C.SPLITS), multiple=True,
               help="Splits whose claim pages to write (default: all three).")
-@click.option("--classifier", "classifier_dir", type=click.Path(file_okay=False), default=None,
-              help="A `claimtrace train` folder (default: the shipped checkpoint).")
 @click.option("--limit", type=int, default=None,
               help="Write only the first N claim pages of each split (a quick preview).")
 @click.pass_context
-def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], classifier_dir: str | None,
-                 limit: int | None) -> None:
+def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], limit: int | None) -> None:
     """Write the explainer site as static files (relative links, JSON beside every page)."""
     from .web.site import write_site
 
-    result = write_site(workdir, out, _data_dir(ctx), classifier_dir, splits=splits or ("dev", "train", "test"),
+    result = write_site(_open_build(ctx, workdir), out, splits=splits or C.SPLITS,
                         echo=lambda line: click.echo(line, err=True), progress=True, limit=limit)
     click.echo(json.dumps(result, ensure_ascii=False))
 

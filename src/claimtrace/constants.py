@@ -1,7 +1,8 @@
 """The notebook's constants, in one place, each with the quirk it carries.
 
-Everything here is a fact about the 2024 COMP90042 notebook (see docs/notebook-quirks.md
-and ../shared/docs/notebook.md). Stages import from here; nothing here imports a stage.
+Everything here is a fact about the 2024 COMP90042 notebook (see ../shared/docs/notebook.md, and
+docs/architecture.md for where each quirk is reproduced). Stages import from here; nothing here
+imports a stage.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ SPLIT_FILES = {
     "test": "test-claims-unlabelled.json",
     "baseline": "dev-claims-baseline.json",
 }
+#: The course's claim sets, in the order the pipeline runs them: train and dev are labelled
+#: (gold evidence), test is not.
+SPLITS = ("train", "dev", "test")
 COURSE_DIR = "comp90042-2024"
 CLIMATE_FEVER_FILE = "climate-fever/climate-fever.jsonl"
 NLTK_DATA_DIR = "nltk_data"
@@ -116,19 +120,19 @@ PE_MAX_LEN = 5000
 LEARNING_RATE = 1e-4
 EPOCHS = 10
 BATCH_SIZE = 16
-#: Quirk "batch-first attention": the notebook feeds (batch, 128, 256) to an encoder that reads
-#: (sequence, batch, features), so attention runs across the 16 claims of a batch at each
-#: position and the positional encoding marks a claim's place in its batch.
-BATCH_FIRST_BUG = True
+# Quirk "batch-first attention": the notebook feeds (batch, 128, 256) to an encoder that reads
+# (sequence, batch, features), so attention runs across the 16 claims of a batch at each
+# position and the positional encoding marks a claim's place in its batch.
+# (Reproduced in classifier.model; its fixed=True variant is the intended model.)
 VOCAB_SIZE = 5_886
-#: Quirk "x sqrt(128)": the embedding is scaled by sqrt(src.size(1)), the sequence length,
-#: not by sqrt(d_model) = sqrt(256) as in "Attention is all you need".
-EMBED_SCALE = MAX_LEN ** 0.5
+# Quirk "x sqrt(128)": the embedding is scaled by sqrt(src.size(1)), the sequence length,
+# not by sqrt(d_model) = sqrt(256) as in "Attention is all you need".
+# (Reproduced in classifier.model.)
 #: Quirk "pe by batch position": pe[:x.size(0)] on batch-first input, so a claim alone (or first
 #: in its batch) gets pe[0] at every position: sin(0) = 0 on even features, cos(0) = 1 on odd.
 ALONE_PE_ROW = 0
-#: The notebook's optimiser and loss: Adam (default betas/eps, no weight decay), CrossEntropyLoss.
-OPTIMIZER = "Adam"
+# The notebook's optimiser and loss: Adam (default betas/eps, no weight decay), CrossEntropyLoss.
+# (Reproduced in classifier.train.)
 # Batches in file order: the notebook's DataLoader had no shuffle, for training and dev alike.
 # The last training batch has 1,228 mod 16 = 12 claims, the last dev batch 154 mod 16 = 10.
 # (Reproduced in classifier.train: no shuffle.)

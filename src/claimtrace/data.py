@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -331,29 +332,38 @@ def _skip_space(buffer: str, position: int) -> int:
 # --- Writing artifacts ------------------------------------------------------------------------
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename:
-    a reader never sees a half-written file, and a crash leaves the old file (or none)."""
+@contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """The one way claimtrace writes a file: yield a temporary path beside ``path``; when the
+    block ends without error, give it the usual permissions and rename it over ``path``, else
+    remove it. A reader never sees a half-written file, and a crash leaves the old one (or none).
+
+    Use it for writers that want a file name (``np.savez``, safetensors); :func:`write_atomic`
+    is the short form for text and bytes.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    temporary = Path(name)
     try:
-        with handle:
-            handle.write(text)
-        _set_default_mode(handle.name)
-        os.replace(handle.name, path)
+        yield temporary
+        umask = os.umask(0)  # mkstemp makes the file 0600; a final file gets 0666 & ~umask
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
     except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 
-def _set_default_mode(path: str) -> None:
-    """Temporary files are created 0600; give the final file the usual 0666 & ~umask."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to ``path`` through :func:`atomic_output`."""
+    with atomic_output(path) as temporary:
+        if isinstance(content, bytes):
+            temporary.write_bytes(content)
+        else:
+            temporary.write_text(content, encoding="utf-8")
 
 
 # --- The whole check --------------------------------------------------------------------------

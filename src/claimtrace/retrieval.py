@@ -444,13 +444,8 @@ class Retriever:
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
         self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(self.tags)
-        self.vocabulary = self.vectorizer.vocabulary_
-        self.idf = self.vectorizer.idf_
-        weights = notebook_weights(self.vectorizer.counts(self.tags), self.idf).tocsc()
+        weights = notebook_weights(self.vectorizer.counts(self.tags), self.vectorizer.idf_).tocsc()
         weights.sort_indices()
-        self._t_ptr = weights.indptr.astype(np.int64)
-        self._t_doc = weights.indices.astype(np.int64)
-        self._t_weight = weights.data.astype(np.float64)
         # Raw tags, as sets: an inverted index for the shared counts.
         tag_ids: dict[str, int] = {}
         sizes = np.empty(n, np.int64)
@@ -464,11 +459,71 @@ class Retriever:
         tag_matrix = sp.csr_matrix((np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))),
                                    shape=(n, max(len(tag_ids), 1))).tocsc()
         tag_matrix.sort_indices()
+        self._set_index(weights.indptr, weights.indices, weights.data, tag_ids, sizes,
+                        tag_matrix.indptr, tag_matrix.indices)
+
+    def _set_index(self, t_ptr, t_doc, t_weight, tag_ids: dict[str, int], sizes, g_ptr, g_doc) -> None:
+        """The posting lists the kernels read: terms (``t_*``, weights by passage) and raw tags
+        (``g_*``), each sorted by passage; every tag set's size."""
+        self.vocabulary = self.vectorizer.vocabulary_
+        self.idf = self.vectorizer.idf_
+        self._t_ptr = np.asarray(t_ptr, np.int64)
+        self._t_doc = np.asarray(t_doc, np.int64)
+        self._t_weight = np.asarray(t_weight, np.float64)
         self._tag_ids = tag_ids
-        self._tag_sizes = sizes.astype(np.uint8) if sizes.max() < 256 else sizes
-        self._g_ptr = tag_matrix.indptr.astype(np.int64)
-        self._g_doc = tag_matrix.indices.astype(np.int64)
+        sizes = np.asarray(sizes)
+        self._tag_sizes = sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64)
+        self._g_ptr = np.asarray(g_ptr, np.int64)
+        self._g_doc = np.asarray(g_doc, np.int64)
         self._scratch: _Scratch | None = None
+        self._positions: dict[str, int] | None = None
+
+    # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
+
+    def save(self, vectorizer_path, index_path) -> None:
+        """Write the fitted model: the vectorizer (:func:`claimtrace.tfidf.save`) and the index
+        (passage ids and tag strings, posting lists, tag ids), each atomically."""
+        import json
+
+        from .data import atomic_output
+        from .tfidf import save as save_vectorizer
+
+        save_vectorizer(self.vectorizer, vectorizer_path)
+        tokenizer = "restem" if self.vectorizer.tokenizer is restem else "final_stems"
+        tags_by_id = sorted(self._tag_ids, key=self._tag_ids.__getitem__)
+        with atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
+            np.savez(handle, t_ptr=self._t_ptr, t_doc=self._t_doc, t_weight=self._t_weight,
+                     sizes=self._tag_sizes, g_ptr=self._g_ptr, g_doc=self._g_doc,
+                     ids=np.array(json.dumps(self.ids, ensure_ascii=False)),
+                     tags=np.array(json.dumps(self.tags, ensure_ascii=False)),
+                     tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
+                     meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})))
+
+    @classmethod
+    def load(cls, vectorizer_path, index_path) -> "Retriever":
+        """A model written by :meth:`save`, ready to retrieve (nothing is refitted)."""
+        import json
+
+        from .tfidf import load as load_vectorizer
+
+        with np.load(index_path) as stored:
+            meta = json.loads(str(stored["meta"]))
+            self = cls.__new__(cls)
+            tokenizer = restem if meta["tokenizer"] == "restem" else final_stems
+            self.vectorizer = load_vectorizer(vectorizer_path, tokenizer)
+            self.ids = json.loads(str(stored["ids"]))
+            self.tags = json.loads(str(stored["tags"]))
+            self.excluded = int(meta["excluded"])
+            tag_ids = {tag: i for i, tag in enumerate(json.loads(str(stored["tag_ids"])))}
+            self._set_index(stored["t_ptr"], stored["t_doc"], stored["t_weight"], tag_ids, stored["sizes"],
+                            stored["g_ptr"], stored["g_doc"])
+        return self
+
+    def position(self, passage_id: str) -> int | None:
+        """Frame position of a retrievable passage (None for one without tags)."""
+        if self._positions is None:
+            self._positions = {pid: p for p, pid in enumerate(self.ids)}
+        return self._positions.get(passage_id)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -605,16 +660,12 @@ class Retriever:
 # --- whole splits ---------------------------------------------------------------------------------
 
 
-def retrieve_all(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]],
-                 claims: Mapping[str, Claim], variant: str | Variant = "notebook", *,
-                 unpadded_tags: Sequence[str | Sequence[str]] | None = None,
-                 retriever: Retriever | None = None) -> list[dict]:
-    """Retrieve evidence for every claim, in the claims' order.
+def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str | Variant = "notebook") -> list[dict]:
+    """Retrieve evidence for every claim, in the claims' order, with a fitted retriever.
 
-    passage_ids, passage_tags: the canonical passage order (tags: strings or lists).
-    variant: a name of :data:`VARIANTS` or a :class:`Variant`. ``unpadded-tags`` needs
-    ``unpadded_tags`` (the tagging stage's ``nopad``), used instead of ``passage_tags``.
-    retriever: a :class:`Retriever` already fit on the right tags (skips the fit).
+    retriever: fit on the passage tags the variant reads (the padded tags, or for
+    ``unpadded-tags`` the tagging stage's ``nopad``; :func:`variant_f_table` picks).
+    variant: a name of :data:`VARIANTS` or a :class:`Variant`.
 
     Returns per claim ``{"claim_id", "tags", "evidences", "fallback", "passed", "kept"}``, where
     ``tags`` is the string the claim was retrieved with, ``evidences`` at most six passage ids in
@@ -623,12 +674,6 @@ def retrieve_all(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequen
     ``{"id", "cosine", "overlap", "score", "shared", "gold"}``.
     """
     v = _variant(variant)
-    if retriever is None:
-        if v.passage_tags == "unpadded":
-            if unpadded_tags is None:
-                raise ValueError(f"variant {v.name!r} needs unpadded_tags (the tagging stage's nopad tags)")
-            passage_tags = unpadded_tags
-        retriever = Retriever(passage_ids, passage_tags)
     out = []
     for claim_id, claim in claims.items():
         result = retriever.retrieve(claim_input(claim.text, v), cosine_in_score=v.cosine_in_score)
@@ -636,27 +681,24 @@ def retrieve_all(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequen
     return out
 
 
-def variant_f_table(passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]],
-                    claims: Mapping[str, Claim], *, unpadded_tags: Sequence[str | Sequence[str]] | None = None,
-                    variants: Iterable[str] | None = None, retriever: Retriever | None = None) -> list[dict]:
+def variant_f_table(retrievers: Mapping[str, Retriever], claims: Mapping[str, Claim],
+                    variants: Iterable[str] | None = None) -> list[dict]:
     """Evidence F of each variant on labelled claims (dev): one row per variant,
     ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
 
-    The padded and unpadded retrievers are each fit once (``retriever``: one already fit on
-    ``passage_tags``, reused). ``unpadded-tags`` is skipped when ``unpadded_tags`` is not given.
+    retrievers: fitted retrievers by the passage tags they were fit on, ``"padded"`` (the
+    notebook's tags) and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags
+    have no retriever is left out.
     """
     from .evaluate import evidence_f
 
     names = list(variants) if variants is not None else list(VARIANTS)
-    fitted: dict[str, Retriever] = {} if retriever is None else {"padded": retriever}
     rows = []
     for name in names:
         v = _variant(name)
-        if v.passage_tags == "unpadded" and unpadded_tags is None:
+        if v.passage_tags not in retrievers:
             continue
-        if v.passage_tags not in fitted:
-            fitted[v.passage_tags] = Retriever(passage_ids, unpadded_tags if v.passage_tags == "unpadded" else passage_tags)
-        records = retrieve_all(passage_ids, passage_tags, claims, v, retriever=fitted[v.passage_tags])
+        records = retrieve_all(retrievers[v.passage_tags], claims, v)
         f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
         rows.append({
             "variant": v.name,
@@ -664,6 +706,6 @@ def variant_f_table(passage_ids: Sequence[str], passage_tags: Sequence[str | Seq
             "F": float(np.mean(f_values)) if f_values else 0.0,
             "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
             "claims": len(records),
-            "passages": len(fitted[v.passage_tags]),
+            "passages": len(retrievers[v.passage_tags]),
         })
     return rows

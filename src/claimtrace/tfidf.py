@@ -364,19 +364,12 @@ def save(vectorizer: NotebookTfidf, path) -> None:
     """Write a fitted vectorizer to ``path`` (.npz) through a temporary file, then rename.
     The tokenizer is not saved: :func:`load` takes it again."""
     import json
-    import os
-    import tempfile
-    from pathlib import Path
 
-    from .data import _set_default_mode
+    from .data import atomic_output
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".npz", delete=False)
-    handle.close()
-    try:
+    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
         np.savez(
-            handle.name,
+            handle,
             keys=vectorizer._keys,
             df=vectorizer.df_,
             tf=vectorizer.tf_,
@@ -393,11 +386,6 @@ def save(vectorizer: NotebookTfidf, path) -> None:
                 "cut": vectorizer.cut_,
             })),
         )
-        _set_default_mode(handle.name)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 def load(path, tokenizer: Tokenizer) -> NotebookTfidf:

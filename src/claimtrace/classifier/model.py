@@ -148,34 +148,13 @@ def alone_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
 def save_checkpoint(model: nn.Module, path, metadata: dict[str, str] | None = None) -> None:
     """Write the state dict (the notebook's tensor names, ``pos_encoder.pe`` included) as
     float32 safetensors, atomically."""
-    import os
-    import tempfile
-    from pathlib import Path
-
     from safetensors.torch import save_file
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from ..data import atomic_output
+
     tensors = {name: t.detach().to(torch.float32).contiguous().clone() for name, t in model.state_dict().items()}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=metadata or {})
-        publish(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def publish(tmp, path) -> None:
-    """Rename a finished temporary file into place with the usual permissions (mkstemp makes
-    it private, 0600)."""
-    import os
-
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, path)
+    with atomic_output(path) as temporary:
+        save_file(tensors, str(temporary), metadata=metadata or {})
 
 
 def load_state_dict(path) -> dict[str, torch.Tensor]:

@@ -24,54 +24,18 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from .. import constants as C
-from ..data import Claim, gold_passages, load_claims, write_atomic
-from .inputs import Row, Vocabulary, row_text
+from ..data import gold_passages, load_claims, write_atomic
+from .inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
 from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint
 
 # --- Inputs ---------------------------------------------------------------------------------------
-
-#: Evidence as the classifier sees it: claim id -> passage texts, in order.
-EvidenceTexts = Mapping[str, Sequence[str]]
-
-
-def gold_evidence(claims: Mapping[str, Claim], passages: Mapping[str, str]) -> dict[str, list[str]]:
-    """Each claim's gold passages as texts, in its file's order (ids missing from ``passages``
-    contribute nothing, as the notebook's left merge)."""
-    return {cid: [passages[i] for i in claim.evidences if i in passages] for cid, claim in claims.items()}
-
-
-def make_rows(claims: Mapping[str, Claim], evidence: EvidenceTexts) -> list[Row]:
-    """Classifier rows in file order, from any evidence source (gold now, retrieved later)."""
-    return [Row(cid, row_text(claim.text, evidence.get(cid, ())), claim.label) for cid, claim in claims.items()]
-
-
-@dataclass
-class Encoded:
-    """A split encoded for the model: ids (n, 128) and label ids (n,), -1 when unlabelled."""
-
-    claim_ids: list[str]
-    texts: list[str]
-    input_ids: torch.Tensor
-    labels: torch.Tensor
-
-    def __len__(self) -> int:
-        return len(self.claim_ids)
-
-    def subset(self, n: int) -> "Encoded":
-        return Encoded(self.claim_ids[:n], self.texts[:n], self.input_ids[:n], self.labels[:n])
-
-
-def encode(rows: Sequence[Row], vocab: Vocabulary) -> Encoded:
-    ids = torch.tensor([vocab.encode(row.text) for row in rows], dtype=torch.long).reshape(len(rows), C.MAX_LEN)
-    labels = torch.tensor([C.LABEL_IDS[row.label] if row.label is not None else -1 for row in rows], dtype=torch.long)
-    return Encoded([row.claim_id for row in rows], [row.text for row in rows], ids, labels)
 
 
 @dataclass
@@ -89,15 +53,6 @@ def training_data(data_dir: Path) -> TrainingData:
     dev_rows = make_rows(dev_claims, gold_evidence(dev_claims, passages))
     vocab = Vocabulary.fit(row.text for row in train_rows)
     return TrainingData(vocab, encode(train_rows, vocab), encode(dev_rows, vocab))
-
-
-def save_vocab(vocab: Vocabulary, path: Path) -> None:
-    write_atomic(path, json.dumps(vocab.tokens, ensure_ascii=False, indent=0) + "\n")
-
-
-def load_vocab(path: Path) -> Vocabulary:
-    with open(path, encoding="utf-8") as handle:
-        return Vocabulary(json.load(handle))
 
 
 # --- Reproducibility ------------------------------------------------------------------------------
@@ -118,13 +73,14 @@ def seed_everything(seed: int, threads: int = C.TORCH_THREADS) -> None:
 
 def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BATCH_SIZE) -> tuple[float, int]:
     """The notebook's eval_model: mean batch loss and number correct, batches in file order."""
-    logits = notebook_logits(model, data.input_ids, batch_size)
+    logits = notebook_logits(model, torch.from_numpy(data.input_ids), batch_size)
+    labels = torch.from_numpy(data.labels)
     loss_fn = nn.CrossEntropyLoss()
     losses = [
-        loss_fn(logits[start:start + batch_size], data.labels[start:start + batch_size]).item()
+        loss_fn(logits[start:start + batch_size], labels[start:start + batch_size]).item()
         for start in range(0, len(data), batch_size)
     ]
-    correct = int((logits.argmax(dim=1) == data.labels).sum())
+    correct = int((logits.argmax(dim=1) == labels).sum())
     return float(np.mean(losses)), correct
 
 
@@ -133,8 +89,9 @@ def train_epoch(model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BA
     """The notebook's train_epoch: dropout on, one Adam step per batch of 16 in file order."""
     model.train()
     losses, correct = [], 0
+    all_ids, all_labels = torch.from_numpy(data.input_ids), torch.from_numpy(data.labels)
     for start in range(0, len(data), batch_size):
-        ids, labels = data.input_ids[start:start + batch_size], data.labels[start:start + batch_size]
+        ids, labels = all_ids[start:start + batch_size], all_labels[start:start + batch_size]
         outputs = model(ids)
         loss = loss_fn(outputs, labels)
         correct += int((outputs.argmax(dim=1) == labels).sum())

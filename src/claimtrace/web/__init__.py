@@ -1,8 +1,9 @@
 """The explainer web site: one claim through every stage, Explore, and live editing.
 
-``create_app(workdir)`` is the FastAPI app (``claimtrace serve``); ``write_site(workdir, out)``
-writes the same pages as static files (``claimtrace site``); ``trace.Tracer`` assembles every
-page's data. See docs/web.md.
+``create_app(build)`` is the FastAPI app (``claimtrace serve``); ``write_site(build, out)`` writes
+the same pages as static files (``claimtrace site``). The pages' data comes from ``sections``
+(one function per stage) and ``explore`` (a whole split), read from the build through
+:class:`claimtrace.artifacts.Build`; ``tracer.Tracer`` caches and schedules them. See docs/web.md.
 """
 
 from __future__ import annotations
@@ -18,6 +19,6 @@ def __getattr__(name):
         from .site import write_site
         return write_site
     if name == "Tracer":
-        from .trace import Tracer
+        from .tracer import Tracer
         return Tracer
     raise AttributeError(name)

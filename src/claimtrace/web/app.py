@@ -23,7 +23,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .render import STATIC, Renderer, root_for
-from .trace import DEFAULT_CLAIM, MAX_TEXT_CHARS, SPLITS, BadText, StageMissing, Tracer, UnknownClaim
+from .. import constants as C
+from ..artifacts import Build
+from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
@@ -75,10 +77,10 @@ def _split_name(name: str) -> tuple[str, str]:
     return name, "html"
 
 
-def create_app(workdir, data_dir=None, classifier_dir=None, tracer: Tracer | None = None,
-               warm: bool = False) -> FastAPI:
-    """The site over the build in ``workdir`` (see the module docstring for the routes)."""
-    tracer = tracer or Tracer(workdir, data_dir, classifier_dir)
+def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: bool = False) -> FastAPI:
+    """The site over a build, or over a tracer already made for one (see the module docstring
+    for the routes)."""
+    tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="server")
     encoded = _BytesCache()
     app = FastAPI(title="claimtrace", docs_url=None, redoc_url=None, openapi_url=None)
@@ -141,7 +143,7 @@ def create_app(workdir, data_dir=None, classifier_dir=None, tracer: Tracer | Non
     # -- explore -------------------------------------------------------------------------------
 
     def explore_response(request: Request, split: str, kind: str):
-        if split not in SPLITS:
+        if split not in C.SPLITS:
             return not_found(request, kind == "json", f"There is no split “{split}”.",
                              "The splits are dev, train and test.")
         result = tracer.explore_when_ready(split, app.state.explore_wait)

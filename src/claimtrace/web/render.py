@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import constants as C
-from .trace import DEFAULT_CLAIM, MAX_TEXT_CHARS, SPLITS, Tracer
+from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -75,7 +75,7 @@ def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=False, lstrip_blocks=True)
     env.filters.update(num=_num, signed=_signed, pct=_pct, commas=_commas, sci=_sci, script_json=json_for_script)
-    env.globals.update(bar=_bar, C=C, LABELS=C.LABELS, SPLITS=SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM,
+    env.globals.update(bar=_bar, C=C, LABELS=C.LABELS, SPLITS=C.SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM,
                        MAX_TEXT_CHARS=MAX_TEXT_CHARS)
     return env
 

@@ -25,27 +25,30 @@ from typing import Callable, Iterable
 
 from ..data import write_atomic
 from .render import STATIC, Renderer
-from .trace import DEFAULT_CLAIM, SPLITS, StageMissing, Tracer
+from .. import constants as C
+from ..artifacts import Build
+from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
 
 
 def _dump(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_site(workdir, out, data_dir=None, classifier_dir=None, splits: Iterable[str] = SPLITS,
+def write_site(build: Build | None, out, splits: Iterable[str] = C.SPLITS,
                tracer: Tracer | None = None, echo: Callable[[str], None] | None = None,
                progress: bool = False, limit: int | None = None) -> dict:
-    """Write the site for the build in ``workdir`` into ``out``; return counts and seconds.
+    """Write the site for a build (or a tracer already made for one) into ``out``; return
+    counts and seconds.
 
     ``limit``: write only the first ``limit`` claim pages of each split (a preview: links to the
     other claims then lead nowhere). claim-752's page is always written (it is the front page's).
     """
     started = time.perf_counter()
-    tracer = tracer or Tracer(workdir, data_dir, classifier_dir)
+    tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="static")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    splits = [s for s in SPLITS if s in set(splits)]
+    splits = [s for s in C.SPLITS if s in set(splits)]
     written = {"claims": 0, "explore": 0, "files": 0}
 
     def put(relative: str, text: str) -> None:

@@ -4,7 +4,6 @@
 (function () {
   "use strict";
 
-  var LABELS = ["SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED"];
   var body = document.body;
   var root = body.getAttribute("data-root") || "";
 

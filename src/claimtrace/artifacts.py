@@ -1,0 +1,376 @@
+"""The build reader: the one place that knows a workdir's layout, and opens what is in it.
+
+Stages write a workdir (:mod:`claimtrace.build`); the command line, :mod:`claimtrace.explain` and
+the site read it through :class:`Build`, lazily, each piece once, and never re-derive what a
+stage computed. No other module builds a workdir path: :class:`Workdir` names them all.
+
+Layout of a workdir::
+
+    build.json                        what was built from what (corpus, checkpoint)
+    evidence.json                     the demo corpus (``--demo`` only)
+    corpus/texts.bin, corpus/index.npz  every passage's text, found by id and offset
+    tagging/stems/NNNNN.json          both preprocessing variants of each distinct passage text
+    tagging/vectorizer.npz            the fitted 20,000-feature tagging vectorizer
+    tagging/tags/NNNNN.jsonl          each passage's tags, in the canonical passage order
+    tagging/summary.json              figures of the tagging stage
+    retrieval/vectorizer.npz          the fitted 1,000-term tag vectorizer
+    retrieval/index.npz               the retrieval model's passages and posting lists
+    retrieval/<split>.jsonl           each claim's retrieval (train, dev, test), in file order
+    retrieval/summary.json            fallback shares, dev F, the per-variant F table
+    classifier/inputs/<split>-<source>.npz  the model inputs (gold, retrieved evidence)
+    classifier/<split>.json           per claim: {gold, retrieved} x {alone, notebook} logits, verdict
+    classifier/summary.json           accuracies and confusion matrices, the checkpoint used
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from . import constants as C
+from . import data as data_layer
+from .data import Claim, DataError
+
+#: Passages per chunk of the tagging stage's files.
+CHUNK = 50_000
+
+
+class Missing(DataError):
+    """A piece of the build is not there (not built yet, or made by an older claimtrace)."""
+
+    def __init__(self, stage: str, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.stage = stage
+        self.path = path
+        self.reason = reason
+
+
+@dataclass
+class Workdir:
+    """Paths of a build's artifacts."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "build.json"
+
+    @property
+    def demo_evidence(self) -> Path:
+        return self.root / "evidence.json"
+
+    @property
+    def passage_texts(self) -> Path:
+        return self.root / "corpus" / "texts.bin"
+
+    @property
+    def passage_index(self) -> Path:
+        return self.root / "corpus" / "index.npz"
+
+    @property
+    def stems_dir(self) -> Path:
+        return self.root / "tagging" / "stems"
+
+    @property
+    def vectorizer(self) -> Path:
+        return self.root / "tagging" / "vectorizer.npz"
+
+    @property
+    def tags_dir(self) -> Path:
+        return self.root / "tagging" / "tags"
+
+    @property
+    def tagging_summary(self) -> Path:
+        return self.root / "tagging" / "summary.json"
+
+    @property
+    def retrieval_vectorizer(self) -> Path:
+        return self.root / "retrieval" / "vectorizer.npz"
+
+    @property
+    def retrieval_index(self) -> Path:
+        return self.root / "retrieval" / "index.npz"
+
+    def retrieval(self, split: str) -> Path:
+        return self.root / "retrieval" / f"{split}.jsonl"
+
+    @property
+    def retrieval_summary(self) -> Path:
+        return self.root / "retrieval" / "summary.json"
+
+    def inputs(self, split: str, source: str) -> Path:
+        return self.root / "classifier" / "inputs" / f"{split}-{source}.npz"
+
+    def verdicts(self, split: str) -> Path:
+        return self.root / "classifier" / f"{split}.json"
+
+    @property
+    def classifier_summary(self) -> Path:
+        return self.root / "classifier" / "summary.json"
+
+    @staticmethod
+    def chunk(folder: Path, index: int, suffix: str) -> Path:
+        return folder / f"{index:05d}{suffix}"
+
+    def read_manifest(self) -> dict:
+        if not self.manifest.is_file():
+            raise Missing("build", self.root, "not a claimtrace build (no build.json): run `claimtrace build` first")
+        return read_json(self.manifest)
+
+
+def read_json(path: Path) -> Any:
+    """A build's JSON file, or a DataError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: damaged ({err}): run `claimtrace build` to repair") from None
+
+
+def _rebuild_hint(work: Workdir) -> str:
+    return f"run `claimtrace build --workdir {work.root}` (it completes a build made by an older claimtrace)"
+
+
+# --- passage texts by offset ----------------------------------------------------------------------
+
+
+class PassageStore:
+    """Every passage's text, found by id: a UTF-8 file of the texts end to end, and an index of
+    ids (sorted, fixed-width bytes), their file positions and byte offsets. The texts stay on
+    disk (memory-mapped); a look-up is a binary search and one slice."""
+
+    def __init__(self, texts_path: Path, index_path: Path):
+        with np.load(index_path) as stored:
+            self._ids = stored["ids"]  # (n,) sorted UTF-8 ids
+            self._rank = stored["rank"]  # (n,) file position of each sorted id
+            self._offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
+        with open(texts_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            self._texts = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        if size != int(self._offsets[-1]):
+            raise DataError(f"{texts_path}: {size} bytes but its index says {int(self._offsets[-1])}: "
+                            "run `claimtrace build` to repair")
+
+    @staticmethod
+    def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
+        """Write the store for ``passages`` (id -> text, file order), each file atomically."""
+        encoded = [text.encode("utf-8") for text in passages.values()]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        ids = np.array([i.encode("utf-8") for i in passages], dtype=bytes)
+        rank = np.argsort(ids, kind="stable")
+        with data_layer.atomic_output(texts_path) as temporary, open(temporary, "wb") as handle:
+            for block in encoded:
+                handle.write(block)
+        with data_layer.atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
+            np.savez(handle, ids=ids[rank], rank=rank.astype(np.int64), offsets=offsets)
+
+    def __len__(self) -> int:
+        return len(self._rank)
+
+    def position(self, passage_id: str) -> int | None:
+        key = passage_id.encode("utf-8")
+        at = int(np.searchsorted(self._ids, key))
+        if at < len(self._ids) and self._ids[at] == key:
+            return int(self._rank[at])
+        return None
+
+    def get(self, passage_id: str) -> str | None:
+        """The text of a passage, or None when the corpus has no such id."""
+        p = self.position(passage_id)
+        if p is None:
+            return None
+        return self._texts[int(self._offsets[p]):int(self._offsets[p + 1])].decode("utf-8")
+
+    def __contains__(self, passage_id: str) -> bool:
+        return self.position(passage_id) is not None
+
+
+# --- the reader -----------------------------------------------------------------------------------
+
+
+class Build:
+    """A workdir, read lazily: each piece is opened once, on first use, and kept.
+
+    root: a ``claimtrace build`` workdir. data_dir: the course data (default: found as the CLI
+    finds it). Every method raises :class:`Missing` (a :class:`DataError`) naming the file that
+    is not there and what to run.
+    """
+
+    def __init__(self, root: str | os.PathLike, data_dir: str | os.PathLike | None = None):
+        self.work = Workdir(Path(root))
+        if not self.work.root.is_dir():
+            raise DataError(f"{self.work.root}: no such build folder (make one with "
+                            f"`claimtrace build --demo --workdir {self.work.root}`)")
+        self._data_dir = data_dir
+        self._memo: dict[Any, Any] = {}
+        self._locks: dict[Any, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def root(self) -> Path:
+        return self.work.root
+
+    @property
+    def data_dir(self) -> Path:
+        """The course data folder (found on first use: the tagging files need none)."""
+        return self._once("data_dir", lambda: data_layer.find_data_dir(self._data_dir))
+
+    def _once(self, key, make: Callable[[], Any]):
+        """``make()`` once per key (thread-safe); a Missing is remembered and raised again."""
+        try:
+            value = self._memo[key]
+        except KeyError:
+            with self._guard:
+                lock = self._locks.setdefault(key, threading.Lock())
+            with lock:
+                if key not in self._memo:
+                    try:
+                        self._memo[key] = make()
+                    except Missing as err:
+                        self._memo[key] = err
+                value = self._memo[key]
+        if isinstance(value, Missing):
+            raise value
+        return value
+
+    def _require(self, stage: str, path: Path) -> Path:
+        if not path.exists():
+            self.manifest()
+            raise Missing(stage, path, f"not built: {_rebuild_hint(self.work)}")
+        return path
+
+    # -- the course data -------------------------------------------------------------------------
+
+    def claims(self, split: str) -> dict[str, Claim]:
+        return self._once(("claims", split), lambda: data_layer.load_claims(split, self.data_dir))
+
+    def locate(self, claim_id: str) -> tuple[str, int] | None:
+        """(split, position in its file) of a course claim, or None."""
+        def index():
+            out = {}
+            for split in C.SPLITS:
+                for position, cid in enumerate(self.claims(split)):
+                    out.setdefault(cid, (split, position))
+            return out
+        return self._once("locate", index).get(claim_id)
+
+    def gold_texts(self) -> dict[str, str]:
+        """Gold passages of train and dev (rebuilt from CLIMATE-FEVER), id -> text."""
+        return self._once("gold", lambda: data_layer.gold_passages(self.data_dir))
+
+    # -- the corpus ------------------------------------------------------------------------------
+
+    def manifest(self) -> dict:
+        return self._once("manifest", self.work.read_manifest)
+
+    def passages(self) -> PassageStore:
+        return self._once("passages", lambda: PassageStore(self._require("build", self.work.passage_texts),
+                                                           self._require("build", self.work.passage_index)))
+
+    def passage_text(self, passage_id: str) -> str | None:
+        """A passage's text: the build's corpus, else a gold passage rebuilt from CLIMATE-FEVER."""
+        text = self.passages().get(passage_id)
+        return text if text is not None else self.gold_texts().get(passage_id)
+
+    # -- tagging ---------------------------------------------------------------------------------
+
+    def iter_tags(self) -> Iterator[dict]:
+        """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
+        n = self.manifest()["corpus"]["passages"]
+        for index in range((n + CHUNK - 1) // CHUNK):
+            path = self._require("tagging", self.work.chunk(self.work.tags_dir, index, ".jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines():
+                yield json.loads(line)
+
+    def tagging_vectorizer(self):
+        from . import tagging, tfidf
+
+        return self._once("tagging_vectorizer",
+                          lambda: tfidf.load(self._require("tagging", self.work.vectorizer), tagging.restem))
+
+    def tagging_summary(self) -> dict:
+        return self._once("tagging_summary", lambda: read_json(self._require("tagging", self.work.tagging_summary)))
+
+    # -- retrieval -------------------------------------------------------------------------------
+
+    def retriever(self):
+        """The fitted retrieval model the build saved (nothing is refitted)."""
+        from .retrieval import Retriever
+
+        return self._once("retriever", lambda: Retriever.load(
+            self._require("retrieval", self.work.retrieval_vectorizer),
+            self._require("retrieval", self.work.retrieval_index)))
+
+    def retrieval(self, split: str) -> dict[str, dict]:
+        """Each claim's retrieval record of one split, claim id -> record, in file order."""
+        def read():
+            path = self._require("retrieval", self.work.retrieval(split))
+            records = {}
+            with open(path, encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
+                    records[record["claim_id"]] = record
+            return records
+        return self._once(("retrieval", split), read)
+
+    def retrieval_summary(self) -> dict:
+        return self._once("retrieval_summary",
+                          lambda: read_json(self._require("retrieval", self.work.retrieval_summary)))
+
+    # -- the classifier --------------------------------------------------------------------------
+
+    def checkpoint_dir(self) -> Path | None:
+        """The trained checkpoint folder the build's classifier stage used (None: the shipped one)."""
+        folder = self.manifest().get("checkpoint")
+        return None if folder is None else Path(folder)
+
+    def classifier(self):
+        """The build's classifier: the checkpoint its classifier stage used."""
+        from .classifier.predict import load_classifier
+
+        return self._once("classifier", lambda: load_classifier(self.checkpoint_dir()))
+
+    def inputs(self, split: str, source: str):
+        """The model inputs of a split for one evidence source (``gold`` or ``retrieved``)."""
+        from .classifier.inputs import Encoded
+
+        return self._once(("inputs", split, source),
+                          lambda: Encoded.load(self._require("classifier", self.work.inputs(split, source))))
+
+    def verdicts(self, split: str) -> dict[str, dict]:
+        """claim id -> ``{"label", <source>: {<protocol>: {"logits", "verdict"}}}``."""
+        return self._once(("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split))))
+
+    def classifier_summary(self) -> dict:
+        return self._once("classifier_summary",
+                          lambda: read_json(self._require("classifier", self.work.classifier_summary)))
+
+    def course_predictions(self, split: str, protocol: str = "notebook") -> dict[str, dict]:
+        """The build's predictions in the course's shape, as the notebook would submit them:
+        ``{claim_id: {claim_text, claim_label, evidences}}`` with the retrieved ids and the
+        verdict on retrieved evidence (notebook protocol: batches of 16 in file order)."""
+        claims = self.claims(split)
+        verdicts = self.verdicts(split)
+        return {
+            cid: {
+                "claim_text": claims[cid].text,
+                "claim_label": verdicts[cid]["retrieved"][protocol]["verdict"],
+                "evidences": record["evidences"],
+            }
+            for cid, record in self.retrieval(split).items()
+        }

@@ -1,0 +1,80 @@
+"""Explore: every claim of a split, with its retrieval figures and verdicts, the accuracy and
+confusion for {gold, retrieved} x {alone, notebook}, and the course's scores; all read from the
+build (its retrieval records, its verdicts, its summaries)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import constants as C
+from ..artifacts import Build, Missing
+from ..data import Claim
+from .sections import build_info, missing
+
+
+def explore(build: Build, split: str) -> dict:
+    """The Explore page's data for one split."""
+    from ..classifier.predict import protocol_figures
+    from ..evaluate import evaluate, evidence_scores
+
+    claims = build.claims(split)
+    labelled = all(c.label is not None for c in claims.values())
+    out: dict[str, Any] = {"split": split, "labels": list(C.LABELS), "labelled": labelled,
+                           "claims": [], "build": build_info(build, brief=True)}
+    try:
+        records = build.retrieval(split)
+        out["retrieval"] = {"status": "ok", "source": "build"}
+    except Missing as err:
+        records = None
+        out["retrieval"] = missing(err.stage, err.reason)
+    sources = ["gold", "retrieved"] if labelled else ["retrieved"]
+    try:
+        verdicts = build.verdicts(split)
+        out["classifier"] = {"status": "ok"}
+    except Missing as err:
+        verdicts = None
+        out["classifier"] = missing(err.stage, err.reason)
+    for position, (cid, claim) in enumerate(claims.items()):
+        row: dict[str, Any] = {"id": cid, "position": position, "text": claim.text, "label": claim.label,
+                               "gold_count": len(claim.evidences) if labelled else None}
+        if records is not None:
+            record = records[cid]
+            row["fallback"] = bool(record["fallback"])
+            row["passed"] = int(record["passed"])
+            row["retrieved"] = len(record["evidences"])
+            if labelled:
+                row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
+        if verdicts is not None:
+            for source in sources:
+                row[source] = {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS}
+        out["claims"].append(row)
+    accuracy: dict[str, Any] = {}
+    for source in ("gold", "retrieved"):
+        if verdicts is None or not labelled:
+            accuracy[source] = None
+            continue
+        accuracy[source] = protocol_figures({row["id"]: row["label"] for row in out["claims"]},
+                                            {row["id"]: row[source] for row in out["claims"]})
+    out["accuracy"] = accuracy
+    out["verdict_counts"] = {} if verdicts is None else {
+        source: {p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
+                 for p in C.PROTOCOLS}
+        for source in sources}
+    out["verdicts_source"] = {} if verdicts is None else {source: "build" for source in sources}
+    out["retrieval_variants"] = None
+    if split == "dev" and records is not None:
+        out["retrieval_variants"] = build.retrieval_summary().get("variants_dev")
+    if records is not None:
+        fallbacks = sum(row["fallback"] for row in out["claims"])
+        out["fallbacks"] = fallbacks
+        out["fallback_share"] = fallbacks / len(claims) if claims else 0.0
+    out["course_scores"] = None
+    if labelled and records is not None and verdicts is not None:
+        course = {}
+        for protocol in C.PROTOCOLS:
+            predicted = {row["id"]: Claim(row["id"], row["text"], row["retrieved"][protocol],
+                                          tuple(records[row["id"]]["evidences"])) for row in out["claims"]}
+            result = evaluate(predicted, claims)
+            course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
+        out["course_scores"] = course
+    return out

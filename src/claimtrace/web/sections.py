@@ -1,0 +1,448 @@
+"""The walkthrough's sections, one per pipeline stage, as plain functions of a build.
+
+Each function takes the build (:class:`claimtrace.artifacts.Build`) and what the section is
+about, and returns a JSON-serialisable dict; the HTML pages and the JSON routes render the same
+dict. Every section carries ``"status"``: ``"ok"``, or ``"missing"`` with a ``"reason"`` naming
+what is not built yet (the page says so instead of failing). Nothing here re-implements a stage:
+sections read the build and call the stage functions (preprocess, the tagging vectorizer, the
+retrieval model, :mod:`claimtrace.explain`) for the one claim they show.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import constants as C
+from ..artifacts import Build, Missing
+from ..data import Claim
+from ..preprocess import preprocess, stopwords
+
+#: Rows of the "passed the filter" table kept in a trace (the count is always exact).
+MAX_PASSED_ROWS = 100
+#: Passages that came closest without passing, shown beside the filter.
+NEAR_MISSES = 5
+
+
+def missing(stage: str, reason: str) -> dict:
+    return {"status": "missing", "stage": stage, "reason": reason}
+
+
+def _scale(values) -> float:
+    """Half the width of a diverging bar: the largest magnitude among ``values``."""
+    return float(max((abs(v) for v in values), default=0.0))
+
+
+# --- a whole trace --------------------------------------------------------------------------------
+
+
+def assemble(build: Build, text: str, claim: Claim | None = None, split: str | None = None,
+             position: int | None = None) -> dict:
+    """One claim (or any text) through every stage: the page's whole data."""
+    notes: list[str] = []
+    pre = preprocess(text, data_dir=build.data_dir)
+    gold = list(claim.evidences) if claim is not None and claim.label is not None else []
+    if claim is not None:
+        head = {"kind": "claim", "id": claim.id, "split": split, "position": position,
+                "text": claim.text, "label": claim.label, "gold": gold}
+    else:
+        head = {"kind": "text", "id": None, "split": None, "position": None, "text": text, "label": None, "gold": []}
+    result: dict[str, Any] = {"claim": head, "build": build_info(build, brief=True)}
+    result["preprocess"] = preprocess_section(pre, stopwords(build.data_dir))
+    retrieval = retrieval_section(build, pre.tags(), claim, split, gold, notes)
+    result["retrieval"] = retrieval
+    retrieved = retrieval.get("evidences") or []
+    tagged_id = gold[0] if gold else (retrieved[0]["id"] if retrieved else None)
+    result["tagging"] = tagging_section(build, tagged_id, "gold" if gold else "retrieved", notes)
+    # The two vectors are shown for the passage that tells most: the first retrieved gold
+    # passage, else the first retrieved one, else the first gold one.
+    vector_id, vector_role = tagged_id, "gold" if gold else "retrieved"
+    for e in retrieved:
+        if e["gold"]:
+            vector_id, vector_role = e["id"], "retrieved gold"
+            break
+    else:
+        if retrieved:
+            vector_id, vector_role = retrieved[0]["id"], "retrieved"
+    result["vectorisation"] = vectorisation_section(build, pre.tags(), vector_id, vector_role)
+    result["classifier"] = classifier_section(build, text, claim, split, retrieval, notes)
+    if not pre.stems:
+        notes.insert(0, "No word survived the preprocessing (stopwords, digits and punctuation are dropped): "
+                        "the claim has no tags.")
+    result["notes"] = notes
+    return result
+
+
+# --- 1. preprocessing -----------------------------------------------------------------------------
+
+
+def preprocess_section(pre, drop: frozenset[str] | set[str]) -> dict:
+    """Each token's fate (kept, stopword, not alphabetic), the kept words, stems and tags."""
+    fates = []
+    for token in pre.tokens:
+        why = "stopword" if token in drop else ("not alphabetic" if not token.isalpha() else None)
+        fates.append({"token": token, "dropped": why})
+    return {"status": "ok", "tokens": pre.tokens, "token_fates": fates, "kept": pre.kept, "stems": pre.stems,
+            "tags": sorted(pre.stems)}
+
+
+# --- 2. tagging -----------------------------------------------------------------------------------
+
+
+def passage_top(build: Build, text: str) -> dict:
+    """One passage's top ten under the tagging vectorizer, recomputed with weights."""
+    from ..tagging import tag_rows
+
+    vectorizer = build.tagging_vectorizer()
+    names = vectorizer.feature_names
+    stems = preprocess(text, data_dir=build.data_dir).text()
+    tagged = tag_rows(vectorizer.transform([stems]), names)[0]
+    top = []
+    for rank, (index, weight) in enumerate(zip(tagged.top, tagged.weights), 1):
+        name = str(names[index])
+        top.append({"rank": rank, "feature": name, "index": int(index), "weight": float(weight),
+                    "padding": weight == 0.0, "alphabetic": name.isalpha(), "tag": name.isalpha()})
+    return {"stems": stems, "top": top, "tags": tagged.tags, "nopad": tagged.nopad,
+            "nonzero": int(sum(w > 0.0 for w in tagged.weights)),
+            "zero_weight_tags": [row["feature"] for row in top if row["padding"] and row["tag"]]}
+
+
+def stored_tags(build: Build, passage_id: str) -> list[str] | None:
+    """The build's tags of a passage it can retrieve (None for one without usable tags)."""
+    retriever = build.retriever()
+    position = retriever.position(passage_id)
+    return None if position is None else retriever.tags[position].split()
+
+
+def tagging_section(build: Build, passage_id: str | None, role: str, notes: list[str]) -> dict:
+    try:
+        vectorizer = build.tagging_vectorizer()
+        summary = build.tagging_summary()
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    last = str(vectorizer.feature_names[-1])
+    section: dict[str, Any] = {
+        "status": "ok",
+        "corpus": build.manifest()["corpus"],
+        "features": len(vectorizer.feature_names),
+        "fit_documents": int(vectorizer.n_docs_),
+        "ngram_range": list(vectorizer.ngram_range),
+        "per_passage": C.TAGS_PER_PASSAGE,
+        "last_feature": last,
+        "last_feature_alphabetic": last.isalpha(),
+        "passages": summary.get("passages"),
+        "passages_with_last_feature": summary.get("passages_with_last_feature"),
+        "share_with_last_feature": summary.get("share_with_last_feature"),
+        "untagged_passages": summary.get("untagged_passages"),
+        "padded_passages": summary.get("passages_whose_tags_include_padding"),
+        "max_features_cut": summary.get("max_features_cut"),
+        "passage": None,
+        "padding_example": padding_example(build),
+    }
+    if passage_id is not None:
+        text = build.passage_text(passage_id)
+        if text is None:
+            notes.append(f"Passage {passage_id} is not in this build's corpus.")
+        else:
+            detail = passage_top(build, text)
+            stored = stored_tags(build, passage_id) if passage_id in build.passages() else None
+            detail.update({"id": passage_id, "text": text, "role": role, "build_tags": stored,
+                           "matches_build": stored is None or stored == detail["tags"]})
+            if stored is not None and stored != detail["tags"]:
+                notes.append(f"The tags recomputed here for {passage_id} differ from the build's: "
+                             f"{' '.join(detail['tags'])} vs {' '.join(stored)}.")
+            section["passage"] = detail
+    return section
+
+
+def padding_example(build: Build) -> dict | None:
+    """The short passage the tagging stage chose whose tags include the last vocabulary entry
+    only as zero-weight padding, with its top ten recomputed."""
+    passage_id = build.tagging_summary().get("padding_example")
+    text = None if passage_id is None else build.passage_text(passage_id)
+    if text is None:
+        return None
+    detail = passage_top(build, text)
+    detail.update({"id": passage_id, "text": text, "build_tags": stored_tags(build, passage_id)})
+    return detail
+
+
+# --- 3. vectorisation -----------------------------------------------------------------------------
+
+
+def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None, role: str = "gold") -> dict:
+    """The claim's and one passage's tag vectors under the retrieval model, and their cosine,
+    overlap and score as the build's model computes them."""
+    from ..retrieval import notebook_weights
+    from ..tagging import final_stems
+
+    try:
+        retriever = build.retriever()
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    names = retriever.vectorizer.feature_names
+    terms, values = retriever.claim_vector(claim_tags)
+    claim_terms = {str(names[t]): float(v) for t, v in zip(terms.tolist(), values.tolist())}
+    restemmed = final_stems(claim_tags.lower())
+    tags = claim_tags.split()
+    changes = [f"{a} → {b}" for a, b in zip(tags, restemmed) if a != b] if len(tags) == len(restemmed) else []
+    section: dict[str, Any] = {
+        "status": "ok",
+        "features": len(names),
+        "fit_passages": len(retriever),
+        "excluded_passages": int(retriever.excluded),
+        "claim": {
+            "tags": tags,
+            "restemmed": restemmed,
+            "restem_changes": changes,
+            "out_of_vocabulary": [t for t in restemmed if t not in retriever.vocabulary],
+            "terms": [{"term": k, "weight": v} for k, v in sorted(claim_terms.items())],
+        },
+        "passage": None,
+    }
+    if passage_id is None:
+        return section
+    if passage_id not in build.passages():
+        section["passage"] = {"id": passage_id, "role": role, "in_build": False}
+        return section
+    position = retriever.position(passage_id)
+    passage_tags = [] if position is None else retriever.tags[position].split()
+    row = notebook_weights(retriever.vectorizer.counts([" ".join(passage_tags)]), retriever.idf)
+    passage_terms = {str(names[i]): float(v) for i, v in zip(row.indices.tolist(), row.data.tolist())}
+    products = [{"term": t, "claim": claim_terms[t], "passage": passage_terms[t],
+                 "product": claim_terms[t] * passage_terms[t]} for t in sorted(set(claim_terms) & set(passage_terms))]
+    claim_set, passage_set = set(tags), set(passage_tags)
+    shared = claim_set & passage_set
+    cosine = overlap = score = 0.0
+    if position is not None:
+        cos, ov, sc, _ = retriever.point_columns(claim_tags, [position])
+        cosine, overlap, score = float(cos[0]), float(ov[0]), float(sc[0])
+    section["passage"] = {
+        "id": passage_id, "role": role, "in_build": True, "retrievable": position is not None,
+        "tags": passage_tags,
+        "terms": [{"term": k, "weight": v} for k, v in sorted(passage_terms.items())],
+        "products": products,
+        "cosine": cosine,
+        "shared_tags": sorted(shared),
+        "shared": len(shared),
+        "claim_tag_count": len(claim_set),
+        "passage_tag_count": len(passage_set),
+        "overlap": overlap,
+        "score": score,
+        "passes": cosine > C.COSINE_THRESHOLD and overlap > C.OVERLAP_THRESHOLD,
+    }
+    return section
+
+
+# --- 4. retrieval ---------------------------------------------------------------------------------
+
+
+def retrieval_section(build: Build, claim_tags: str, claim: Claim | None, split: str | None, gold: list[str],
+                      notes: list[str]) -> dict:
+    """The filter, the sorts, the cut and the fallback for one claim: the build's record, and
+    the rows around it (every passage that passed, the nearest misses)."""
+    from ..evaluate import evidence_scores
+    from ..retrieval import notebook_order
+
+    try:
+        retriever = build.retriever()
+        if claim is not None:
+            record = build.retrieval(split)[claim.id]
+            source = "build"
+        else:
+            record = retriever.as_record("typed claim", retriever.retrieve(claim_tags), ())
+            source = "computed"
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    gold_set = set(gold)
+    positions, cosine, overlap, score, shared, passing = retriever.scores(record["tags"])
+    rows = np.flatnonzero(passing)
+    kept_rank: dict[int, int] = {}
+    if len(rows):
+        order = notebook_order(cosine[rows], overlap[rows], score[rows], shared[rows])
+        kept_rank = {int(rows[o]): rank for rank, o in enumerate(order.tolist(), 1)}
+    display = rows[np.argsort(-score[rows], kind="stable")] if len(rows) else rows
+
+    def describe(k: int) -> dict:
+        pid = retriever.ids[int(positions[k])]
+        return {"id": pid, "text": build.passage_text(pid), "tags": retriever.tags[int(positions[k])].split(),
+                "cosine": float(cosine[k]), "overlap": float(overlap[k]), "score": float(score[k]),
+                "shared": int(shared[k]), "gold": pid in gold_set}
+
+    passed_rows = []
+    for k in display[:MAX_PASSED_ROWS].tolist():
+        row = describe(k)
+        row["kept"] = k in kept_rank
+        row["kept_rank"] = kept_rank.get(k)
+        row["returned"] = kept_rank.get(k, C.MAX_EVIDENCES + 1) <= C.MAX_EVIDENCES
+        passed_rows.append(row)
+    failing = np.flatnonzero(~passing)
+    near = failing[np.argsort(-score[failing], kind="stable")][:NEAR_MISSES] if len(failing) else failing
+    near_misses = []
+    for k in near.tolist():
+        row = describe(k)
+        why = []
+        if cosine[k] <= C.COSINE_THRESHOLD:
+            why.append(f"cosine {cosine[k]:.3f} is not above {C.COSINE_THRESHOLD}")
+        if overlap[k] <= C.OVERLAP_THRESHOLD:
+            why.append(f"overlap {overlap[k]:.3f} is not above {C.OVERLAP_THRESHOLD}")
+        row["why"] = why
+        near_misses.append(row)
+    by_id = {k["id"]: k for k in record["kept"]}
+    evidences = []
+    for rank, pid in enumerate(record["evidences"], 1):
+        kept = by_id.get(pid, {})
+        evidences.append({"rank": rank, "id": pid, "text": build.passage_text(pid), "gold": pid in gold_set,
+                          "cosine": kept.get("cosine"), "overlap": kept.get("overlap"),
+                          "score": kept.get("score"), "shared": kept.get("shared")})
+    max_shared = max((r["shared"] for r in record["kept"]), default=0) if not record["fallback"] else None
+    passages = build.passages()
+    section: dict[str, Any] = {
+        "status": "ok",
+        "source": source,
+        "claim_tags": record["tags"],
+        "thresholds": {"cosine": C.COSINE_THRESHOLD, "overlap": C.OVERLAP_THRESHOLD,
+                       "score": C.SCORE_THRESHOLD, "max_evidences": C.MAX_EVIDENCES,
+                       "cosine_in_score": C.COSINE_WEIGHT_IN_SCORE},
+        "candidates": int(len(positions)),
+        "passages": len(retriever),
+        "passed": int(record["passed"]),
+        "passed_rows": passed_rows,
+        "passed_rows_truncated": max(0, int(len(rows)) - MAX_PASSED_ROWS),
+        "max_shared": max_shared,
+        "kept": len(record["kept"]) if not record["fallback"] else 0,
+        "fallback": bool(record["fallback"]),
+        "near_misses": near_misses,
+        "evidences": evidences,
+        "gold": [{"id": g, "retrieved": g in record["evidences"], "in_build": g in passages} for g in gold],
+        "scores": None,
+        "split": None,
+    }
+    if claim is not None and claim.label is not None:
+        precision, recall, f = evidence_scores(record["evidences"], gold)
+        section["scores"] = {"precision": precision, "recall": recall, "F": f,
+                             "gold_retrieved": sum(g in set(record["evidences"]) for g in gold),
+                             "gold_total": len(gold)}
+    if split is not None:
+        records = build.retrieval(split).values()
+        fallbacks = sum(bool(r["fallback"]) for r in records)
+        section["split"] = {"name": split, "claims": len(records), "fallbacks": fallbacks,
+                            "fallback_share": fallbacks / len(records) if records else 0.0}
+    if record["fallback"]:
+        notes.append("Nothing passed the filter: the retrieved passages are the notebook's fallback, "
+                     "the top six by score over every passage.")
+    return section
+
+
+# --- 5. the classifier ----------------------------------------------------------------------------
+
+
+def classifier_section(build: Build, text: str, claim: Claim | None, split: str | None, retrieval: dict,
+                       notes: list[str]) -> dict:
+    """The model input, both protocols' verdicts and each token's share (:mod:`claimtrace.explain`)."""
+    from ..classifier.inputs import row_text
+    from ..explain import explain_claim, explain_input
+
+    if retrieval.get("status") != "ok":
+        return missing("retrieval", "the model reads the retrieved passages, and retrieval is not built yet: "
+                       + retrieval.get("reason", ""))
+    try:
+        classifier = build.classifier()
+        if claim is not None:
+            explained = explain_claim(build, claim.id, "retrieved")
+        else:
+            passages = [e["text"] for e in retrieval["evidences"] if e["text"] is not None]
+            model_text = row_text(text, passages)
+            explained = {**explain_input(classifier, classifier.vocab.encode(model_text), model_text), "notebook": None}
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    contributions = explained["contributions"]
+    unknown = explained["unknown_tokens"]
+    if unknown and unknown == len(contributions["tokens"]) - 2:
+        notes.append("None of the model input's words is in the classifier's 5,886-word vocabulary: "
+                     "every one became <unk>.")
+    section: dict[str, Any] = {
+        "status": "ok",
+        "checkpoint": Path(str(classifier.checkpoint)).name,
+        "checkpoint_path": str(classifier.checkpoint),
+        "evidence_source": "retrieved",
+        "vocabulary": len(classifier.vocab),
+        **{key: explained[key] for key in ("text", "words", "tokens", "input_ids", "real_tokens", "pad_tokens",
+                                            "unknown_tokens", "truncated", "dropped_words", "alone", "notebook")},
+        "architecture": {**architecture(), "parameters": int(sum(p.numel() for p in classifier.model.parameters()))},
+        "contributions": contributions,
+        "bar_scales": {
+            "summary": max(_scale([contributions["bias"][i], contributions["words_total"][i],
+                                   contributions["padding"]["contribution"][i], explained["alone"]["logits"][i]])
+                           for i in range(len(C.LABELS))),
+            "tokens": _scale(v for t in contributions["tokens"] for v in t["contribution"]),
+            "margin": _scale(p["push"] for p in contributions["margin"]["for"] + contributions["margin"]["against"]),
+        },
+        "gold_evidence": None,
+    }
+    if claim is not None and claim.label is not None:
+        verdicts = build.verdicts(split)[claim.id]["gold"]
+        section["gold_evidence"] = {p: verdicts[p]["verdict"] for p in C.PROTOCOLS}
+    return section
+
+
+def architecture() -> dict:
+    """The classifier as the notebook configured it (constants), for the page's summary."""
+    return {"vocabulary": C.VOCAB_SIZE, "embedding": C.EMBED_DIM, "layers": C.N_LAYERS, "heads": C.N_HEADS,
+            "feed_forward": C.FF_DIM, "dropout": C.DROPOUT, "max_len": C.MAX_LEN, "epochs": C.EPOCHS,
+            "optimizer": "Adam", "learning_rate": C.LEARNING_RATE, "batch_size": C.BATCH_SIZE,
+            "labels": list(C.LABELS), "batch_first_bug": True}
+
+
+# --- the build and the browser's table ------------------------------------------------------------
+
+
+def table_payload(build: Build) -> dict:
+    """The classifier's exact table for the browser: ``g`` as little-endian float32, base64."""
+    classifier = build.classifier()
+    g = np.ascontiguousarray(classifier.table.g, dtype="<f4")
+    return {
+        "labels": list(C.LABELS),
+        "formula": "logits = bias + (1/128) * sum_t g[token_t]  (a claim alone, eval mode)",
+        "shape": list(g.shape),
+        "max_len": C.MAX_LEN,
+        "special": {"unk": C.UNK, "cls": C.CLS, "sep": C.SEP, "pad": C.PAD},
+        "bias": [float(x) for x in classifier.table.bias],
+        "vocab": list(classifier.vocab.tokens),
+        "g_encoding": "base64 of little-endian float32, row-major (vocab x labels)",
+        "g_float32_bytes": int(g.nbytes),
+        "g": base64.b64encode(g.tobytes()).decode("ascii"),
+        "checkpoint": Path(str(classifier.checkpoint)).name,
+    }
+
+
+def build_info(build: Build, brief: bool = False) -> dict:
+    """What the build holds: its corpus and each stage's status."""
+    stages: dict[str, Any] = {}
+    try:
+        corpus = build.manifest().get("corpus")
+    except Missing as err:
+        corpus = None
+        stages["build"] = missing(err.stage, err.reason)
+    for name, probe in (("tagging", build.tagging_summary), ("retrieval", build.retriever),
+                        ("classifier", build.classifier_summary)):
+        try:
+            probe()
+            stages[name] = {"status": "ok"}
+        except Missing as err:
+            stages[name] = missing(err.stage, err.reason)
+    info = {"workdir": str(build.root), "corpus": corpus, "stages": stages}
+    if not brief:
+        info["retrieval_files"] = {s: build.work.retrieval(s).is_file() for s in C.SPLITS}
+        try:
+            info["checkpoint"] = build.classifier_summary()["checkpoint"]
+        except Missing:
+            info["checkpoint"] = None
+        try:
+            info["tagging_summary"] = build.tagging_summary()
+        except Missing:
+            info["tagging_summary"] = None
+    return info

@@ -1,0 +1,154 @@
+"""The site's tracer: answers traces, Explore and the table over one build, caching what it
+computed and scheduling the slow work. The data of every answer comes from
+:mod:`claimtrace.web.sections` and :mod:`claimtrace.web.explore`, which read the build.
+
+* :meth:`Tracer.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
+* :meth:`Tracer.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
+* :meth:`Tracer.explore` ``(split)``: every claim of a split, with accuracies and confusions;
+* :meth:`Tracer.table` : the classifier's 5,886 x 4 table ``g`` and its bias, for the browser;
+* :meth:`Tracer.build_info` : what the build holds and which stages are missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from typing import Any
+
+from .. import constants as C
+from ..artifacts import Build
+from ..artifacts import Missing as StageMissing
+from ..data import Claim
+from . import sections
+from .explore import explore as explore_split
+
+#: The claim the walkthrough tells (the site's front page).
+DEFAULT_CLAIM = "claim-752"
+#: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
+MAX_TEXT_CHARS = 20_000
+#: Traces kept in memory.
+TRACE_CACHE = 512
+
+__all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "DEFAULT_CLAIM", "MAX_TEXT_CHARS"]
+
+
+class UnknownClaim(LookupError):
+    """No claim with this id in train, dev or test."""
+
+
+class BadText(ValueError):
+    """A typed claim that cannot be traced (empty, too long); the message says why."""
+
+
+@contextmanager
+def _torch_single_thread():
+    """One PyTorch thread for the site's small forward calls, restored after. On a busy machine
+    two OpenMP threads waiting on each other made one claim's forward call 20x slower (0.5 s
+    instead of 25 ms); one thread gives the same logits to within float rounding."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+class Tracer:
+    """Traces over one build, cached (a trace never changes once computed)."""
+
+    def __init__(self, build: Build):
+        self.build = build
+        self._lock = threading.Lock()  # the retrieval model's scratch arrays and the model are shared
+        self._traces: OrderedDict[str, dict] = OrderedDict()
+        self._memo: dict[Any, Any] = {}
+        self._futures: dict[str, Any] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self.progress: dict[str, dict] = {}
+
+    def claims(self, split: str) -> dict[str, Claim]:
+        return self.build.claims(split)
+
+    def _assemble(self, text: str, **claim) -> dict:
+        with self._lock, _torch_single_thread():
+            return sections.assemble(self.build, text, **claim)
+
+    def trace(self, claim_id: str) -> dict:
+        """A course claim through every stage. UnknownClaim when no split has it."""
+        cached = self._traces.get(claim_id)
+        if cached is not None:
+            return cached
+        found = self.build.locate(claim_id)
+        if found is None:
+            raise UnknownClaim(claim_id)
+        split, position = found
+        claim = self.build.claims(split)[claim_id]
+        result = self._assemble(claim.text, claim=claim, split=split, position=position)
+        with self._lock:
+            self._traces[claim_id] = result
+            while len(self._traces) > TRACE_CACHE:
+                self._traces.popitem(last=False)
+        return result
+
+    def trace_text(self, text: str) -> dict:
+        """Any text as a new claim: every stage, no gold passages, no notebook batch."""
+        if not isinstance(text, str) or not text.strip():
+            raise BadText("Type a claim: the text is empty.")
+        if len(text) > MAX_TEXT_CHARS:
+            raise BadText(
+                f"That text is {len(text):,} characters; a claim here may have at most {MAX_TEXT_CHARS:,}. "
+                f"(Claims in the course data are at most a few hundred characters, and the classifier reads "
+                f"only its first {C.MAX_LEN} tokens anyway.)"
+            )
+        return self._assemble(text)
+
+    def _once(self, key, make):
+        if key not in self._memo:
+            value = make()
+            with self._lock:
+                self._memo.setdefault(key, value)
+        return self._memo[key]
+
+    def explore(self, split: str) -> dict:
+        """Every claim of a split (:func:`claimtrace.web.explore.explore`)."""
+        if split not in C.SPLITS:
+            raise UnknownClaim(split)
+        return self._once(("explore", split), lambda: explore_split(self.build, split))
+
+    def explore_when_ready(self, split: str, wait: float) -> dict | None:
+        """:meth:`explore`, computed in the background; None when it is not ready within ``wait``
+        seconds."""
+        if split not in C.SPLITS:
+            raise UnknownClaim(split)
+        if ("explore", split) in self._memo:
+            return self._memo[("explore", split)]
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claimtrace-explore")
+            future = self._futures.get(split)
+            if future is None:
+                future = self._futures[split] = self._executor.submit(self.explore, split)
+        try:
+            return future.result(timeout=wait)
+        except FutureTimeout:
+            return None
+
+    def table(self) -> dict:
+        return self._once("table", lambda: sections.table_payload(self.build))
+
+    def build_info(self, brief: bool = False) -> dict:
+        return sections.build_info(self.build, brief)
+
+    def warm(self, splits=C.SPLITS) -> None:
+        """Load what the front page needs, then queue every split's Explore in the background,
+        so that a server's pages are ready when asked for."""
+        try:
+            self.trace(DEFAULT_CLAIM)
+        except (StageMissing, UnknownClaim):
+            pass
+        for split in splits:
+            self.explore_when_ready(split, 0.0)
