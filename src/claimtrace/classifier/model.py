@@ -40,7 +40,11 @@ def sinusoidal_table(max_len: int = C.PE_MAX_LEN, d_model: int = C.EMBED_DIM) ->
 
     Even features are sin(position * 10000^(-2i/d)), odd features cos of the same angle. The
     arithmetic order is the notebook's (exp of arange times -log(10000)/d, in float32), so the
-    table is bit-for-bit the buffer the notebook registered.
+    table is the buffer the notebook's class registers on the same machine. Its last bits depend
+    on the CPU: torch's float32 sin and cos go through MKL's vector maths, which picks code by
+    the CPU (row 0, the only row a claim alone reads, is exact everywhere). A checkpoint stores
+    its table, so nothing that loads one recomputes it; with ``MKL_CBWR=COMPATIBLE`` MKL gives
+    the shipped checkpoint's table on every x86 CPU.
     """
     position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
     frequency = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
