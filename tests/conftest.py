@@ -84,26 +84,51 @@ def run_oracle_json(script: str, *args: str, payload: object | None = None) -> o
     return json.loads(out)
 
 
-@pytest.fixture(scope="session")
-def demo_build(tmp_path_factory, data_dir):
-    """A whole demo build, made once per test session: its Workdir."""
-    from claimtrace.build import Workdir, build
+# --- the demo build, stage by stage -------------------------------------------------------------
+# One workdir per test session, built only as far as the tests that run need: a stage's tests
+# ask for that stage (the build resumes, so asking for a later one only adds what it lacks).
 
-    root = tmp_path_factory.mktemp("demo-build")
-    build(root, data_dir, None, processes=1)
-    return Workdir(root)
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("demo-build")
+
+
+def _demo_until(root: Path, data_dir: Path, stage: str):
+    from claimtrace.artifacts import Build
+    from claimtrace.build import build
+
+    build(root, data_dir, None, processes=1, until=stage)
+    return Build(root, data_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_tagged(demo_root, data_dir):
+    """The demo build up to its tagging stage, opened by the build reader."""
+    return _demo_until(demo_root, data_dir, "tagging")
+
+
+@pytest.fixture(scope="session")
+def demo_retrieved(demo_tagged, demo_root, data_dir):
+    """The demo build up to its retrieval stage."""
+    return _demo_until(demo_root, data_dir, "retrieval")
+
+
+@pytest.fixture(scope="session")
+def demo_build(demo_retrieved, demo_root, data_dir):
+    """The whole demo build (every stage), made once per test session."""
+    return _demo_until(demo_root, data_dir, "classifier")
 
 
 # --- the web site (tests/test_web.py, tests/test_web_browser.py) ------------------------------
 
 
 @pytest.fixture(scope="session")
-def web_tracer(demo_build, data_dir):
-    """One Tracer over the demo build and the shipped checkpoint (the build's), for every web
-    test: it caches what it computes."""
-    from claimtrace.web.trace import Tracer
+def web_tracer(demo_build):
+    """One Tracer over the demo build, for every web test: it caches what it computes."""
+    from claimtrace.web.tracer import Tracer
 
-    return Tracer(demo_build.root, data_dir)
+    return Tracer(demo_build)
 
 
 @pytest.fixture(scope="session")
@@ -113,7 +138,7 @@ def web_client(web_tracer):
 
     from claimtrace.web.app import create_app
 
-    with TestClient(create_app(None, tracer=web_tracer)) as client:
+    with TestClient(create_app(tracer=web_tracer)) as client:
         yield client
 
 
@@ -132,7 +157,7 @@ def web_server(web_tracer):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(None, tracer=web_tracer), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_app(tracer=web_tracer), host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, name="claimtrace-test-server", daemon=True)
     thread.start()

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from claimtrace import build as build_module
 from claimtrace import data
-from claimtrace.build import Workdir, build, iter_tags
+from claimtrace.artifacts import Build
+from claimtrace.build import build
 from claimtrace.cli import main
 
 
@@ -58,13 +59,13 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     assert all(after[name] == mtime for name, mtime in before.items() if name != "tagging/summary.json")
     expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
     assert resumed == expected
-    assert list(iter_tags(Workdir(killed))) == list(iter_tags(Workdir(whole)))
+    assert list(Build(killed).iter_tags()) == list(Build(whole).iter_tags())
 
 
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
     with pytest.warns(data.EvidenceChecksumWarning):
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
-    tags = {row["id"]: row["tags"] for row in iter_tags(Workdir(tmp_path / "w"))}
+    tags = {row["id"]: row["tags"] for row in Build(tmp_path / "w").iter_tags()}
     assert tags["evidence-9999999"] == tags["evidence-67732"]
 
 
@@ -100,10 +101,12 @@ def test_export_tags(demo_build):
 
 
 def test_demo_summary(demo_build):
-    summary = json.loads(demo_build.tagging_summary.read_text(encoding="utf-8"))
+    summary = demo_build.tagging_summary()
     assert summary["passages"] == 5240 and summary["features"] == 20000
     assert summary["fit_documents"] == 10777
     assert summary["last_feature"] == "μm" and summary["passages_with_last_feature"] == 199
+    example = summary["padding_example"]
+    assert example is not None and demo_build.passage_text(example) is not None
 
 
 def test_export_retrieval(demo_build):

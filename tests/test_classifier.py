@@ -21,8 +21,9 @@ from claimtrace import constants as C
 from claimtrace.classifier.inputs import Vocabulary
 from claimtrace.classifier.model import (TransformerClassifier, build_model, load_model, load_state_dict,
                                          notebook_logits, sinusoidal_table)
-from claimtrace.classifier.train import TrainingData, load_vocab, train, training_data
-from claimtrace.explain import ASSETS_DIR
+from claimtrace.classifier.inputs import load_vocab
+from claimtrace.classifier.predict import ASSETS_DIR
+from claimtrace.classifier.train import TrainingData, train, training_data
 
 SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
 
@@ -105,7 +106,7 @@ def test_training_inputs(data):
     assert data.train.input_ids.shape == (1228, C.MAX_LEN) and data.dev.input_ids.shape == (154, C.MAX_LEN)
     assert (data.train.input_ids[:, 0] == 1).all()
     # every row has exactly one [SEP], and only [PAD] after it
-    for ids in torch.cat([data.train.input_ids, data.dev.input_ids]).tolist():
+    for ids in np.concatenate([data.train.input_ids, data.dev.input_ids]).tolist():
         sep = ids.index(2)
         assert ids.count(2) == 1 and all(i == 3 for i in ids[sep + 1:])
     assert sorted(set(data.train.labels.tolist())) == [0, 1, 2, 3]
@@ -229,7 +230,7 @@ def test_notebook_class_loads_the_shipped_state_dict(data):
     reference.load_state_dict(load_state_dict(SHIPPED), strict=True)
     reference.eval()
     ours = load_model(SHIPPED)
-    ids = data.dev.input_ids
+    ids = torch.from_numpy(data.dev.input_ids)
     with torch.no_grad():
         for batch in (ids[:16], ids[144:], ids[5:6]):
             assert torch.equal(reference(batch), ours(batch))
@@ -243,8 +244,8 @@ def test_shipped_checkpoint_reproduces_its_recorded_dev_accuracy(data):
     earlier = [h["dev_correct"] for h in provenance["history"][: provenance["best_epoch"] - 1]]
     later = [h["dev_correct"] for h in provenance["history"][provenance["best_epoch"]:]]
     assert all(c < best["dev_correct"] for c in earlier) and all(c <= best["dev_correct"] for c in later)
-    logits = notebook_logits(load_model(SHIPPED), data.dev.input_ids)
-    assert int((logits.argmax(1) == data.dev.labels).sum()) == best["dev_correct"]
+    logits = notebook_logits(load_model(SHIPPED), torch.from_numpy(data.dev.input_ids))
+    assert int((logits.argmax(1).numpy() == data.dev.labels).sum()) == best["dev_correct"]
     assert 0.55 <= provenance["best_dev_accuracy"] <= 0.61
 
 
@@ -277,7 +278,7 @@ def test_training_is_deterministic(data, tmp_path):
 
 def test_notebook_logits_batches_in_file_order(data):
     model = load_model(SHIPPED)
-    ids = data.dev.input_ids[:40]
+    ids = torch.from_numpy(data.dev.input_ids[:40])
     batched = notebook_logits(model, ids)
     with torch.no_grad():
         assert torch.equal(batched[16:32], model(ids[16:32]))

@@ -7,7 +7,8 @@ import json
 from click.testing import CliRunner
 
 from claimtrace import data
-from claimtrace.classifier.inputs import Vocabulary, row_text, rows, training_vocabulary
+from claimtrace.classifier.inputs import (Encoded, Vocabulary, encode, evidence_texts, gold_evidence, make_rows,
+                                         row_text, training_vocabulary)
 from claimtrace.cli import main
 
 
@@ -40,6 +41,24 @@ def test_encoding_truncates_and_pads():
 def test_rows_use_gold_passages_in_order(data_dir):
     claims = data.load_claims("dev", data_dir)
     gold = data.gold_passages(data_dir)
-    row = {r.claim_id: r for r in rows(claims, gold)}["claim-752"]
+    row = {r.claim_id: r for r in make_rows(claims, gold_evidence(claims, gold))}["claim-752"]
     assert row.text.startswith("south australia expens electr world citat need south australia highest retail price electr countri")
     assert row.label == "SUPPORTS"
+
+
+def test_evidence_texts_keep_order_and_drop_unknown_ids():
+    passages = {"a": "first", "b": "second"}
+    ids = {"c1": ["b", "zzz", "a"], "c2": []}
+    assert evidence_texts(ids, passages) == {"c1": ["second", "first"], "c2": []}
+    assert evidence_texts(ids, passages.get) == evidence_texts(ids, passages)  # a function works too
+
+
+def test_encoded_inputs_round_trip(tmp_path, data_dir):
+    claims = dict(list(data.load_claims("dev", data_dir).items())[:20])
+    vocab = Vocabulary.fit(["south australia"])
+    encoded = encode(make_rows(claims, gold_evidence(claims, data.gold_passages(data_dir))), vocab)
+    assert encoded.input_ids.shape == (20, 128) and encoded.labels.shape == (20,)
+    encoded.save(tmp_path / "inputs.npz")
+    loaded = Encoded.load(tmp_path / "inputs.npz")
+    assert loaded.claim_ids == encoded.claim_ids and loaded.texts == encoded.texts
+    assert (loaded.input_ids == encoded.input_ids).all() and (loaded.labels == encoded.labels).all()

@@ -23,12 +23,13 @@ import torch
 from click.testing import CliRunner
 
 from claimtrace import constants as C
+from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
 from claimtrace.classifier.model import alone_logits, notebook_logits
-from claimtrace.classifier.train import encode, make_rows
+from claimtrace.classifier.predict import ASSETS_DIR, load_classifier, predict, protocol_figures
+from claimtrace.classifier.table import alone_logits_stacked, export_table, load_table, sha256_file, table_metadata
 from claimtrace.cli import main
 from claimtrace.data import gold_passages, load_claims
-from claimtrace.explain import (ASSETS_DIR, Table, alone_logits_stacked, evaluate_protocols, explain_claim,
-                                export_table, gold_evidence, load_classifier, load_table, sha256_file)
+from claimtrace.explain import explain_claim
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +51,7 @@ def splits(data_dir):
 def all_ids(classifier, splits) -> torch.Tensor:
     """Every train and dev claim with its gold evidence, encoded: (1382, 128)."""
     encoded = [encode(make_rows(claims, evidence), classifier.vocab) for claims, evidence in splits.values()]
-    return torch.cat([e.input_ids for e in encoded])
+    return torch.from_numpy(np.concatenate([e.input_ids for e in encoded]))
 
 
 def sample_of(ids: torch.Tensor) -> torch.Tensor:
@@ -94,19 +95,29 @@ def test_shipped_table_is_the_shipped_checkpoints(classifier):
     path = ASSETS_DIR / C.TABLE_FILE
     shipped = load_table(path)
     assert shipped.g.shape == (C.VOCAB_SIZE, 4) and shipped.g.dtype == np.float64
-    np.testing.assert_allclose(shipped.g, classifier.table.g, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(shipped.bias, classifier.table.bias, rtol=0, atol=0)
+    recomputed = export_table(classifier.model)
+    np.testing.assert_allclose(shipped.g, recomputed.g, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shipped.bias, recomputed.bias, rtol=0, atol=0)
     from safetensors.numpy import load_file
-    from safetensors import safe_open
 
     tensors = load_file(str(path))
     assert np.array_equal(tensors["g_float32"], shipped.g.astype(np.float32))
     assert tensors["g_float32"].nbytes == 94_176  # the site's "94 KB table"
     assert np.array_equal(tensors["bias_float32"], shipped.bias.astype(np.float32))
-    with safe_open(str(path), "np") as handle:
-        meta = handle.metadata()
+    meta = table_metadata(path)
     assert meta["checkpoint_sha256"] == sha256_file(ASSETS_DIR / C.CHECKPOINT_FILE)
     assert meta["vocab_sha256"] == sha256_file(ASSETS_DIR / C.VOCAB_FILE)
+    # the shipped table is what the shipped classifier reads (not recomputed at load)
+    assert np.array_equal(classifier.table.g, shipped.g)
+
+
+def test_a_trained_checkpoint_without_its_table_gets_one_computed(tmp_path, classifier):
+    import shutil
+
+    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+        shutil.copyfile(ASSETS_DIR / name, tmp_path / name)
+    trained = load_classifier(tmp_path)
+    np.testing.assert_allclose(trained.table.g, classifier.table.g, rtol=0, atol=1e-12)
 
 
 def test_table_of_a_tiny_vocabulary_is_per_token():
@@ -122,10 +133,10 @@ def test_table_of_a_tiny_vocabulary_is_per_token():
     assert np.abs(table.logits(ids.numpy()) - expected).max() < 1e-12
 
 
-def test_explain_claim_contributions_add_up(classifier, splits):
-    claims, evidence = splits["dev"]
+def test_explain_claim_contributions_add_up(demo_build):
+    claims = demo_build.claims("dev")
     claim_id = list(claims)[20]
-    result = explain_claim(classifier, claim_id, claims, evidence)
+    result = explain_claim(demo_build, claim_id, "gold")
     parts = np.array(result["contributions"]["bias"]) + sum(np.array(t["contribution"]) for t in result["contributions"]["tokens"])
     parts = parts + np.array(result["contributions"]["padding"]["contribution"])
     np.testing.assert_allclose(parts, result["alone"]["logits"], rtol=0, atol=1e-12)
@@ -135,26 +146,31 @@ def test_explain_claim_contributions_add_up(classifier, splits):
     assert result["tokens"][0] == "[CLS]" and result["tokens"][result["real_tokens"] - 1] == "[SEP]"
     assert result["alone"]["max_abs_diff_table_vs_torch"] < C.FLOAT32_AGREEMENT
     assert result["notebook"]["batch"] == 1 and result["notebook"]["position_in_batch"] == 4
-    assert result["notebook"]["neighbours"] == [c for c in list(claims)[16:32] if c != claim_id]
+    assert [n["id"] for n in result["notebook"]["neighbours"]] == [c for c in list(claims)[16:32] if c != claim_id]
+    margin = result["contributions"]["margin"]
+    assert margin["margin"] == pytest.approx(margin["bias"] + margin["tokens"] + margin["padding"], abs=1e-12)
 
 
-def test_notebook_protocol_uses_the_batch_of_16_in_file_order(classifier, splits):
+def test_notebook_protocol_uses_the_batch_of_16_in_file_order(demo_build, classifier, splits):
     claims, evidence = splits["dev"]
     order = list(claims)
     last = order[-1]  # 154 = 9 x 16 + 10: the last batch has 10 claims
-    result = explain_claim(classifier, last, claims, evidence)
-    assert result["notebook"]["batch"] == 9 and result["notebook"]["neighbours"] == order[144:153]
+    result = explain_claim(demo_build, last, "gold")
+    assert result["notebook"]["batch"] == 9 and [n["id"] for n in result["notebook"]["neighbours"]] == order[144:153]
     encoded = encode(make_rows(claims, evidence), classifier.vocab)
-    expected = notebook_logits(classifier.model, encoded.input_ids)[-1].double().numpy()
+    with torch.no_grad():
+        expected = notebook_logits(classifier.model, torch.from_numpy(encoded.input_ids))[-1].double().numpy()
     np.testing.assert_array_equal(result["notebook"]["logits"], expected)
 
 
-def test_evaluate_protocols(classifier, splits):
+def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifier, splits):
     claims, evidence = splits["dev"]
-    report = evaluate_protocols(classifier, claims, evidence)
+    verdicts = predict(classifier, encode(make_rows(claims, evidence), classifier.vocab))
+    report = protocol_figures({cid: c.label for cid, c in claims.items()},
+                              {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()})
     provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
     for protocol in C.PROTOCOLS:
-        result = report["protocols"][protocol]
+        result = report[protocol]
         confusion = np.array(result["confusion"])
         assert confusion.shape == (4, 4) and confusion.sum() == 154
         assert np.trace(confusion) == result["correct"] and result["accuracy"] == result["correct"] / 154
@@ -162,15 +178,18 @@ def test_evaluate_protocols(classifier, splits):
         gold_counts = [sum(c.label == label for c in claims.values()) for label in C.LABELS]
         assert confusion.sum(axis=1).tolist() == gold_counts
         assert provenance["accuracy_with_gold_evidence"]["dev"][protocol]["correct"] == result["correct"]
-    assert report["protocols"]["notebook"]["accuracy"] == provenance["best_dev_accuracy"]
-    assert len(report["verdicts"]) == 154
+    assert report["notebook"]["accuracy"] == provenance["best_dev_accuracy"]
 
 
 # --- Command line ---------------------------------------------------------------------------------
 
 
-def test_cli_explain_json(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--evidence", "gold", "--json"])
+def _cli(data_dir, *args, env=None):
+    return CliRunner().invoke(main, ["--data", str(data_dir), *args], env=env)
+
+
+def test_cli_explain_json(data_dir, demo_build):
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--evidence", "gold", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["checkpoint"].endswith(C.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
@@ -181,30 +200,51 @@ def test_cli_explain_json(data_dir):
     assert out["input_ids"][0] == 1 and len(out["tokens"]) == 128
 
 
-def test_cli_explain_unknown_claim(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-no-such"])
+def test_cli_explain_works_from_any_directory(data_dir, demo_build, tmp_path, monkeypatch):
+    data_dir = data_dir.resolve()
+    monkeypatch.chdir(tmp_path)
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--json")
+    assert result.exit_code == 0, result.output
+    # --workdir defaults to $CLAIMTRACE_WORKDIR
+    by_env = _cli(data_dir, "explain", "claim-752", "--json", env={"CLAIMTRACE_WORKDIR": str(demo_build.root)})
+    assert by_env.exit_code == 0 and json.loads(by_env.output) == json.loads(result.output)
+    # and then to ./work/demo, whose absence is named
+    missing = _cli(data_dir, "explain", "claim-752", "--json", env={"CLAIMTRACE_WORKDIR": ""})
+    assert missing.exit_code == 2 and "work/demo" in missing.output
+
+
+def test_cli_explain_unknown_claim(data_dir, demo_build):
+    result = _cli(data_dir, "explain", "claim-no-such", "--workdir", str(demo_build.root))
     assert result.exit_code == 2 and "not a train, dev or test claim" in result.output
 
 
-def test_cli_evaluate_classifier_json(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate-classifier", "--split", "dev",
-                                       "--evidence", "gold", "--json"])
+def test_cli_explain_gold_of_a_test_claim_is_refused(data_dir, demo_build):
+    test_id = next(iter(demo_build.claims("test")))
+    result = _cli(data_dir, "explain", test_id, "--workdir", str(demo_build.root), "--evidence", "gold")
+    assert result.exit_code == 2 and "unlabelled" in result.output
+
+
+def test_cli_evaluate_classifier_json(data_dir, demo_build):
+    result = _cli(data_dir, "evaluate-classifier", "--workdir", str(demo_build.root), "--split", "dev",
+                  "--evidence", "gold", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert set(out["evidence"]) == {"gold"}
-    assert set(out["evidence"]["gold"]) == set(C.PROTOCOLS)
+    assert out["evidence"]["gold"] == demo_build.classifier_summary()["dev"]["gold"]
+    # another checkpoint (here a copy of the shipped one) is run on the build's inputs
+    with_checkpoint = _cli(data_dir, "evaluate-classifier", "--workdir", str(demo_build.root), "--split", "dev",
+                           "--checkpoint", str(ASSETS_DIR), "--json")
+    assert with_checkpoint.exit_code == 0, with_checkpoint.output
+    assert json.loads(with_checkpoint.output)["evidence"] == demo_build.classifier_summary()["dev"]
 
 
 def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
-    from claimtrace.build import iter_retrieval
-
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "explain", "claim-752",
-                                       "--build", str(demo_build.root), "--json"])
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    retrieved = {r["claim_id"]: r for r in iter_retrieval(demo_build, "dev")}["claim-752"]
-    assert out["evidence_source"] == "retrieved" and len(out["evidence"]) == len(retrieved["evidences"])
+    retrieved = demo_build.retrieval("dev")["claim-752"]
+    assert out["evidence_source"] == "retrieved" and out["evidence_ids"] == retrieved["evidences"]
     assert out["real_tokens"] + out["pad_tokens"] == 128
-    verdicts = json.loads(demo_build.verdicts("dev").read_text(encoding="utf-8"))["claim-752"]["retrieved"]
+    verdicts = demo_build.verdicts("dev")["claim-752"]["retrieved"]
     assert out["notebook"]["verdict"] == verdicts["notebook"]["verdict"]
     assert max(abs(a - b) for a, b in zip(out["alone"]["logits"], verdicts["alone"]["logits"])) < 1e-9

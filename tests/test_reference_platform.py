@@ -35,23 +35,18 @@ CONFIGURATIONS = {
     },
 }
 
-# Run in a fresh interpreter: tagging and retrieval of a corpus, then the retrieval model's
-# idf and passage weights, which the build does not keep, saved beside the build's files.
+# Run in a fresh interpreter: tagging and retrieval of a corpus (the build saves the retrieval
+# model too: its idf and every passage weight).
 _RUN = r"""
 import sys, warnings
 from pathlib import Path
 import numpy as np
-from claimtrace.build import Workdir, build, iter_tags
-from claimtrace.retrieval import Retriever
+from claimtrace.build import build
 
 workdir, data_dir, evidence = (Path(a) for a in sys.argv[1:4])
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     build(workdir, data_dir, evidence, processes=1, until="retrieval")
-rows = list(iter_tags(Workdir(workdir)))
-retriever = Retriever([r["id"] for r in rows], [r["tags"] for r in rows])
-np.savez(workdir / "retrieval-model.npz", idf=retriever.idf, t_ptr=retriever._t_ptr,
-         t_doc=retriever._t_doc, t_weight=retriever._t_weight)
 from numpy._core._multiarray_umath import __cpu_features__
 print(" ".join(sorted(k for k, on in __cpu_features__.items() if on)))
 """
@@ -99,7 +94,7 @@ def test_tagging_and_retrieval_are_byte_identical_whatever_simd(tmp_path, data_d
     runs = {name: _run(tmp_path, name, env, data_dir, small_corpus) for name, env in CONFIGURATIONS.items()}
     reference, features = runs["as the machine is"]
     print(f"\nSIMD features of the run as the machine is: {features}")
-    assert "tagging/vectorizer.npz" in reference and "retrieval-model.npz" in reference
+    assert {"tagging/vectorizer.npz", "retrieval/vectorizer.npz", "retrieval/index.npz"} <= set(reference)
     assert any(name.startswith("retrieval/") for name in reference)
     for name, (artifacts, other_features) in runs.items():
         assert "AVX512F" not in other_features or name == "as the machine is"
@@ -196,19 +191,20 @@ import sys
 import numpy as np
 import torch
 torch.set_num_threads(int(sys.argv[2]))
+from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
 from claimtrace.classifier.model import notebook_logits
-from claimtrace.classifier.train import encode, make_rows
+from claimtrace.classifier.predict import load_classifier
+from claimtrace.classifier.table import alone_logits_stacked, export_table
 from claimtrace.data import find_data_dir, gold_passages, load_claims
-from claimtrace.explain import alone_logits_stacked, export_table, gold_evidence, load_classifier
 
 classifier = load_classifier()
 data_dir = find_data_dir()
 claims = load_claims("dev", data_dir)
-ids = encode(make_rows(claims, gold_evidence(claims, gold_passages(data_dir))), classifier.vocab).input_ids
+ids = torch.from_numpy(encode(make_rows(claims, gold_evidence(claims, gold_passages(data_dir))), classifier.vocab).input_ids)
 with torch.no_grad():
     alone = alone_logits_stacked(classifier.model, ids)
     notebook = notebook_logits(classifier.model, ids)
-np.savez(sys.argv[1], g=classifier.table.g, g_float32=export_table(classifier.model, torch.float32).g,
+np.savez(sys.argv[1], g=export_table(classifier.model).g, g_float32=export_table(classifier.model, torch.float32).g,
          table_logits=classifier.table.logits(ids.numpy()), alone=alone.double().numpy(),
          notebook=notebook.double().numpy())
 """

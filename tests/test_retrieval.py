@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from claimtrace import data, npsort
 from claimtrace import retrieval as R
-from claimtrace.build import iter_tags
 from claimtrace.data import DataError
 from conftest import run_oracle
 
@@ -93,22 +92,9 @@ def dense_reference(retriever: R.Retriever, claim: str, cosine_in_score: int = 2
 
 
 @pytest.fixture(scope="module")
-def demo_tags(request, tmp_path_factory, data_dir):
-    """Passage ids, padded and unpadded tag strings of the demo build, in the canonical order.
-
-    The session's ``demo_build`` when the whole build can run here; if a later stage cannot
-    (e.g. no shipped classifier checkpoint), a build of the tagging stage alone.
-    """
-    from claimtrace import build as builder
-
-    try:
-        work = request.getfixturevalue("demo_build")
-    except DataError:
-        work = builder.Workdir(tmp_path_factory.mktemp("demo-tags"))
-        passages, description = builder.load_corpus(work, data_dir, None)
-        builder._check_manifest(work, description)
-        builder.build_tagging(work, data_dir, passages, processes=1)
-    rows = list(iter_tags(work))
+def demo_tags(demo_tagged):
+    """Passage ids, padded and unpadded tag strings of the demo build, in the canonical order."""
+    rows = list(demo_tagged.iter_tags())
     return ([r["id"] for r in rows], [" ".join(r["tags"]) for r in rows], [" ".join(r["nopad"]) for r in rows])
 
 

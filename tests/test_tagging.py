@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claimtrace import data, tagging, tfidf
-from claimtrace.build import iter_tags
 from claimtrace.preprocess import preprocess
 from conftest import run_oracle
 
@@ -46,8 +45,8 @@ def test_fit_corpus_equals_the_notebooks(oracle_tagging, claim_files, corpus):
 
 
 @pytest.mark.oracle
-def test_vectorizer_equals_scikit_learn_1_2_2(oracle_tagging, demo_build):
-    vectorizer = tfidf.load(demo_build.vectorizer, tagging.restem)
+def test_vectorizer_equals_scikit_learn_1_2_2(oracle_tagging, demo_tagged):
+    vectorizer = demo_tagged.tagging_vectorizer()
     assert vectorizer.n_docs_ == int(oracle_tagging["n_docs"])
     assert vectorizer.feature_names.tolist() == oracle_tagging["feature_names"].tolist()
     np.testing.assert_allclose(vectorizer.idf_, oracle_tagging["idf"], rtol=0, atol=1e-12)
@@ -57,8 +56,8 @@ def test_vectorizer_equals_scikit_learn_1_2_2(oracle_tagging, demo_build):
 
 
 @pytest.mark.oracle
-def test_weights_equal_term_for_term(oracle_tagging, demo_build, corpus):
-    vectorizer = tfidf.load(demo_build.vectorizer, tagging.restem)
+def test_weights_equal_term_for_term(oracle_tagging, demo_tagged, corpus):
+    vectorizer = demo_tagged.tagging_vectorizer()
     ours = vectorizer.transform(tagging.passage_documents(corpus.values()))
     theirs = sp.csr_matrix(
         (oracle_tagging["rows_data"], oracle_tagging["rows_indices"], oracle_tagging["rows_indptr"]), shape=ours.shape
@@ -68,16 +67,16 @@ def test_weights_equal_term_for_term(oracle_tagging, demo_build, corpus):
 
 
 @pytest.mark.oracle
-def test_every_passage_tag_equals_the_notebooks(oracle_tagging, demo_build, corpus):
+def test_every_passage_tag_equals_the_notebooks(oracle_tagging, demo_tagged, corpus):
     expected = dict(zip(corpus, json.loads(str(oracle_tagging["tags"]))))
-    ours = {row["id"]: row["tags"] for row in iter_tags(demo_build)}
+    ours = {row["id"]: row["tags"] for row in demo_tagged.iter_tags()}
     assert ours.keys() == expected.keys()
     mismatched = [i for i in ours if ours[i] != expected[i]]
     assert not mismatched, mismatched[:5]
 
 
-def test_padding_is_visible(demo_build):
-    rows = list(iter_tags(demo_build))
+def test_padding_is_visible(demo_tagged):
+    rows = list(demo_tagged.iter_tags())
     padded = [r for r in rows if r["tags"] != r["nopad"]]
     assert padded and all(set(r["nopad"]) < set(r["tags"]) for r in padded)
 

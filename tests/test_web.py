@@ -22,14 +22,24 @@ from claimtrace.evaluate import evidence_f
 from claimtrace.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import json_for_script
-from claimtrace.web.trace import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
+from claimtrace.artifacts import Build
+from claimtrace.web.tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
 
 
 def _first(web_tracer, split, predicate):
-    records = web_tracer.retrieval_records(split)["records"]
+    records = web_tracer.build.retrieval(split)
     return next(cid for cid, record in records.items() if predicate(record))
+
+
+def _partial_copy(build: Build, root, leave_out: tuple[str, ...]) -> Build:
+    """A build whose files are the given one's (linked), less the top-level entries named."""
+    root.mkdir()
+    for entry in build.root.iterdir():
+        if entry.name not in leave_out:
+            (root / entry.name).symlink_to(entry)
+    return Build(root, build.data_dir)
 
 
 # --- routes ----------------------------------------------------------------------------------------
@@ -94,7 +104,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
 
     # tagging: the first gold passage's top ten, recomputed, equal the build's stored tags
     tagging = t["tagging"]
-    summary = json.loads(demo_build.tagging_summary.read_text())
+    summary = demo_build.tagging_summary()
     assert tagging["passage"]["id"] == claim.evidences[0] and tagging["passage"]["matches_build"]
     assert len(tagging["passage"]["top"]) == C.TAGS_PER_PASSAGE
     assert [r["feature"] for r in tagging["passage"]["top"] if r["tag"]] and tagging["passage"]["tags"] == sorted(
@@ -107,7 +117,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert any(r["padding"] and r["feature"] == summary["last_feature"] for r in example["top"])
 
     # retrieval: the same evidences as the retrieval stage; passed rows obey the filter
-    record = web_tracer.retrieval_records("dev")["records"][DEFAULT_CLAIM]
+    record = demo_build.retrieval("dev")[DEFAULT_CLAIM]
     retrieval = t["retrieval"]
     assert [e["id"] for e in retrieval["evidences"]] == record["evidences"]
     assert retrieval["passed"] == record["passed"] == len(retrieval["passed_rows"])
@@ -119,7 +129,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert [r["id"] for r in returned] == record["evidences"]
     assert retrieval["scores"]["F"] == pytest.approx(evidence_f(record["evidences"], claim.evidences))
     split = retrieval["split"]
-    records = web_tracer.retrieval_records("dev")["records"].values()
+    records = demo_build.retrieval("dev").values()
     assert split["fallbacks"] == sum(r["fallback"] for r in records) and split["claims"] == 154
 
     # the vectors: cosine = sum of the shown products
@@ -139,23 +149,19 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert c["architecture"]["embedding"] == 256 and c["architecture"]["layers"] == 6
 
 
-def test_classifier_section_equals_explain_claim(web_tracer):
-    """The walkthrough's verdicts are claimtrace.explain's, with the retrieved evidence."""
-    from claimtrace.explain import evidence_texts, explain_claim
+def test_classifier_section_is_explain_claims(web_tracer, demo_build):
+    """The walkthrough's classifier section is claimtrace.explain's, with the retrieved evidence,
+    and its verdicts are the build's."""
+    from claimtrace.explain import explain_claim
 
-    claims = web_tracer.claims("dev")
-    records = web_tracer.retrieval_records("dev")["records"]
-    evidence = evidence_texts({cid: r["evidences"] for cid, r in records.items()}, web_tracer.corpus())
-    for claim_id in (DEFAULT_CLAIM, list(claims)[20]):
-        expected = explain_claim(web_tracer.classifier(), claim_id, claims, evidence, "retrieved")
+    for claim_id in (DEFAULT_CLAIM, list(demo_build.claims("dev"))[20]):
+        expected = explain_claim(demo_build, claim_id, "retrieved")
         got = web_tracer.trace(claim_id)["classifier"]
-        assert got["input_ids"] == expected["input_ids"] and got["tokens"] == expected["tokens"]
-        assert got["real_tokens"] == expected["real_tokens"] and got["text"] == expected["text"]
-        assert got["alone"]["logits"] == expected["alone"]["logits"]
-        assert np.allclose(got["notebook"]["logits"], expected["notebook"]["logits"], atol=1e-6)
-        assert got["notebook"]["verdict"] == expected["notebook"]["verdict"]
-        assert [n["id"] for n in got["notebook"]["neighbours"]] == expected["notebook"]["neighbours"]
-        assert got["contributions"]["padding"] == expected["contributions"]["padding"]
+        for key in ("input_ids", "tokens", "real_tokens", "text", "alone", "notebook", "contributions"):
+            assert got[key] == expected[key], key
+        stored = demo_build.verdicts("dev")[claim_id]["retrieved"]
+        assert got["notebook"]["logits"] == stored["notebook"]["logits"]
+        assert got["alone"]["verdict"] == stored["alone"]["verdict"]
 
 
 def test_a_fallback_claim_says_so(web_client, web_tracer):
@@ -179,30 +185,16 @@ def test_train_and_test_claims_have_pages(web_client, web_tracer):
     assert t["claim"]["split"] == "train" and t["classifier"]["notebook"]["batch"] == 1
 
 
-def test_without_the_builds_files_the_site_computes_the_same(tmp_path, demo_build, web_tracer, data_dir):
-    """The build stores retrieval/<split>.jsonl and classifier/<split>.json; without them the site
-    retrieves and runs the model itself, and gets the same records and logits."""
-    root = tmp_path / "work"
-    root.mkdir()
-    for name in ("build.json", "evidence.json", "tagging"):
-        (root / name).symlink_to(demo_build.root / name)
-    tracer = Tracer(root, data_dir)
-    tracer._memo["classifier"] = web_tracer.classifier()  # no second load
-    computed, stored = tracer.retrieval_records("dev"), web_tracer.retrieval_records("dev")
-    assert computed["source"] == "computed" and stored["source"] == "build"
-    assert computed["records"] == stored["records"]
-    assert tracer.build_verdicts("dev", "retrieved") is None
-    assert web_tracer.build_verdicts("dev", "retrieved") is not None  # the build's: the shipped checkpoint
-    for batch in (0, 9):
-        assert np.allclose(tracer.notebook_batch("dev", "retrieved", batch),
-                           web_tracer.notebook_batch("dev", "retrieved", batch), rtol=0, atol=1e-6)
-    t = tracer.trace(DEFAULT_CLAIM)
-    assert t["retrieval"]["source"] == "computed"
-    assert t["classifier"]["notebook"] == web_tracer.trace(DEFAULT_CLAIM)["classifier"]["notebook"] or np.allclose(
-        t["classifier"]["notebook"]["logits"], web_tracer.trace(DEFAULT_CLAIM)["classifier"]["notebook"]["logits"], atol=1e-6)
-    page = create_app(None, tracer=tracer)
-    with TestClient(page) as client:
-        assert "computed by the site" in client.get("/").text
+def test_a_build_missing_its_retrieval_names_the_file(tmp_path, demo_build):
+    """The site never re-derives a stage: a build without retrieval/ says what is missing and
+    what to run, section by section."""
+    partial = _partial_copy(demo_build, tmp_path / "work", ("retrieval", "classifier"))
+    with TestClient(create_app(partial)) as client:
+        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        assert t["tagging"]["status"] == "ok"
+        for section in ("vectorisation", "retrieval", "classifier"):
+            assert t[section]["status"] == "missing", section
+        assert "retrieval" in t["retrieval"]["reason"] and "claimtrace build" in t["retrieval"]["reason"]
 
 
 # --- explore ------------------------------------------------------------------------------------
@@ -242,14 +234,14 @@ def test_explore_test_split_is_unlabelled(web_client):
 def test_a_split_still_computing_answers_202_not_a_wait(web_tracer):
     """Explore of a split whose notebook protocol is not computed yet answers at once."""
     release = threading.Event()
-    tracer = Tracer(web_tracer.work.root, web_tracer.data_dir, web_tracer.classifier_dir)
+    tracer = Tracer(web_tracer.build)
 
     def slow_explore(split):
         release.wait(10)
         return {"split": split}
 
     tracer.explore = slow_explore
-    app = create_app(None, tracer=tracer)
+    app = create_app(tracer=tracer)
     app.state.explore_wait = 0.2
     with TestClient(app) as client:
         page = client.get("/explore/train.html")
@@ -397,7 +389,7 @@ def test_concurrent_requests_do_not_interfere(web_client):
 
 def test_table_json_is_the_exact_table_in_float32(web_client, web_tracer):
     table = web_client.get("/api/table.json").json()
-    classifier = web_tracer.classifier()
+    classifier = web_tracer.build.classifier()
     g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").reshape(table["shape"])
     assert g.shape == (C.VOCAB_SIZE, 4) and g.nbytes == table["g_float32_bytes"] == 94_176
     assert np.array_equal(g, classifier.table.g.astype(np.float32))
@@ -410,19 +402,21 @@ def test_the_browser_formula_gives_the_servers_verdicts(web_client, web_tracer):
     server for every dev claim, logits within 1e-6."""
     table = web_client.get("/api/table.json").json()
     g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").astype(np.float64).reshape(table["shape"])
-    encoded = web_tracer.encoded("dev", "retrieved")
-    ids = encoded["input_ids"].numpy()
-    browser = np.array(table["bias"]) + g[ids].sum(axis=1) / C.MAX_LEN
-    assert np.abs(browser - encoded["alone"]).max() < 1e-6
-    assert (browser.argmax(1) == encoded["alone"].argmax(1)).all()
+    build = web_tracer.build
+    encoded = build.inputs("dev", "retrieved")
+    browser = np.array(table["bias"]) + g[encoded.input_ids].sum(axis=1) / C.MAX_LEN
+    alone = np.array([build.verdicts("dev")[cid]["retrieved"]["alone"]["logits"] for cid in encoded.claim_ids])
+    assert np.abs(browser - alone).max() < 1e-6
+    assert (browser.argmax(1) == alone.argmax(1)).all()
 
 
 # --- degrading -------------------------------------------------------------------------------------
 
 
-def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir, web_tracer):
-    tracer = Tracer(tmp_path / "nothing-built", data_dir, tmp_path / "no-classifier")
-    with TestClient(create_app(None, tracer=tracer)) as client:
+def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
+    (tmp_path / "nothing-built").mkdir()
+    tracer = Tracer(Build(tmp_path / "nothing-built", data_dir))
+    with TestClient(create_app(tracer=tracer)) as client:
         t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
         assert t["preprocess"]["status"] == "ok"
         for section in ("tagging", "vectorisation", "retrieval", "classifier"):
@@ -433,23 +427,23 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir, web_tracer
         explore = client.get("/explore/dev.html")
         assert explore.status_code == 200 and "not built yet" in explore.text
         table = client.get("/api/table.json")
-        assert table.status_code == 503 and "checkpoint" in table.json()["error"]
+        assert table.status_code == 503 and "claimtrace build" in table.json()["error"]
         live = client.post("/api/trace", json={"text": "Sea levels are rising"})
         assert live.status_code == 200 and live.json()["retrieval"]["status"] == "missing"
         build = client.get("/api/build.json").json()
-        assert build["stages"]["build"]["status"] == "missing"
+        assert build["stages"]["tagging"]["status"] == "missing"
 
 
-def test_a_build_without_a_classifier_keeps_retrieval(web_tracer, tmp_path):
-    tracer = Tracer(web_tracer.work.root, web_tracer.data_dir, tmp_path / "no-classifier")
-    with TestClient(create_app(None, tracer=tracer)) as client:
+def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_path):
+    partial = _partial_copy(demo_build, tmp_path / "work", ("classifier",))
+    with TestClient(create_app(partial)) as client:
         t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
         assert t["retrieval"]["status"] == "ok" and t["classifier"]["status"] == "missing"
-        assert "classifier.safetensors" in t["classifier"]["reason"]
+        assert "classifier" in t["classifier"]["reason"] and "claimtrace build" in t["classifier"]["reason"]
         page = client.get("/").text
         assert page.count("This stage is not built yet") == 2  # the model input and the verdict
-        live = client.get("/live")
-        assert live.status_code == 200 and "not built yet" in live.text
+        explore = client.get("/explore/dev.json").json()
+        assert explore["classifier"]["status"] == "missing" and explore["retrieval"]["status"] == "ok"
 
 
 # --- the static site and the commands ----------------------------------------------------------------
@@ -500,11 +494,10 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
     from click.testing import CliRunner
 
     from claimtrace.cli import main
-    from claimtrace.web.trace import Tracer
 
-    page = Tracer(demo_build.root, data_dir).trace("claim-752")
+    page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
     runner = CliRunner()
-    explained = json.loads(runner.invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--build",
+    explained = json.loads(runner.invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--workdir",
                                                 str(demo_build.root), "--json"]).output)
     exported = [json.loads(line) for line in runner.invoke(main, ["export", "retrieval", "--workdir",
                                                                   str(demo_build.root)]).output.splitlines()]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from claimtrace import constants as C
-from claimtrace.web.trace import DEFAULT_CLAIM
+from claimtrace.web.tracer import DEFAULT_CLAIM
 
 pytestmark = pytest.mark.browser
 
@@ -86,7 +86,7 @@ def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
 
     # filters and sorting run in the page
     page.select_option("#f-fallback", "yes")
-    fallbacks = sum(r["fallback"] for r in web_tracer.retrieval_records("dev")["records"].values())
+    fallbacks = sum(r["fallback"] for r in web_tracer.build.retrieval("dev").values())
     assert page.locator("#claims-table tbody tr:visible").count() == fallbacks
     assert page.locator("#f-count").inner_text().startswith(f"{fallbacks} of 154")
     page.select_option("#f-fallback", "")
@@ -119,7 +119,7 @@ def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
 def _verdict_changer(tracer) -> str:
     """A model input whose claim-alone verdict differs from claim-752's: one vocabulary word
     repeated to fill the input (found with the table, so it holds for any checkpoint)."""
-    classifier = tracer.classifier()
+    classifier = tracer.build.classifier()
     original = tracer.trace(DEFAULT_CLAIM)["classifier"]["alone"]["verdict"]
     vocab = classifier.vocab.tokens
     for token_id in range(4, len(vocab)):

@@ -49,7 +49,7 @@ class Missing(DataError):
         super().__init__(f"{path}: {reason}")
         self.stage = stage
         self.path = path
-        self.reason = reason
+        self.reason = f"{path}: {reason}"  # what a page shows: the file, and what to run
 
 
 @dataclass

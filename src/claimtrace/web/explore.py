@@ -60,7 +60,6 @@ def explore(build: Build, split: str) -> dict:
         source: {p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
                  for p in C.PROTOCOLS}
         for source in sources}
-    out["verdicts_source"] = {} if verdicts is None else {source: "build" for source in sources}
     out["retrieval_variants"] = None
     if split == "dev" and records is not None:
         out["retrieval_variants"] = build.retrieval_summary().get("variants_dev")

@@ -111,8 +111,12 @@ def passage_top(build: Build, text: str) -> dict:
 
 
 def stored_tags(build: Build, passage_id: str) -> list[str] | None:
-    """The build's tags of a passage it can retrieve (None for one without usable tags)."""
-    retriever = build.retriever()
+    """The build's tags of a passage it can retrieve (None for one without usable tags, or
+    before the retrieval stage, whose model holds them)."""
+    try:
+        retriever = build.retriever()
+    except Missing:
+        return None
     position = retriever.position(passage_id)
     return None if position is None else retriever.tags[position].split()
 
