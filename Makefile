@@ -5,7 +5,7 @@ ORACLE := .venv-oracle
 PY := $(VENV)/bin/python
 WORKDIR ?= work/demo
 
-.PHONY: demo test env oracle-env clean
+.PHONY: demo test test-fast lint format env oracle-env clean
 
 ## make demo: build the demo corpus (tagging, retrieval, verdicts) and serve the site on
 ## http://127.0.0.1:$(PORT)/ (a build that exists is reused; a killed one resumes).
@@ -17,6 +17,20 @@ demo: $(VENV)/.installed
 ## make test: the whole test suite, with the 2024 reference environment beside it.
 test: $(VENV)/.installed-test $(ORACLE)/.installed
 	$(PY) -m pytest -q
+
+## make test-fast: everything but the oracle, browser and cross-platform tests (a few minutes).
+## One stage's tests alone: .venv/bin/python -m pytest tests/test_tagging.py -m "not oracle"
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not oracle and not browser and not platform"
+
+## make lint: ruff's lint rules and its format check (pyproject.toml); make format rewrites.
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check src tests bench scripts oracle
+	$(VENV)/bin/ruff format --check src tests bench scripts oracle
+
+format: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check --fix src tests bench scripts oracle
+	$(VENV)/bin/ruff format src tests bench scripts oracle
 
 env: $(VENV)/.installed
 

@@ -1,6 +1,6 @@
 """The explainer site's speed: page latency, the browser's live recompute, sustained load.
 
-    .venv/bin/python bench/bench_web.py [--workdir DIR] [--classifier DIR] [--rate 200] [--seconds 30]
+    .venv/bin/python bench/bench_web.py [--workdir DIR] [--rate 200] [--seconds 30]
 
 1. Walkthrough pages: ``claimtrace serve`` runs in its own process on 127.0.0.1 (a free port);
    once it has warmed up (the build loaded, every split's verdicts computed), the time to serve
@@ -64,10 +64,8 @@ def ensure_build(workdir: Path) -> None:
                     "--processes", "1"], check=True, stdout=subprocess.DEVNULL)
 
 
-def start_server(workdir: Path, classifier: str | None, port: int) -> subprocess.Popen:
+def start_server(workdir: Path, port: int) -> subprocess.Popen:
     command = [str(REPO / ".venv" / "bin" / "claimtrace"), "serve", "--workdir", str(workdir), "--port", str(port)]
-    if classifier:
-        command += ["--classifier", classifier]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -205,7 +203,6 @@ def bench_load(base: str, paths: list[str], rate: float, seconds: float, threads
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default=str(REPO / "bench" / "out" / "demo"))
-    parser.add_argument("--classifier", default=None, help="a `claimtrace train` folder (default: the shipped checkpoint)")
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--claims", type=int, default=30, help="claims whose first request is timed")
@@ -222,7 +219,7 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
-    server = start_server(workdir, args.classifier, port)
+    server = start_server(workdir, port)
     result: dict = {"workdir": str(workdir), "cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
     try:
         result["server_start_s"] = round(time.monotonic() - t0, 1)

@@ -90,6 +90,7 @@ def _run(tmp_path: Path, name: str, env_changes: dict, data_dir: Path, evidence:
     return _artifacts(workdir), done.stdout.strip()
 
 
+@pytest.mark.platform
 def test_tagging_and_retrieval_are_byte_identical_whatever_simd(tmp_path, data_dir, small_corpus):
     runs = {name: _run(tmp_path, name, env, data_dir, small_corpus) for name, env in CONFIGURATIONS.items()}
     reference, features = runs["as the machine is"]
@@ -115,6 +116,7 @@ np.save(sys.argv[1], smooth_idf(np.arange(1, n_docs + 1), n_docs))
 """
 
 
+@pytest.mark.platform
 def test_idf_of_every_df_is_byte_identical_whatever_simd(tmp_path):
     """1.2M idf values: numpy's AVX-512 log differed from the C library's on dozens of them."""
     values = {}
@@ -169,6 +171,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.platform
 def test_no_kernel_contracts_a_multiply_and_add_into_fma(tmp_path):
     """numba compiles for the host CPU; without fastmath LLVM must not fuse a * b + c (one
     rounding instead of two) or reorder sums, so the kernels compute the same bits on a CPU
@@ -219,6 +222,7 @@ TORCH_CONFIGURATIONS = {
 }
 
 
+@pytest.mark.platform
 def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernels(tmp_path):
     """PyTorch's float32 sums vary with the kernels and the thread count; what claimtrace shows
     does not: the same verdict for every dev claim under both protocols, the float64 table

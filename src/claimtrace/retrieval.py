@@ -451,7 +451,9 @@ class Retriever:
         sizes = np.empty(n, np.int64)
         flat: list[int] = []
         for p, s in enumerate(self.tags):
-            unique = set(s.split())
+            # in order of first appearance, not set order: a set of strings iterates in an order
+            # that changes with every process's hash seed, and the saved index must not
+            unique = dict.fromkeys(s.split())
             sizes[p] = len(unique)
             for tag in unique:
                 flat.append(tag_ids.setdefault(tag, len(tag_ids)))

@@ -1,0 +1,106 @@
+"""How fast the site starts and answers over a large build, and what it holds.
+
+    .venv/bin/python bench/bench_serve.py --workdir BUILD [--claims 10] [--command CMD ...]
+
+Starts ``claimtrace serve --workdir BUILD`` in its own process on 127.0.0.1 (a free port) and
+measures, against the targets of the one-source-of-truth work (on the 1,208,827-passage
+synthetic build, ``bench/synthetic.py`` then ``claimtrace build --evidence``):
+
+* from start to the first page (``/``) answered: target 3 s;
+* each of ``--claims`` dev claim pages never asked for before (their whole trace assembled then):
+  target under 100 ms at the median;
+* the server's resident memory (VmRSS) after those pages: target under 1 GB.
+
+``--command`` runs another server command line instead (for example an older checkout's
+``claimtrace serve``, to measure the ratio on the same build); ``{workdir}`` and ``{port}`` in it
+are filled in. Loopback only; the server is stopped at the end. Prints one JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def dev_claims(data_dir: Path, n: int) -> list[str]:
+    claims = json.loads((data_dir / "comp90042-2024" / "dev-claims.json").read_text(encoding="utf-8"))
+    return [cid for cid in claims if cid != "claim-752"][:n]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", required=True, type=Path)
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--claims", type=int, default=10)
+    parser.add_argument("--command", nargs="+", default=None,
+                        help="the server command line ({workdir} and {port} are filled in)")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args()
+
+    port = free_port()
+    command = args.command or [str(REPO / ".venv" / "bin" / "claimtrace"), "--data", str(args.data), "serve",
+                               "--workdir", "{workdir}", "--port", "{port}"]
+    command = [part.format(workdir=args.workdir, port=port) for part in command]
+    started = time.monotonic()
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**__import__("os").environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    result: dict = {"command": command, "workdir": str(args.workdir)}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=args.timeout) as client:
+            while True:
+                if server.poll() is not None:
+                    raise SystemExit(f"the server exited: {server.stderr.read()[-3000:]}")
+                if time.monotonic() - started > args.timeout:
+                    raise SystemExit("the server did not answer in time")
+                try:
+                    response = client.get("/")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            result["first_page_s"] = round(time.monotonic() - started, 2)
+            result["first_page_status"] = response.status_code
+            latencies = []
+            for claim_id in dev_claims(args.data, args.claims):
+                t0 = time.perf_counter()
+                page = client.get(f"/claim/{claim_id}.html")
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if page.status_code != 200:
+                    raise SystemExit(f"{claim_id}: status {page.status_code}")
+            result["claim_pages_ms"] = {"n": len(latencies), "median": round(statistics.median(latencies), 1),
+                                        "max": round(max(latencies), 1), "each": [round(x, 1) for x in latencies]}
+            result["rss_mb_after"] = round(rss_bytes(server.pid) / 1e6, 1)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    result["load_average"] = [round(x, 2) for x in __import__("os").getloadavg()]
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
