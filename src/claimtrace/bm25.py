@@ -182,9 +182,14 @@ def merge_chunks(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarra
 
 @numba.njit(cache=True)
 def _top_k(query_terms, indptr, indices, weights, acc, seen, touched, k, out_position, out_score):
-    """One claim: add its terms' posting lists into ``acc`` (term by term, in claim order), then
-    keep the ``k`` best touched passages by (score desc, position asc). Resets the scratch.
-    Returns how many were kept (at most ``k``, fewer when fewer passages were touched)."""
+    """One claim's top ``k`` by (score desc, position asc), scores above zero only.
+
+    The claim's posting lists are added into ``acc`` term by term, in claim order, so each
+    passage's score is the same sum, in the same order, as a plain loop over the claim's tokens.
+    Each list is sorted by passage, so ``acc`` is swept front to back (the prefetcher's case: a
+    blocked sweep, as retrieval's kernel does, measured twice as slow here). Then every touched
+    passage is offered to the kept list, and the scratch is reset. Returns how many were kept.
+    """
     n_touched = 0
     for a in range(query_terms.shape[0]):
         t = query_terms[a]
@@ -196,23 +201,31 @@ def _top_k(query_terms, indptr, indices, weights, acc, seen, touched, k, out_pos
                 n_touched += 1
             acc[d] += weights[p]
     kept = 0
-    for i in range(n_touched):
-        d = touched[i]
+    for x in range(n_touched):
+        d = touched[x]
         s = acc[d]
         acc[d] = 0.0
         seen[d] = False
-        # Insertion into the kept list, sorted by (score desc, position asc): k is small.
-        j = kept if kept < k else k
-        while j > 0 and (out_score[j - 1] < s or (out_score[j - 1] == s and out_position[j - 1] > d)):
-            if j < k:
-                out_score[j] = out_score[j - 1]
-                out_position[j] = out_position[j - 1]
-            j -= 1
+        if s > 0.0:
+            kept = _offer(d, s, k, kept, out_position, out_score)
+    return kept
+
+
+@numba.njit(cache=True, inline="always")
+def _offer(d, s, k, kept, out_position, out_score):
+    """Insert passage ``d`` with score ``s`` into the kept list, sorted by (score desc, position
+    asc) and at most ``k`` long (k is small: an insertion beats a heap). Returns its new length."""
+    j = kept if kept < k else k
+    while j > 0 and (out_score[j - 1] < s or (out_score[j - 1] == s and out_position[j - 1] > d)):
         if j < k:
-            out_score[j] = s
-            out_position[j] = d
-            if kept < k:
-                kept += 1
+            out_score[j] = out_score[j - 1]
+            out_position[j] = out_position[j - 1]
+        j -= 1
+    if j < k:
+        out_score[j] = s
+        out_position[j] = d
+        if kept < k:
+            kept += 1
     return kept
 
 
