@@ -180,34 +180,51 @@ def merge_chunks(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarra
 # --- the index ------------------------------------------------------------------------------------
 
 
+#: Passages per block of the search kernel: the block's score sums (8 bytes a passage) stay in
+#: the CPU's L2 cache while the claim's posting lists stream through.
+BLOCK = 1 << 15
+
+
 @numba.njit(cache=True)
-def _top_k(query_terms, indptr, indices, weights, acc, seen, touched, k, out_position, out_score):
+def _top_k(query_terms, indptr, indices, weights, n_docs, acc, k, out_position, out_score):
     """One claim's top ``k`` by (score desc, position asc), scores above zero only.
 
-    The claim's posting lists are added into ``acc`` term by term, in claim order, so each
-    passage's score is the same sum, in the same order, as a plain loop over the claim's tokens.
-    Each list is sorted by passage, so ``acc`` is swept front to back (the prefetcher's case: a
-    blocked sweep, as retrieval's kernel does, measured twice as slow here). Then every touched
-    passage is offered to the kept list, and the scratch is reset. Returns how many were kept.
+    Passages are visited in blocks of ``len(acc)``. In each block the claim's posting lists
+    (sorted by passage) are added into ``acc`` term by term, in claim order, so each passage's
+    score is the same sum, in the same order, as a plain loop over the claim's tokens; then the
+    block is scanned in position order and each non-zero sum offered to the kept list (and
+    reset). Branch-free adds and a dense scan measured three times faster than tracking which
+    passages were touched. Returns how many were kept.
     """
-    n_touched = 0
-    for a in range(query_terms.shape[0]):
-        t = query_terms[a]
-        for p in range(indptr[t], indptr[t + 1]):
-            d = indices[p]
-            if not seen[d]:
-                seen[d] = True
-                touched[n_touched] = d
-                n_touched += 1
-            acc[d] += weights[p]
+    if k == 0:
+        return 0
+    n_terms = query_terms.shape[0]
+    cursor = np.empty(n_terms, np.int64)
+    for a in range(n_terms):
+        cursor[a] = indptr[query_terms[a]]
+    block = acc.shape[0]
     kept = 0
-    for x in range(n_touched):
-        d = touched[x]
-        s = acc[d]
-        acc[d] = 0.0
-        seen[d] = False
-        if s > 0.0:
-            kept = _offer(d, s, k, kept, out_position, out_score)
+    for start in range(0, n_docs, block):
+        stop = start + block
+        added = False
+        for a in range(n_terms):
+            first = cursor[a]
+            end = indptr[query_terms[a] + 1]
+            if first == end or indices[first] >= stop:
+                continue
+            last = first + np.searchsorted(indices[first:end], stop)
+            for p in range(first, last):
+                acc[indices[p] - start] += weights[p]
+            cursor[a] = last
+            added = True
+        if not added:
+            continue
+        for i in range(min(block, n_docs - start)):
+            s = acc[i]
+            if s > 0.0:
+                acc[i] = 0.0
+                if kept < k or s >= out_score[k - 1]:
+                    kept = _offer(start + i, s, k, kept, out_position, out_score)
     return kept
 
 
@@ -286,7 +303,7 @@ class BM25Index:
         self._indptr = np.asarray(model.scores["indptr"], np.int64)
         self._indices = np.asarray(model.scores["indices"])
         self._weights = np.asarray(model.scores["data"])
-        self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._acc: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -354,21 +371,16 @@ class BM25Index:
         vocab = self.model.vocab_dict
         return np.array([vocab[t] for t in tokenize(claim) if t in vocab], dtype=np.int64)
 
-    def _get_scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._scratch is None:
-            n = len(self.ids)
-            self._scratch = (np.zeros(n, np.float64), np.zeros(n, np.bool_), np.empty(n, np.int64))
-        return self._scratch
-
     def search_positions(self, claim: str, k: int = 6) -> tuple[np.ndarray, np.ndarray]:
         """One claim's top ``k``: corpus positions (m,) int64 and scores (m,) float64, m <= k,
         by score descending, then position ascending; only scores above zero."""
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        acc, seen, touched = self._get_scratch()
+        if self._acc is None:
+            self._acc = np.zeros(min(BLOCK, len(self.ids)), np.float64)
         positions = np.empty(k, np.int64)
         scores = np.empty(k, np.float64)
-        kept = _top_k(self._query_terms(claim), self._indptr, self._indices, self._weights, acc, seen, touched,
+        kept = _top_k(self._query_terms(claim), self._indptr, self._indices, self._weights, len(self.ids), self._acc,
                       k, positions, scores)
         return positions[:kept], scores[:kept]
 
