@@ -256,6 +256,17 @@ def test_passages_longer_than_the_buffer(tmp_path, length):
         assert dict(data.stream_json_object(path, chunk_size=64 << 10)) == corpus
 
 
+def test_escapes_across_every_boundary(tmp_path):
+    """An escaped surrogate pair, escaped quotes and backslashes, and multi-byte characters,
+    with a buffer boundary at every possible place in them."""
+    raw = '{"ev\\"id\\\\": "a\\ud83d\\ude00b\\\\\\"c é中😀 \\u00e9\\/", "e2": "\\\\"}'.encode("utf-8")
+    expected = list(json.loads(raw).items())
+    assert expected == [('ev"id\\', 'a😀b\\"c é中😀 é/'), ("e2", "\\")]
+    path = _write(tmp_path, raw)
+    for chunk_size in range(1, len(raw) + 1):
+        assert list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == expected
+
+
 def test_window_stays_bounded(tmp_path, monkeypatch):
     """Streaming keeps a window of about one buffer plus the member being read, not the file."""
     corpus = {f"evidence-{i}": "word " * (i % 50) for i in range(40_000)}  # ~5 MB
