@@ -73,12 +73,12 @@ def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, sm
     with pytest.warns(data.EvidenceChecksumWarning):
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     other = tmp_path / "other.json"
-    other.write_text('{"evidence-1": "Some text."}', encoding="utf-8")
+    other.write_text('{"evidence-1": "Some text.", "evidence-2": "More text."}', encoding="utf-8")
     result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")])
     assert result.exit_code == 2 and "use another --workdir" in result.output
 
 
-@pytest.mark.parametrize("text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "has a int value")])
+@pytest.mark.parametrize("text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "is a number, not a string")])
 def test_bad_evidence_file_is_named(tmp_path, data_dir, text, message):
     bad = tmp_path / "evidence.json"
     bad.write_text(text, encoding="utf-8")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import string
+import zipfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -69,17 +71,61 @@ def test_stopwords_are_the_2024_list(data_dir):
     assert len(words) == 179 and "shan't" in words and "has" in words
 
 
-def test_changed_stopword_list_is_refused(tmp_path):
-    import zipfile
-
-    root = tmp_path / "nltk_data" / "corpora"
+def _stopwords_zip(folder: Path, member: str, content: bytes) -> Path:
+    """A data folder whose nltk_data/corpora/stopwords.zip holds ``member`` = ``content``."""
+    root = folder / "nltk_data" / "corpora"
     root.mkdir(parents=True)
     with zipfile.ZipFile(root / "stopwords.zip", "w") as archive:
-        archive.writestr("stopwords/english", "a\nthe\n")
-    with pytest.raises(DataError, match="not the 2024 English stopword list"):
-        P._stopwords_from((str(tmp_path / "nltk_data"),))
-    with pytest.raises(DataError, match="was not found"):
-        P._stopwords_from((str(tmp_path / "empty"),))
+        archive.writestr(member, content)
+    return root / "stopwords.zip"
+
+
+def test_changed_stopword_list_is_refused(tmp_path):
+    _stopwords_zip(tmp_path, "stopwords/english", b"a\nthe\n")
+    with pytest.raises(DataError, match="stopwords.zip: this is not the 2024 English stopword list"):
+        P.stopwords(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="stopwords.zip: file is missing"):
+        P.stopwords(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("member, content, message", [
+    ("stopwords/english", b"\xffa\nthe", "is not UTF-8 text (invalid start byte at byte offset 0)"),
+    ("stopwords/french", b"le\nla", "the archive holds no stopwords/english"),
+])
+def test_bad_stopword_archive_is_refused(tmp_path, member, content, message):
+    path = _stopwords_zip(tmp_path, member, content)
+    with pytest.raises(DataError) as caught:
+        P.stopwords(tmp_path)
+    assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value)
+
+
+def test_garbage_stopwords_zip_is_refused(tmp_path):
+    root = tmp_path / "nltk_data" / "corpora"
+    root.mkdir(parents=True)
+    (root / "stopwords.zip").write_bytes(b"not a zip at all")
+    with pytest.raises(DataError, match="stopwords.zip: not a readable zip archive"):
+        P.stopwords(tmp_path)
+
+
+def test_unzipped_stopword_list_is_read(tmp_path, data_dir):
+    with zipfile.ZipFile(data_dir / data.STOPWORDS_ZIP) as archive:
+        english = archive.read(data.STOPWORDS_MEMBER)
+    unzipped = tmp_path / data.STOPWORDS_UNZIPPED
+    unzipped.parent.mkdir(parents=True)
+    unzipped.write_bytes(english)
+    assert data.stopwords_file(tmp_path) == unzipped
+    assert P.stopwords(tmp_path) == P.stopwords(data_dir)
+
+
+def test_stopwords_follow_the_chosen_data_folder(tmp_path, data_dir):
+    """Without an explicit folder, stopwords come from the folder use_data_dir chose (the CLI's
+    --data), and the choice ends with the block."""
+    _stopwords_zip(tmp_path, "stopwords/english", b"a\nthe")
+    with data.use_data_dir(tmp_path):
+        with pytest.raises(DataError, match=str(tmp_path)):
+            P.preprocess("Glaciers are melting")
+    assert P.preprocess("Glaciers are melting").stems == ["glacier", "melt"]
 
 
 # After step 3 no '.', '?' or '!' is left, so punkt's sentence split (which only ever breaks

@@ -41,7 +41,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -50,7 +49,7 @@ from bm25s import scoring
 import numba
 import numpy as np
 
-from .data import DataError, _set_default_mode
+from .data import DataError, atomic_folder, atomic_output
 from .preprocess import stem, stopwords
 
 __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]
@@ -330,22 +329,10 @@ class BM25Index:
     def save(self, folder: str | os.PathLike) -> None:
         """Write the index to ``folder`` (bm25s's files and ``passages.json``), whole: it is
         written beside and renamed into place, so ``folder`` holds a complete index or none."""
-        folder = Path(folder)
-        if folder.exists():
-            raise FileExistsError(f"{folder}: an index is already there")
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
-        try:
+        with atomic_folder(folder) as partial:
             self.model.save(partial, show_progress=False)
             meta = {"tokenizer": TOKENIZER, "params": PARAMS, "bm25s": bm25s.__version__, "ids": self.ids}
             (partial / "passages.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(partial, 0o777 & ~umask)  # mkdtemp makes it 0700
-            os.rename(partial, folder)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
 
     @classmethod
     def load(cls, folder: str | os.PathLike, mmap: bool = True) -> "BM25Index":
@@ -428,16 +415,8 @@ def _batches(passages: Iterable[tuple[str, str]], size: int) -> Iterator[list[tu
 
 
 def _save_npz_atomic(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            np.savez(handle, **arrays)
-        _set_default_mode(handle.name)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+        np.savez(handle, **arrays)
 
 
 def _load_chunk(path: Path) -> dict[str, np.ndarray]:

@@ -32,7 +32,11 @@ class _Group(click.Group):
 
 
 def _data_dir(ctx: click.Context) -> Path:
-    return data_layer.find_data_dir(ctx.obj.get("data"))
+    """The data folder (``--data``, else the default), made the folder every stage finds
+    until the command ends: the preprocessing reads its stopword list there too."""
+    path = data_layer.find_data_dir(ctx.obj.get("data"))
+    ctx.with_resource(data_layer.use_data_dir(path))
+    return path
 
 
 def _print_json(value: object) -> None:

@@ -7,21 +7,30 @@ rebuilt without it is rebuilt from CLIMATE-FEVER, which the course data was made
 * the gold passages of train and dev (3,443 passages with their real ``evidence-N`` ids);
 * a demo corpus of every distinct CLIMATE-FEVER sentence (5,240), shaped like evidence.json.
 
+It also reads NLTK's English stopword list from the data folder (checked against a pinned
+sha256), and streams a user's evidence.json (174 MB) without ever holding it whole.
+
 Every problem with an input file raises :class:`DataError`, whose message names the file and
-what is wrong; the command line turns it into exit status 2.
+what is wrong (and where: line, field or byte offset); the command line turns it into exit
+status 2.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
 import warnings
+import zipfile
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from . import constants as C
 
@@ -38,15 +47,21 @@ class EvidenceChecksumWarning(UserWarning):
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
+#: The data folder chosen for the running command (``--data``), see :func:`use_data_dir`.
+_chosen_data_dir: Path | None = None
+
 
 def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``explicit``, else ``$CLAIMTRACE_DATA``, else ``./data``, else
-    ``../shared/data`` (beside the working directory, then beside the repository)."""
+    """The data folder: ``explicit``, else the one chosen with :func:`use_data_dir`, else
+    ``$CLAIMTRACE_DATA``, else ``./data``, else ``../shared/data`` (beside the working
+    directory, then beside the repository)."""
     if explicit is not None:
         path = Path(explicit)
         if not path.is_dir():
             raise DataError(f"{path}: data folder given with --data does not exist")
         return path
+    if _chosen_data_dir is not None:
+        return _chosen_data_dir
     env = os.environ.get("CLAIMTRACE_DATA")
     if env:
         path = Path(env)
@@ -62,6 +77,28 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         f"no data folder found (tried {tried}): pass --data DIR or set CLAIMTRACE_DATA "
         f"to a folder holding {C.COURSE_DIR}/ and {C.CLIMATE_FEVER_FILE}"
     )
+
+
+@contextmanager
+def use_data_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Within the block, :func:`find_data_dir` without an argument returns ``path``.
+
+    The command line enters it with the folder of ``--data`` for the whole command, so the
+    stages that look the folder up themselves (the preprocessing's stopword list, reached from
+    tagging, retrieval and the classifier) read the same folder as the rest. Forked worker
+    processes inherit it. Restores the previous choice on exit.
+    """
+    global _chosen_data_dir
+    previous, _chosen_data_dir = _chosen_data_dir, Path(path)
+    try:
+        yield _chosen_data_dir
+    finally:
+        _chosen_data_dir = previous
+
+
+def chosen_data_dir() -> Path | None:
+    """The folder :func:`use_data_dir` chose, if a block of it is running."""
+    return _chosen_data_dir
 
 
 def course_file(data_dir: Path, split: str) -> Path:
@@ -94,13 +131,15 @@ class Claim:
 
 
 def _read_json(path: Path) -> object:
+    """The JSON value of a whole (small) file; DataError for anything unreadable."""
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        text = path.read_bytes().decode("utf-8")  # bytes first: the error's offset is the file's
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        raise DataError(f"{path}: not UTF-8 text ({err.reason} at byte offset {err.start})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
 
@@ -156,30 +195,153 @@ def load_claims(split: str, data_dir: Path | None = None, check_md5: bool = True
     return claims
 
 
+# --- NLTK's English stopword list -------------------------------------------------------------
+
+#: Where the list lives in the data folder, as nltk's downloader ships it (zipped) or leaves it
+#: (unzipped beside the zip); the zip is preferred.
+STOPWORDS_ZIP = f"{C.NLTK_DATA_DIR}/corpora/stopwords.zip"
+STOPWORDS_MEMBER = "stopwords/english"
+STOPWORDS_UNZIPPED = f"{C.NLTK_DATA_DIR}/corpora/{STOPWORDS_MEMBER}"
+
+
+def stopwords_file(data_dir: Path) -> Path:
+    """The stopword file of a data folder: its stopwords.zip, else the unzipped list."""
+    zipped, unzipped = Path(data_dir) / STOPWORDS_ZIP, Path(data_dir) / STOPWORDS_UNZIPPED
+    if zipped.is_file() or not unzipped.is_file():
+        return zipped
+    return unzipped
+
+
+def load_stopwords(data_dir: Path) -> frozenset[str]:
+    """The 179 English stopwords nltk's data served in 2024, from the data folder only (never
+    nltk's own search path: ``--data`` decides), checked against a pinned sha256.
+
+    A missing, unreadable, non-zip or different list raises DataError naming the file: a
+    different list would silently change every tag.
+    """
+    path = stopwords_file(data_dir)
+    if not path.is_file():
+        raise DataError(
+            f"{path}: file is missing: the preprocessing reads NLTK's English stopword list from the "
+            f"data folder; put the 2024 stopwords.zip there (../shared/data has it; nltk's "
+            f"downloader leaves one in its nltk_data/corpora/)"
+        )
+    raw = _stopword_bytes(path)
+    try:
+        words = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: {STOPWORDS_MEMBER} is not UTF-8 text ({err.reason} at byte offset {err.start})") from None
+    digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
+    if len(words) != C.STOPWORDS_COUNT or digest != C.STOPWORDS_SHA256:
+        raise DataError(
+            f"{path}: this is not the 2024 English stopword list ({len(words)} words, "
+            f"sha256 {digest}; expected {C.STOPWORDS_COUNT} words with sha256 "
+            f"{C.STOPWORDS_SHA256}). A different list changes every tag: use the 2024 stopwords.zip"
+        )
+    return frozenset(words)
+
+
+def _stopword_bytes(path: Path) -> bytes:
+    """The English list's bytes: the zip's ``stopwords/english`` member, or the plain file."""
+    try:
+        if path.suffix != ".zip":
+            return path.read_bytes()
+        with zipfile.ZipFile(path) as archive:
+            return archive.read(STOPWORDS_MEMBER)
+    except KeyError:
+        raise DataError(f"{path}: the archive holds no {STOPWORDS_MEMBER} (the English list)") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as err:
+        raise DataError(f"{path}: not a readable zip archive ({err})") from None
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
 # --- CLIMATE-FEVER and the gold passages ------------------------------------------------------
 
 
+#: The labels a CLIMATE-FEVER evidence sentence can carry (its claims also have DISPUTED).
+CLIMATE_FEVER_EVIDENCE_LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO")
+
+
 def load_climate_fever(data_dir: Path) -> dict[str, dict]:
-    """CLIMATE-FEVER claims keyed by the course's claim id (``claim-752`` is claim ``752``)."""
+    """CLIMATE-FEVER claims keyed by the course's claim id (``claim-752`` is claim ``752``).
+
+    Returns ``{"claim-N": {"claim": str, "label": str, "evidences": [(evidence_id, sentence,
+    evidence_label), ...]}}`` in file order. Every field used is checked (type; labels against
+    the known ones); a bad line raises DataError naming the file, the line and the field.
+    """
     path = Path(data_dir) / C.CLIMATE_FEVER_FILE
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
     claims: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            if not line.strip():
+    with open(path, "rb") as handle:  # bytes: a bad line is named, not a traceback
+        for line_number, raw in enumerate(handle, 1):
+            where = f"{path}: line {line_number}"
+            row = _json_line(raw, where)
+            if row is None:
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}: line {line_number} is not valid JSON ({err.msg})") from None
-            try:
-                claim_id = f"claim-{row['claim_id']}"
-                evidences = [(e["evidence_id"], e["evidence"], e["evidence_label"]) for e in row["evidences"]]
-                claims[claim_id] = {"claim": row["claim"], "label": row["claim_label"], "evidences": evidences}
-            except (KeyError, TypeError) as err:
-                raise DataError(f"{path}: line {line_number} lacks field {err}") from None
+            claim_id, claim = _climate_fever_claim(row, where)
+            if claim_id in claims:
+                raise DataError(f"{where}: claim_id {row['claim_id']!r} appears a second time")
+            claims[claim_id] = claim
     return claims
+
+
+def _json_line(raw: bytes, where: str) -> object | None:
+    """One JSON Lines line's value; None for a blank line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start} of the line)") from None
+    if not line.strip():
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{where} is not valid JSON ({err.msg} at column {err.colno})") from None
+
+
+def _climate_fever_claim(row: object, where: str) -> tuple[str, dict]:
+    """("claim-N", {"claim", "label", "evidences"}) of one parsed CLIMATE-FEVER line."""
+    if not isinstance(row, dict):
+        raise DataError(f"{where} is {_json_type(row)}, expected an object (one claim)")
+    claim_id = _field(row, "claim_id", str, where)
+    claim = _field(row, "claim", str, where)
+    label = _field(row, "claim_label", str, where, C.LABELS)
+    evidences = _field(row, "evidences", list, where)
+    sentences = []
+    for position, evidence in enumerate(evidences):
+        at = f"{where}: evidences[{position}]"
+        if not isinstance(evidence, dict):
+            raise DataError(f"{at} is {_json_type(evidence)}, expected an object (one sentence)")
+        sentences.append((
+            _field(evidence, "evidence_id", str, at),
+            _field(evidence, "evidence", str, at),
+            _field(evidence, "evidence_label", str, at, CLIMATE_FEVER_EVIDENCE_LABELS),
+        ))
+    return f"claim-{claim_id}", {"claim": claim, "label": label, "evidences": sentences}
+
+
+def _field(row: dict, name: str, kind: type, where: str, allowed: tuple[str, ...] = ()) -> object:
+    """``row[name]``, which must be a ``kind`` (and one of ``allowed`` when given)."""
+    if name not in row:
+        raise DataError(f"{where}: field {name} is missing")
+    value = row[name]
+    if not isinstance(value, kind):
+        raise DataError(f"{where}: field {name} is {_json_type(value)}, expected {_json_type(kind())}")
+    if allowed and value not in allowed:
+        raise DataError(f"{where}: field {name} is {value!r}, expected one of {', '.join(allowed)}")
+    return value
+
+
+def _json_type(value: object) -> str:
+    """What a parsed JSON value is, in JSON's words: "a string", "null", "an array"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    names = {str: "a string", int: "a number", float: "a number", list: "an array", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def gold_sentences(climate_fever_claim: dict, claim_label: str) -> list[str]:
@@ -256,77 +418,339 @@ def demo_corpus(data_dir: Path) -> dict[str, str]:
 
 # --- A user's evidence.json -------------------------------------------------------------------
 
+#: A corpus needs at least this many passages: a one-passage "corpus" is always a mistake.
+MIN_PASSAGES = 2
 
-def iter_evidence(path: str | os.PathLike, check_md5: bool = True) -> Iterator[tuple[str, str]]:
-    """Stream ``(id, text)`` pairs from an evidence.json-shaped file, in file order.
+#: Characters that cannot be written as UTF-8: a ``\udXXX`` escape that is not half of a pair.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
-    The file is parsed once, incrementally: the whole mapping is never held as one JSON value
-    next to its text. When ``check_md5`` is set and the file is not the course's, an
+
+def iter_evidence(
+    path: str | os.PathLike, check_md5: bool = True, chunk_size: int = 1 << 20
+) -> Iterator[tuple[str, str]]:
+    """Stream ``(id, text)`` pairs of an evidence.json-shaped file, in file order.
+
+    The file is parsed once, ``chunk_size`` bytes at a time (see :func:`stream_json_object`),
+    and checked as a corpus as it goes. Raises :class:`DataError` (at the latest when the
+    stream ends, so a consumer that collects every pair before writing writes nothing) when:
+
+    * the file is not one JSON object of string values (the message gives a byte offset);
+    * an id appears twice: ``json.load`` would silently keep the last text, but retrieval and
+      the gold lists name passages by id, so an ambiguous id is refused;
+    * a text or id holds a lone surrogate (a ``\\ud83d`` escape without its pair), which is valid
+      JSON but not text, and no artifact could be written with it;
+    * it holds fewer than :data:`MIN_PASSAGES` passages, or only empty (blank) texts.
+
+    Memory: the ids seen (for the duplicate check; the course's 1.2M take about 110 MB), never
+    the texts.
+
+    When ``check_md5`` is set and the file is not the course's, an
     :class:`EvidenceChecksumWarning` says results will not match the course's.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: evidence file is missing")
     if check_md5:
-        actual = md5_of(path)
-        if actual != C.EVIDENCE_MD5:
-            warnings.warn(
-                f"{path}: md5 is {actual}, the course's evidence.json has {C.EVIDENCE_MD5}: "
-                f"results will not match the course's",
-                EvidenceChecksumWarning,
-                stacklevel=2,
+        _warn_if_not_course_evidence(path)
+    seen: set[str] = set()
+    has_text = False
+    for evidence_id, text in stream_json_object(path, chunk_size):
+        known = len(seen)
+        seen.add(evidence_id)
+        if len(seen) == known:
+            raise DataError(
+                f"{path}: evidence id {_shown(evidence_id)} appears twice (again as passage {known + 1}): "
+                f"each id must name one text"
             )
-    yield from _stream_json_object(path)
+        # Decoded UTF-8 never holds surrogates, so only non-ASCII strings need the search.
+        if not (evidence_id.isascii() and text.isascii()):
+            _refuse_lone_surrogates(path, evidence_id, text)
+        if not has_text:
+            has_text = not text.isspace() and text != ""
+        yield evidence_id, text
+    _refuse_degenerate_corpus(path, len(seen), has_text)
 
 
-def _stream_json_object(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[str, str]]:
-    """Yield the string members of a top-level JSON object, reading ``chunk_size`` at a time."""
-    decoder = json.JSONDecoder()
-    with open(path, encoding="utf-8") as handle:
-        buffer = handle.read(chunk_size)
-        position = _skip_space(buffer, 0)
-        if position >= len(buffer) or buffer[position] != "{":
-            raise DataError(f"{path}: expected a JSON object mapping evidence ids to texts")
-        position += 1
-        expect_member = True
+def _warn_if_not_course_evidence(path: Path) -> None:
+    actual = md5_of(path)
+    if actual != C.EVIDENCE_MD5:
+        warnings.warn(
+            f"{path}: md5 is {actual}, the course's evidence.json has {C.EVIDENCE_MD5}: "
+            f"results will not match the course's",
+            EvidenceChecksumWarning,
+            stacklevel=3,
+        )
+
+
+def _refuse_lone_surrogates(path: Path, evidence_id: str, text: str) -> None:
+    for what, value in (("id", evidence_id), ("text", text)):
+        if not value.isascii() and (found := _LONE_SURROGATE.search(value)):
+            raise DataError(
+                f"{path}: evidence {_shown(evidence_id)}: its {what} holds a lone surrogate "
+                f"\\u{ord(found.group()):04x} (half of an escaped pair), which is not a character"
+            )
+
+
+def _refuse_degenerate_corpus(path: Path, passages: int, has_text: bool) -> None:
+    if passages < MIN_PASSAGES:
+        held = "no passages" if passages == 0 else "a single passage"
+        raise DataError(f"{path}: holds {held}; a corpus needs at least {MIN_PASSAGES}")
+    if not has_text:
+        raise DataError(f"{path}: all {passages} passages are empty: there is no text to retrieve from")
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """repr of an id for a message, cut to ``limit`` characters (ids can be anything)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
+
+
+def stream_json_object(path: str | os.PathLike, chunk_size: int = 1 << 20) -> Iterator[tuple[str, str]]:
+    """Stream the members ``(key, value)`` of a file holding one JSON object of string values.
+
+    Accepts what ``json.loads`` accepts from the file's bytes (``strict=True``, its default)
+    when they are UTF-8 and hold an object of strings, and yields its members in file order,
+    duplicates included: ``dict()`` of the stream equals ``json.loads``'s result, which keeps
+    a repeated key's last value. A leading UTF-8 byte order mark is skipped, as ``json.loads``
+    does on bytes. Memory: a window of about ``chunk_size`` bytes' text, widened (doubling)
+    while a member longer than it is read, so at most about twice the longest member.
+
+    Raises :class:`DataError` naming the file and the byte offset (from 0 at the file's first
+    byte, a BOM included) of bad UTF-8, invalid JSON, a value that is not a string, or anything
+    but whitespace after the closing brace.
+    """
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    with handle:
+        yield from _ObjectStream(Path(path), handle, chunk_size).members()
+
+
+#: JSON's whitespace (and only it: json.load refuses other Unicode spaces).
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+#: Between a key's closing quote and its value's opening quote; between a value's closing quote
+#: and the next key's opening quote.
+_KEY_VALUE = re.compile(r'[ \t\n\r]*:[ \t\n\r]*"')
+_NEXT_KEY = re.compile(r'[ \t\n\r]*,[ \t\n\r]*"')
+
+#: The json module's own string scanner (C when available): (text, index after the opening
+#: quote, strict) -> (string, index after the closing quote).
+_scanstring = json.decoder.scanstring
+
+#: What a JSON value that is not a string is, by its first character.
+_LITERALS = ("true", "false", "null")
+_VALUE_KINDS = {"{": "an object", "[": "an array", **{word[0]: word for word in _LITERALS},
+                **{c: "a number" for c in "-0123456789"}}
+
+#: The json scanner's messages that read badly without the "line, column" it appends.
+_SCANNER_MESSAGES = {
+    "Unterminated string starting at": "a string opens here and is never closed (is the file cut short?)",
+    "Invalid control character at": "a raw control character (a tab or line break?) inside a string; "
+                                    "JSON needs it escaped",
+}
+
+
+class _ObjectStream:
+    """Incremental parser of one JSON object of strings over a binary file.
+
+    ``window`` holds decoded text from the file; ``pos`` values passed around index into it.
+    The window only ever moves forward: :meth:`_read_on` drops the text before ``pos`` and
+    appends the next chunk, returning ``pos``'s new index (0).
+    """
+
+    def __init__(self, path: Path, handle: BinaryIO, chunk_size: int):
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+        self.path = path
+        self.handle = handle
+        self.chunk_size = chunk_size
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.bytes_read = 0  # bytes taken from the file (a BOM included)
+        self.eof = False
+        self.window = ""
+        self._skip_bom()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _skip_bom(self) -> None:
+        """Fill the first window, past a UTF-8 byte order mark if the file starts with one."""
+        head = b""
+        while len(head) < len(codecs.BOM_UTF8):  # a tiny chunk_size may need several reads
+            raw = self.handle.read(self.chunk_size)
+            if not raw:
+                self.eof = True
+                break
+            head += raw
+        self.bytes_read = len(head)
+        skipped = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+        self.window = self._decode(head[skipped:], skipped, final=self.eof)
+
+    def _decode(self, raw: bytes, offset: int, final: bool) -> str:
+        """Decode the bytes found at file ``offset`` (after any pending partial character)."""
+        pending = len(self.decoder.getstate()[0])
+        try:
+            return self.decoder.decode(raw, final)
+        except UnicodeDecodeError as err:
+            raise DataError(
+                f"{self.path}: not UTF-8 text: {err.reason} at byte offset {offset - pending + err.start}"
+            ) from None
+
+    def _read_on(self, pos: int) -> int:
+        """Drop the window before ``pos``, append more of the file; return ``pos``'s new index.
+
+        Reads at least as much as the window still holds, so a member much longer than the
+        window is read in doubling steps (linear time overall). At the end of the file sets
+        ``eof`` and leaves the window as it was (but shifted).
+        """
+        self.window = self.window[pos:]
+        text = ""
+        while not text and not self.eof:
+            raw = self.handle.read(max(self.chunk_size, len(self.window)))
+            self.eof = not raw
+            text = self._decode(raw, self.bytes_read, final=self.eof)
+            self.bytes_read += len(raw)
+        self.window += text
+        return 0
+
+    def _byte_offset(self, pos: int) -> int:
+        """File byte offset of window index ``pos``, counted back from what was read."""
+        pending = len(self.decoder.getstate()[0])
+        return self.bytes_read - pending - len(self.window[pos:].encode("utf-8", "surrogatepass"))
+
+    def _error(self, message: str, pos: int) -> DataError:
+        return DataError(f"{self.path}: not valid JSON at byte offset {self._byte_offset(pos)}: {message}")
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def _token(self, pos: int) -> tuple[int, str]:
+        """Skip whitespace from ``pos``: (index, character there), or (index, "") at the end."""
         while True:
-            position = _skip_space(buffer, position)
-            # Refill when the next member may be cut at the buffer's end.
-            if len(buffer) - position < chunk_size // 2:
-                more = handle.read(chunk_size)
-                if more:
-                    buffer = buffer[position:] + more
-                    position = 0
-                    continue
-            if position >= len(buffer):
-                raise DataError(f"{path}: ends before the closing brace")
-            char = buffer[position]
-            if char == "}":
-                return
-            if char == ",":
-                if expect_member:
-                    raise DataError(f"{path}: misplaced comma")
-                expect_member = True
-                position += 1
-                continue
+            pos = _WHITESPACE.match(self.window, pos).end()
+            if pos < len(self.window):
+                return pos, self.window[pos]
+            if self.eof:
+                return pos, ""
+            pos = self._read_on(pos)
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        """The string whose opening quote is at ``pos``, and the index after its closing quote."""
+        while True:
             try:
-                key, position = decoder.raw_decode(buffer, position)
-                position = _skip_space(buffer, position)
-                if buffer[position] != ":":
-                    raise ValueError("expected ':'")
-                value, position = decoder.raw_decode(buffer, _skip_space(buffer, position + 1))
-            except (ValueError, IndexError) as err:
-                raise DataError(f"{path}: not valid JSON near character {position} ({err})") from None
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise DataError(f"{path}: evidence {key!r} has a {type(value).__name__} value, expected text")
-            expect_member = False
+                return _scanstring(self.window, pos + 1, True)
+            except json.JSONDecodeError as err:
+                # A string cut by the window's end fails too: it is a real error only when its
+                # closing quote is in the window (or the file has ended).
+                if self.eof or _closing_quote_after(self.window, pos):
+                    raise self._error(_SCANNER_MESSAGES.get(err.msg, err.msg), err.pos) from None
+                pos = self._read_on(pos)
+
+    # -- the object --------------------------------------------------------------------------
+
+    def members(self) -> Iterator[tuple[str, str]]:
+        """Every member of the object, in file order; then checks that the file ends there."""
+        pos = self._first_key()
+        scan, key_value, next_key = _scanstring, _KEY_VALUE.match, _NEXT_KEY.match
+        while pos is not None:
+            # Fast path, nearly every member: the member and the separator up to the next key's
+            # quote lie in the window, and C code (the json scanner, two regexes) parses them.
+            window = self.window
+            try:
+                key, end = scan(window, pos + 1, True)
+                between = key_value(window, end)
+                if between is not None:
+                    value, end = scan(window, between.end(), True)
+                    after = next_key(window, end)
+                    if after is not None:
+                        yield key, value
+                        pos = after.end() - 1
+                        continue
+            except json.JSONDecodeError:
+                pass  # an error, or a member cut by the window's end: the careful path decides
+            key, value, pos = self._member(pos)
             yield key, value
 
+    def _first_key(self) -> int | None:
+        """Index of the first key's opening quote; None for an empty object."""
+        pos, char = self._token(0)
+        if char != "{":
+            found = "nothing" if char == "" else repr(char)
+            raise self._error(f"expected a JSON object ('{{'), found {found}", pos)
+        pos, char = self._token(pos + 1)
+        if char == "}":
+            self._after_object(pos + 1)
+            return None
+        if char != '"':
+            raise self._error(self._unexpected(char, "a string key (an evidence id)"), pos)
+        return pos
 
-def _skip_space(buffer: str, position: int) -> int:
-    while position < len(buffer) and buffer[position] in " \t\r\n":
-        position += 1
-    return position
+    def _member(self, pos: int) -> tuple[str, str, int | None]:
+        """The member whose key opens at ``pos``, reading on as needed, with every error named:
+        (key, value, index of the next key's opening quote or None after the last member)."""
+        key, pos = self._string(pos)
+        pos, char = self._token(pos)
+        if char != ":":
+            raise self._error(self._unexpected(char, "':' after the key"), pos)
+        pos, char = self._token(pos + 1)
+        if char != '"':
+            raise self._value_error(key, char, pos)
+        value, pos = self._string(pos)
+        pos, char = self._token(pos)
+        if char == "}":
+            self._after_object(pos + 1)
+            return key, value, None
+        if char != ",":
+            raise self._error(self._unexpected(char, "',' or '}' after a member"), pos)
+        pos, char = self._token(pos + 1)
+        if char != '"':  # also a trailing comma before '}', which JSON does not allow
+            raise self._error(self._unexpected(char, "a string key (an evidence id)"), pos)
+        return key, value, pos
+
+    def _after_object(self, pos: int) -> None:
+        pos, char = self._token(pos)
+        if char != "":
+            raise self._error(f"unexpected {char!r} after the object's closing brace", pos)
+
+    @staticmethod
+    def _unexpected(char: str, wanted: str) -> str:
+        if char == "":
+            return f"the file ends where {wanted} should be (truncated?)"
+        return f"expected {wanted}, found {char!r}"
+
+    def _value_error(self, key: str, char: str, pos: int) -> DataError:
+        """The error for a value that does not open with a quote: name what it is instead."""
+        kind = _VALUE_KINDS.get(char)
+        if kind in _LITERALS:
+            pos = self._ensure(pos, len(kind))
+            if not self.window.startswith(kind, pos):
+                kind = None  # "tru", "nul": not JSON at all
+        if kind is None:
+            return self._error(self._unexpected(char, f"the value of {_shown(key)}"), pos)
+        return DataError(
+            f"{self.path}: the value of {_shown(key)} at byte offset {self._byte_offset(pos)} is {kind}, "
+            f"not a string (a passage's text)"
+        )
+
+    def _ensure(self, pos: int, count: int) -> int:
+        """Read on until the window holds ``count`` characters from ``pos`` (or the file ends);
+        return ``pos``'s index then."""
+        while len(self.window) - pos < count and not self.eof:
+            pos = self._read_on(pos)
+        return pos
+
+
+def _closing_quote_after(text: str, start: int) -> bool:
+    """Whether the string opened by the quote at ``start`` is closed within ``text``: an
+    unescaped quote follows (one preceded by an even run of backslashes)."""
+    index = start + 1
+    while (index := text.find('"', index)) >= 0:
+        backslashes = index - 1
+        while text[backslashes] == "\\":  # text[start] is a quote: the walk stops there
+            backslashes -= 1
+        if (index - 1 - backslashes) % 2 == 0:
+            return True
+        index += 1
+    return False
 
 
 # --- Writing artifacts ------------------------------------------------------------------------
@@ -357,6 +781,26 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+@contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """:func:`atomic_output` for a folder written by a library (many files): yield a temporary
+    folder beside ``path`` and rename it into place whole when the block ends without error."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path}: already there")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield temporary
+        umask = os.umask(0)  # mkdtemp makes the folder 0700
+        os.umask(umask)
+        os.chmod(temporary, 0o777 & ~umask)
+        os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
 def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
     """Write text (UTF-8) or bytes to ``path`` through :func:`atomic_output`."""
     with atomic_output(path) as temporary:
@@ -370,15 +814,18 @@ def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
 
 
 def check(data_dir: Path) -> list[str]:
-    """Check every course file and the gold reconstruction; return lines describing what was
-    found. Raises DataError at the first problem."""
+    """Check every course file, CLIMATE-FEVER, the stopword list and the gold reconstruction;
+    return lines describing what was found. Raises DataError at the first problem."""
     lines = [f"data folder: {data_dir}"]
     for split in C.SPLIT_FILES:
         claims = load_claims(split, data_dir)
         path = course_file(data_dir, split)
         lines.append(f"ok  {path.name}: {len(claims)} claims, md5 {C.COURSE_FILE_MD5[path.name]}")
     climate_fever = load_climate_fever(data_dir)
-    lines.append(f"ok  {C.CLIMATE_FEVER_FILE}: {len(climate_fever)} claims")
+    lines.append(f"ok  {C.CLIMATE_FEVER_FILE}: {len(climate_fever)} claims, every field used checked")
+    stopwords = load_stopwords(data_dir)
+    lines.append(f"ok  {stopwords_file(data_dir).relative_to(data_dir)}: {len(stopwords)} English stopwords, "
+                 f"sha256 {C.STOPWORDS_SHA256}")
     gold = gold_passages(data_dir)
     lines.append(f"ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: {len(gold)}")
     lines.append(f"ok  demo corpus: {len(demo_corpus(data_dir))} distinct sentences")

@@ -15,7 +15,6 @@ Porter stem.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 from dataclasses import dataclass
@@ -23,12 +22,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import contractions
-import nltk
 from nltk.stem import PorterStemmer
 from nltk.tokenize import NLTKWordTokenizer, word_tokenize
 
-from . import constants as C
-from .data import DataError, find_data_dir
+from .data import chosen_data_dir, find_data_dir, load_stopwords
 
 #: Quirk: only ASCII punctuation is replaced (string.punctuation); “ ” ’ … stay and the
 #: tokenizer separates them; "sentence.abc" becomes two words.
@@ -83,46 +80,16 @@ def tokenize(normalised: str) -> list[str]:
 # --- Stopwords ------------------------------------------------------------------------------
 
 
-def _nltk_data_paths(data_dir: Path | None) -> list[str]:
-    paths = []
-    try:
-        root = find_data_dir(data_dir) if data_dir is None else Path(data_dir)
-        paths.append(str(root / C.NLTK_DATA_DIR))
-    except DataError:
-        pass
-    return paths + list(nltk.data.path)
-
-
 @lru_cache(maxsize=None)
-def _stopwords_from(search_paths: tuple[str, ...]) -> frozenset[str]:
-    try:
-        location = nltk.data.find("corpora/stopwords.zip/stopwords/english", paths=list(search_paths))
-    except LookupError:
-        try:
-            location = nltk.data.find("corpora/stopwords/english", paths=list(search_paths))
-        except LookupError:
-            raise DataError(
-                "NLTK's English stopword list was not found (looked for corpora/stopwords in "
-                f"{', '.join(search_paths)}). Put the 2024 stopwords.zip under "
-                f"<data>/{C.NLTK_DATA_DIR}/corpora/ (it is in ../shared/data), or run "
-                "python -m nltk.downloader stopwords on a machine with internet access"
-            ) from None
-    raw = location.open().read() if hasattr(location, "open") else Path(location).read_bytes()
-    words = raw.decode("utf-8").splitlines()
-    digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
-    if len(words) != C.STOPWORDS_COUNT or digest != C.STOPWORDS_SHA256:
-        raise DataError(
-            f"{location}: this is not the 2024 English stopword list ({len(words)} words, "
-            f"sha256 {digest}; expected {C.STOPWORDS_COUNT} words with sha256 "
-            f"{C.STOPWORDS_SHA256}). A different list changes every tag: use the 2024 stopwords.zip"
-        )
-    return frozenset(words)
+def _stopwords_in(data_dir: str | Path | None) -> frozenset[str]:
+    return load_stopwords(find_data_dir(data_dir))
 
 
-@lru_cache(maxsize=None)
-def stopwords(data_dir: Path | None = None) -> frozenset[str]:
-    """The 179 English stopwords nltk's data served in 2024, checked against a pinned digest."""
-    return _stopwords_from(tuple(_nltk_data_paths(data_dir)))
+def stopwords(data_dir: str | Path | None = None) -> frozenset[str]:
+    """The 179 English stopwords nltk's data served in 2024, checked against a pinned digest
+    (:func:`claimtrace.data.load_stopwords`), from ``data_dir``, else from the data folder the
+    command chose (``--data``), else the default one: the same folder as every other input."""
+    return _stopwords_in(data_dir if data_dir is not None else chosen_data_dir())
 
 
 # --- Stemming -------------------------------------------------------------------------------
