@@ -431,6 +431,9 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
 
     from .web.app import create_app
 
+    from .preprocess import stopwords
+
+    stopwords(_data_dir(ctx))  # every trace preprocesses: a bad stopword list stops the server now
     app = create_app(_open_build(ctx, workdir), warm=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
