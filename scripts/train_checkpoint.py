@@ -3,12 +3,20 @@
     python scripts/train_checkpoint.py                      # train with the shipped seed, export
     python scripts/train_checkpoint.py --seed 3             # another seed
     python scripts/train_checkpoint.py --from-workdir DIR   # export a finished `claimtrace train` run
+    python scripts/train_checkpoint.py --variant intended --threads 1   # the intended model
 
-Writes:
+Writes (--variant notebook, the default):
   classifier.safetensors       best-dev checkpoint, float32, the notebook's tensor names
   classifier_vocab.json        the 5,886 tokens its ids refer to
   classifier_table.safetensors g (5,886 x 4) and bias, float64 and float32 (claimtrace.explain)
   classifier_provenance.json   seed, settings, per-epoch log, best epoch, dev accuracies
+
+Writes (--variant intended: the same model with both bugs fixed, trained the same way):
+  classifier_intended.safetensors       best-dev checkpoint, float16 (exactness not claimed)
+  classifier_intended_provenance.json   seed, settings, per-epoch log, best epoch, accuracies of
+                                        the float16 checkpoint, the notebook model's curve beside
+It checks that the run's vocabulary is the shipped classifier_vocab.json and leaves the notebook
+model's files alone.
 
 Training is deterministic for a given seed on one machine with the same thread count; another
 CPU or thread count may give other weights (float sums in another order).
@@ -51,11 +59,14 @@ def main() -> None:
     parser.add_argument("--assets", type=Path, default=REPO / "src" / "claimtrace" / "assets")
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--note", default=None, help="Free text stored in the provenance (e.g. machine load).")
+    parser.add_argument("--variant", choices=C.CLASSIFIER_VARIANTS, default="notebook",
+                        help="notebook (default) or intended (both bugs fixed; float16 checkpoint).")
     args = parser.parse_args()
 
+    from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
+    from claimtrace.classifier.predict import load_classifier, predict, protocol_figures
+    from claimtrace.classifier.table import export_table, save_table, sha256_file
     from claimtrace.classifier.train import train, training_data
-    from claimtrace.explain import (evaluate_protocols, export_table, gold_evidence, load_classifier,
-                                    save_table, sha256_file)
     from claimtrace.data import gold_passages, load_claims
 
     data_dir = find_data_dir(args.data)
@@ -63,11 +74,15 @@ def main() -> None:
         workdir = args.workdir
         started = time.perf_counter()
         data = training_data(data_dir)
-        result = train(data, workdir, seed=args.seed, epochs=args.epochs, threads=args.threads, echo=print)
+        result = train(data, workdir, seed=args.seed, epochs=args.epochs, threads=args.threads, echo=print,
+                       variant=args.variant)
         print(f"trained in {time.perf_counter() - started:.0f}s (data included)")
     else:
         workdir = args.from_workdir
-    log = json.loads((workdir / C.TRAINING_LOG_FILE).read_text(encoding="utf-8"))
+    log = json.loads((workdir / C.TRAINING_LOG_FILES[args.variant]).read_text(encoding="utf-8"))
+    if args.variant == "intended":
+        export_intended(workdir, log, args.assets, data_dir, args.note)
+        return
 
     assets = args.assets
     assets.mkdir(parents=True, exist_ok=True)
@@ -84,9 +99,9 @@ def main() -> None:
     accuracies = {}
     for split in ("train", "dev"):
         claims = load_claims(split, data_dir)
-        report = evaluate_protocols(classifier, claims, gold_evidence(claims, passages))
-        accuracies[split] = {p: {k: report["protocols"][p][k] for k in ("accuracy", "correct", "claims", "confusion")}
-                             for p in C.PROTOCOLS}
+        verdicts = predict(classifier, encode(make_rows(claims, gold_evidence(claims, passages)), classifier.vocab))
+        accuracies[split] = protocol_figures({cid: c.label for cid, c in claims.items()},
+                                             {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()})
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     if accuracies["dev"]["notebook"]["correct"] != recorded:
         raise SystemExit(f"dev accuracy of the exported checkpoint ({accuracies['dev']['notebook']['correct']}) "
@@ -119,6 +134,108 @@ def main() -> None:
     print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
     for split, by in accuracies.items():
         print(split, {p: f"{v['correct']}/{v['claims']} = {v['accuracy']:.4f}" for p, v in by.items()})
+
+
+# --- The intended model ---------------------------------------------------------------------------
+
+
+def library_versions() -> dict[str, str]:
+    import numpy
+    import safetensors
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+            "safetensors": safetensors.__version__}
+
+
+def intended_accuracies(model, data) -> dict:
+    """Accuracy of the loaded (float16 -> float32) intended model with gold evidence, train and
+    dev, in both protocols; for this model they differ only by float noise, since a claim no
+    longer sees its batch-mates."""
+    import torch
+
+    from claimtrace.classifier.model import alone_logits, notebook_logits
+    from claimtrace.classifier.predict import accuracy_and_confusion
+
+    out = {}
+    for split, encoded in (("train", data.train), ("dev", data.dev)):
+        out[split] = {}
+        labels = [C.LABELS[i] for i in encoded.labels.tolist()]
+        for protocol, run in (("alone", alone_logits), ("notebook", notebook_logits)):
+            with torch.no_grad():
+                predicted = run(model, torch.from_numpy(encoded.input_ids)).argmax(1).tolist()
+            out[split][protocol] = accuracy_and_confusion(labels, [C.LABELS[i] for i in predicted])
+    return out
+
+
+def notebook_curve(assets: Path) -> dict:
+    """The shipped notebook model's curve, for the comparison."""
+    shipped = json.loads((assets / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    return {
+        "best_epoch": shipped["best_epoch"],
+        "best_dev_accuracy": shipped["best_dev_accuracy"],
+        "curve": {str(h["epoch"]): {"train_accuracy": h["train_accuracy"], "dev_accuracy": h["dev_accuracy"]}
+                  for h in shipped["history"]},
+    }
+
+
+def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note: str | None) -> None:
+    """Ship the intended run's best checkpoint in float16 with its provenance."""
+    from claimtrace.classifier.intended import load_intended_model, save_float16_checkpoint
+    from claimtrace.classifier.model import load_state_dict
+    from claimtrace.classifier.train import training_data
+    from claimtrace.classifier.table import sha256_file
+
+    if log.get("variant") != "intended":
+        raise SystemExit(f"{workdir}: not an intended run")
+    # The ids of both checkpoints refer to one shipped vocabulary: refuse a run with another.
+    if sha256_file(workdir / C.VOCAB_FILE) != sha256_file(assets / C.VOCAB_FILE):
+        raise SystemExit(f"{workdir / C.VOCAB_FILE} differs from the shipped {C.VOCAB_FILE}")
+    source = workdir / C.CHECKPOINT_FILES["intended"]
+    target = assets / C.CHECKPOINT_FILES["intended"]
+    metadata = {"variant": "intended", "seed": str(log["seed"]), "epoch": str(log["best_epoch"]),
+                "exactness": "not claimed: float16 copy of the float32 training checkpoint"}
+    save_float16_checkpoint(load_state_dict(source), target, metadata=metadata)
+    model = load_intended_model(target)  # loads back what was just written
+    accuracies = intended_accuracies(model, training_data(data_dir))
+    recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
+    shipped_dev = accuracies["dev"]["notebook"]["correct"]
+    provenance = {
+        "what": "The intended classifier: the notebook's Transformer with its two bugs fixed (batch-first "
+                "attention, positional encoding by batch position) and nothing else, trained by claimtrace "
+                "exactly as the notebook's model (notebook.md section 6; claimtrace.classifier.model, fixed=True).",
+        "exactness": "Not claimed. The checkpoint is a float16 copy of the float32 best-dev weights (half the "
+                     "size); logits differ from the float32 weights' in the last digits and a near-tie verdict "
+                     "may flip. The accuracies below are the float16 checkpoint's own, loaded back in float32.",
+        "regenerate": f"python scripts/train_checkpoint.py --variant intended --seed {log['seed']} "
+                      f"--epochs {log['epochs']} --threads {log['threads']}",
+        "variant": "intended",
+        "dtype": "float16",
+        "seed": log["seed"],
+        "epochs": log["epochs"],
+        "threads": log["threads"],
+        "batch_size": log["batch_size"],
+        "learning_rate": log["learning_rate"],
+        "libraries": library_versions(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "training_seconds": log.get("seconds"),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "note": note,
+        "best_epoch": log["best_epoch"],
+        "best_dev_accuracy": log["best_dev_accuracy"],
+        "best_dev_correct_float32": recorded,
+        "best_dev_correct_float16": shipped_dev,
+        "history": log["history"],
+        "accuracy_with_gold_evidence": accuracies,
+        "notebook_model": notebook_curve(assets),
+        "files": {name: sha256_file(assets / name) for name in (C.CHECKPOINT_FILES["intended"], C.VOCAB_FILE)},
+        "labels": list(C.LABELS),
+    }
+    write_atomic(assets / C.PROVENANCE_FILES["intended"], json.dumps(provenance, indent=1) + "\n")
+    print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
+    print(f"dev, float16 checkpoint: {shipped_dev}/{accuracies['dev']['notebook']['claims']} "
+          f"(training log, float32: {recorded}); {target.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

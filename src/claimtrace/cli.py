@@ -214,16 +214,19 @@ def _before_torch() -> None:
 
 
 @main.command("train")
-@checkpoint_option("Where to write classifier.safetensors, classifier_vocab.json, training_log.json.",
-                   required=True)
+@checkpoint_option("Where to write the checkpoint, classifier_vocab.json and the training log.", required=True)
 @click.option("--seed", type=int, default=None, help="Seed (default: the shipped checkpoint's).")
 @click.option("--epochs", type=int, default=None, help="Epochs (default: the notebook's 10).")
 @click.option("--threads", type=int, default=None, help="Torch CPU threads (default: 2).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--variant", type=click.Choice(["notebook", "intended"]), default="notebook", show_default=True,
+              help="The notebook's model, or the intended one (both bugs fixed; writes "
+                   "classifier_intended.safetensors and training_log_intended.json).")
 @click.pass_context
 def train_command(ctx: click.Context, checkpoint: str, seed: int | None, epochs: int | None,
-                  threads: int | None, no_progress: bool) -> None:
-    """Train the notebook's classifier (gold evidence), keeping the best dev checkpoint."""
+                  threads: int | None, no_progress: bool, variant: str) -> None:
+    """Train the notebook's classifier (gold evidence), or with --variant intended the same model
+    with its two bugs fixed, the same way; keep the best dev checkpoint."""
     from .classifier.train import train, training_data
 
     data = training_data(_data_dir(ctx))
@@ -232,7 +235,7 @@ def train_command(ctx: click.Context, checkpoint: str, seed: int | None, epochs:
         seed=C.SHIPPED_SEED if seed is None else seed,
         epochs=C.EPOCHS if epochs is None else epochs,
         threads=C.TORCH_THREADS if threads is None else threads,
-        show_progress=not no_progress, echo=click.echo,
+        show_progress=not no_progress, echo=click.echo, variant=variant,
     )
     log = result.log
     click.echo(f"best epoch {log['best_epoch']}: dev accuracy {log['best_dev_accuracy']:.4f}; "

@@ -162,6 +162,13 @@ TABLE_FILE = "classifier_table.safetensors"
 PROVENANCE_FILE = "classifier_provenance.json"
 VOCAB_FILE = "classifier_vocab.json"
 TRAINING_LOG_FILE = "training_log.json"
+#: The classifiers claimtrace trains: "notebook" (the notebook's model, bugs included) and
+#: "intended" (the same model with the batch-first and pe-by-batch-position bugs fixed; trained
+#: the same way, shipped in float16, its exactness not claimed). Files per variant:
+CLASSIFIER_VARIANTS = ("notebook", "intended")
+CHECKPOINT_FILES = {"notebook": CHECKPOINT_FILE, "intended": "classifier_intended.safetensors"}
+TRAINING_LOG_FILES = {"notebook": TRAINING_LOG_FILE, "intended": "training_log_intended.json"}
+PROVENANCE_FILES = {"notebook": PROVENANCE_FILE, "intended": "classifier_intended_provenance.json"}
 #: The seed of the shipped checkpoint (see classifier_provenance.json for why this one).
 SHIPPED_SEED = 0
 #: libgomp's wait policy for torch's OpenMP threads. On a CPU shared with other processes the

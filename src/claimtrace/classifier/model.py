@@ -20,6 +20,10 @@ Consequence (claimtrace.explain): a claim alone (batch of one) gives the encoder
 length one, so each position is transformed on its own and the logits are a sum of per-token
 rows of a 5,886 x 4 table.
 
+``fixed=True`` is the "intended" model: the same network with exactly those two bugs fixed and
+every other quirk kept (see :class:`TransformerClassifier`). It has its own trained checkpoint
+(``claimtrace.classifier.intended``).
+
 Tensor names are the notebook's (``embedding.weight``, ``pos_encoder.pe``,
 ``transformer_encoder.layers.N.*``, ``fc_out.weight``/``fc_out.bias``): the notebook's own
 class loads a state dict saved from this one with ``load_state_dict(strict=True)``.
@@ -66,15 +70,28 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.pe[: x.size(0)]
 
+    def by_word(self, x: torch.Tensor) -> torch.Tensor:
+        """What the notebook meant: x (batch, seq, d) gets row t of the table at word position t,
+        the same rows for every claim of the batch. Returns (batch, seq, d)."""
+        # pe[:seq] is (seq, 1, d); moved to (1, seq, d) it broadcasts over the batch.
+        return x + self.pe[: x.size(1)].transpose(0, 1)
+
 
 class TransformerClassifier(nn.Module):
     """The notebook's ``TransformerModel``.
 
-    ``fixed=False`` (the default) is the notebook's model. ``fixed=True`` is what it meant to
-    build, for comparison only: the encoder reads (batch, sequence, features), the embedding is
-    scaled by sqrt(d_model) and the positional encoding marks each word's position. Both have
-    the same tensors, so a state dict loads into either; the shipped weights were trained with
-    ``fixed=False``.
+    ``fixed=False`` (the default) is the notebook's model. ``fixed=True`` is the "intended"
+    model: it fixes the two bugs and nothing else.
+
+    * batch-first attention: the encoder layers are built with ``batch_first=True``, so they read
+      (batch, 128, 256) as it is, and attention runs over the 128 positions of each claim;
+    * pe by batch position: row t of the table is added at word position t (``by_word``).
+
+    Everything else is the notebook's, on purpose: the x sqrt(src.size(1)) = sqrt(128) embedding
+    scale, dropout after the encoding, no padding mask, the mean over all 128 positions
+    ([PAD] included), the same layers and initialisation. Both have the same tensors, so a state
+    dict loads into either; the shipped ``classifier.safetensors`` was trained with
+    ``fixed=False``, ``classifier_intended.safetensors`` with ``fixed=True``.
     """
 
     def __init__(
@@ -104,23 +121,46 @@ class TransformerClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, src: torch.Tensor) -> torch.Tensor:
-        """Token ids (batch, 128) -> logits (batch, 4)."""
-        if self.fixed:
-            return self._forward_fixed(src)
-        # Quirk "x sqrt(128)": src.size(1) is the sequence length (128), not d_model (256).
+        """Logits of a mini-batch.
+
+        Parameters
+        ----------
+        src : torch.Tensor
+            Token ids, shape (batch, 128), int64.
+
+        Returns
+        -------
+        torch.Tensor
+            Logits, shape (batch, 4), float32.
+        """
+        # dim=1 is the 128 positions in both variants: each claim's output is the mean over its
+        # positions, [PAD] included (the notebook passed no mask).
+        return self.fc_out(self.encoder_output(src).mean(dim=1))
+
+    def encoder_output(self, src: torch.Tensor) -> torch.Tensor:
+        """The encoder's output before the mean, one vector per claim and position.
+
+        Parameters
+        ----------
+        src : torch.Tensor
+            Token ids, shape (batch, 128), int64.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (batch, 128, 256): [claim, position] in both variants (the notebook's encoder
+            mislabels the axes but returns its input's layout).
+        """
+        # Quirk "x sqrt(128)", kept in both variants: src.size(1) is the sequence length (128),
+        # not d_model (256).
         x = self.embedding(src) * math.sqrt(src.size(1))
+        if self.fixed:
+            # Both fixes: pe by word position, and an encoder built with batch_first=True.
+            return self.transformer_encoder(self.dropout(self.pos_encoder.by_word(x)))
         # Quirk "pe by batch position": x is (batch, 128, 256), pe is sliced by x.size(0).
         x = self.dropout(self.pos_encoder(x))
         # Quirk "batch-first bug": read as (sequence=batch, batch=128 positions, features).
-        output = self.transformer_encoder(x)
-        # dim=1 is the 128 positions: each claim's output is the mean over its positions.
-        return self.fc_out(output.mean(dim=1))
-
-    def _forward_fixed(self, src: torch.Tensor) -> torch.Tensor:
-        x = self.embedding(src) * math.sqrt(self.embedding.embedding_dim)
-        x = x + self.pos_encoder.pe[: src.size(1)].transpose(0, 1)  # word positions
-        output = self.transformer_encoder(self.dropout(x))  # batch_first=True
-        return self.fc_out(output.mean(dim=1))
+        return self.transformer_encoder(x)
 
 
 def build_model(vocab_size: int = C.VOCAB_SIZE, fixed: bool = False) -> TransformerClassifier:

@@ -10,11 +10,18 @@ epoch).
 What this port adds: a seed (torch, numpy, random) and a fixed number of CPU threads, so that
 two runs with the same seed on one machine give identical weights; a JSON log.
 
-Files written to the work folder:
+Two variants (``constants.CLASSIFIER_VARIANTS``) share that loop, seed and data: ``notebook`` trains the
+notebook's model, ``intended`` the same model with its two bugs fixed (``model.py``,
+``fixed=True``). With the same seed both start from the same initial weights.
 
-* ``classifier.safetensors``: the best checkpoint (float32, the notebook's tensor names);
-* ``classifier_vocab.json``: the vocabulary the ids refer to (5,886 tokens, in id order);
-* ``training_log.json``: settings and one record per epoch, rewritten after every epoch.
+Files written to the work folder (each variant has its own names, so one folder can hold both):
+
+* ``classifier.safetensors`` / ``classifier_intended.safetensors``: the best checkpoint
+  (float32, the notebook's tensor names, the variant in its metadata);
+* ``classifier_vocab.json``: the vocabulary the ids refer to (5,886 tokens, in id order; the same
+  for both variants);
+* ``training_log.json`` / ``training_log_intended.json``: settings and one record per epoch,
+  rewritten after every epoch.
 """
 
 from __future__ import annotations
@@ -119,29 +126,57 @@ def train(
     threads: int = C.TORCH_THREADS,
     show_progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    variant: str = "notebook",
 ) -> TrainResult:
-    """Train from scratch; keep the best dev checkpoint in ``workdir`` (None: keep nothing)."""
+    """Train from scratch; keep the best dev checkpoint in ``workdir`` (None: keep nothing).
+
+    Parameters
+    ----------
+    data : TrainingData
+        Train and dev encoded: ids (n, 128), labels (n,).
+    workdir : Path or None
+        Where the checkpoint, vocabulary and log go.
+    seed, epochs, threads : int
+        The run's seed, number of epochs and torch CPU threads.
+    show_progress : bool
+        A progress bar per epoch.
+    echo : callable, optional
+        Receives one line per epoch.
+    variant : {"notebook", "intended"}
+        The notebook's model, or the same model with both bugs fixed (``fixed=True``); the
+        regime is the same.
+
+    Returns
+    -------
+    TrainResult
+        The model after the last epoch, the log, and the best checkpoint's path.
+    """
+    if variant not in C.CLASSIFIER_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: expected one of {', '.join(C.CLASSIFIER_VARIANTS)}")
     previous = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     seed_everything(seed, threads)
     try:
-        return _train(data, workdir, seed, epochs, threads, show_progress, echo)
+        return _train(data, workdir, seed, epochs, threads, show_progress, echo, variant)
     finally:  # leave the process as it was (tests train in the same process as other tests)
         torch.set_num_threads(previous[0])
         torch.use_deterministic_algorithms(previous[1])
 
 
-def _train(data, workdir, seed, epochs, threads, show_progress, echo) -> TrainResult:
+def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
     from tqdm import tqdm
 
-    model = build_model(len(data.vocab))
+    # Built right after seeding, in the same module order for both variants: same initial weights.
+    model = build_model(len(data.vocab), fixed=variant == "intended")
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=C.LEARNING_RATE)
 
     workdir = Path(workdir) if workdir is not None else None
-    checkpoint = workdir / C.CHECKPOINT_FILE if workdir is not None else None
+    checkpoint = workdir / C.CHECKPOINT_FILES[variant] if workdir is not None else None
+    log_file = C.TRAINING_LOG_FILES[variant]
     if workdir is not None:
         save_vocab(data.vocab, workdir / C.VOCAB_FILE)
     log = {
+        "variant": variant,
         "seed": seed,
         "epochs": epochs,
         "threads": threads,
@@ -175,7 +210,7 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo) -> TrainRe
             log["best_epoch"], log["best_dev_accuracy"] = epoch, dev_correct / len(data.dev)
             if checkpoint is not None:
                 save_checkpoint(model, checkpoint, metadata={
-                    "seed": str(seed), "epoch": str(epoch), "dev_correct": str(dev_correct),
+                    "variant": variant, "seed": str(seed), "epoch": str(epoch), "dev_correct": str(dev_correct),
                     "dev_claims": str(len(data.dev)),
                 })
         record = {
@@ -198,5 +233,5 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo) -> TrainRe
                 f"{'  saved' if saved else ''}  {record['seconds']:.0f}s"
             )
         if workdir is not None:
-            write_atomic(workdir / C.TRAINING_LOG_FILE, json.dumps(log, indent=1) + "\n")
+            write_atomic(workdir / log_file, json.dumps(log, indent=1) + "\n")
     return TrainResult(model, log, checkpoint)
