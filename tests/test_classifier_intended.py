@@ -187,7 +187,7 @@ def test_cli_train_variant(data, tmp_path, monkeypatch):
     monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
     for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
         workdir = tmp_path / variant
-        result = CliRunner().invoke(main, ["train", "--workdir", str(workdir), "--epochs", "1", "--no-progress", *args])
+        result = CliRunner().invoke(main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args])
         assert result.exit_code == 0, result.output
         assert json.loads((workdir / C.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
 
