@@ -260,16 +260,10 @@ def build_classifier(work: Workdir, data_dir: Path) -> dict:
     if work.classifier_summary.is_file() and all(
             work.inputs(split, source).is_file() for split, source in _classifier_sources()):
         return read_json(work.classifier_summary)
-    import torch
+    from .classifier.model import torch_threads
 
-    # Batches of 16 x 128 are too small to gain from a second thread; on a busy machine two
-    # threads were 2-3x slower than one.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):  # batches of 16 x 128: one thread is faster
         return _classify_every_split(work, data_dir)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _classifier_sources() -> Iterator[tuple[str, str]]:

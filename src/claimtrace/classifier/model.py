@@ -32,6 +32,7 @@ class loads a state dict saved from this one with ``load_state_dict(strict=True)
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -184,6 +185,23 @@ def alone_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
     """Protocol "alone": eval mode, every claim as a batch of one, literally one call each."""
     model.eval()
     return torch.cat([model(input_ids[i:i + 1]) for i in range(len(input_ids))])
+
+
+# --- Threads ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Run a block on ``n`` PyTorch CPU threads, then restore the count. Small forward calls
+    (batches of 16 x 128) gain nothing from a second thread, and on a busy machine two OpenMP
+    threads waiting on each other were 2-20x slower; training pins its own count so that a run
+    repeats (float sums may depend on how work is split between threads)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 # --- Checkpoints --------------------------------------------------------------------------------

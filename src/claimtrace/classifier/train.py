@@ -40,7 +40,7 @@ from torch import nn
 from .. import constants as C
 from ..data import gold_passages, load_claims, write_atomic
 from .inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
-from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint
+from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint, torch_threads
 
 # --- Inputs ---------------------------------------------------------------------------------------
 
@@ -65,13 +65,11 @@ def training_data(data_dir: Path) -> TrainingData:
 # --- Reproducibility ------------------------------------------------------------------------------
 
 
-def seed_everything(seed: int, threads: int = C.TORCH_THREADS) -> None:
-    """Seed every generator a run touches and pin the thread count (float sums may depend on
-    how work is split between threads)."""
+def seed_everything(seed: int) -> None:
+    """Seed every generator a run touches and ask torch for deterministic algorithms."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
 
 
@@ -153,13 +151,13 @@ def train(
     """
     if variant not in C.CLASSIFIER_VARIANTS:
         raise ValueError(f"unknown variant {variant!r}: expected one of {', '.join(C.CLASSIFIER_VARIANTS)}")
-    previous = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    seed_everything(seed, threads)
-    try:
-        return _train(data, workdir, seed, epochs, threads, show_progress, echo, variant)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:  # the thread count is pinned: float sums may depend on how work is split between threads
+        with torch_threads(threads):
+            seed_everything(seed)
+            return _train(data, workdir, seed, epochs, threads, show_progress, echo, variant)
     finally:  # leave the process as it was (tests train in the same process as other tests)
-        torch.set_num_threads(previous[0])
-        torch.use_deterministic_algorithms(previous[1])
+        torch.use_deterministic_algorithms(deterministic)
 
 
 def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:

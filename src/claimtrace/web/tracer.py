@@ -15,7 +15,6 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from typing import Any
 
 from .. import constants as C
@@ -43,21 +42,6 @@ class BadText(ValueError):
     """A typed claim that cannot be traced (empty, too long); the message says why."""
 
 
-@contextmanager
-def _torch_single_thread():
-    """One PyTorch thread for the site's small forward calls, restored after. On a busy machine
-    two OpenMP threads waiting on each other made one claim's forward call 20x slower (0.5 s
-    instead of 25 ms); one thread gives the same logits to within float rounding."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 class Tracer:
     """Traces over one build, cached (a trace never changes once computed)."""
 
@@ -74,7 +58,9 @@ class Tracer:
         return self.build.claims(split)
 
     def _assemble(self, text: str, **claim) -> dict:
-        with self._lock, _torch_single_thread():
+        from ..classifier.model import torch_threads
+
+        with self._lock, torch_threads(1):  # one claim's forward call: one thread is faster
             return sections.assemble(self.build, text, **claim)
 
     def trace(self, claim_id: str) -> dict:
