@@ -43,13 +43,16 @@ def _load() -> str:
 
 
 def _evidence_file(given: str | None) -> Path:
-    candidates = [Path(given)] if given else [REPO / "work" / "syn" / "evidence.json",
-                                              Path("/work/main/work/syn/evidence.json")]
+    candidates = (
+        [Path(given)] if given else [REPO / "work" / "syn" / "evidence.json", Path("/work/main/work/syn/evidence.json")]
+    )
     for path in candidates:
         if path.is_file():
             return path
-    raise SystemExit(f"no synthetic corpus at {', '.join(map(str, candidates))}: "
-                     "run python bench/synthetic.py --out work/syn/evidence.json")
+    raise SystemExit(
+        f"no synthetic corpus at {', '.join(map(str, candidates))}: "
+        "run python bench/synthetic.py --out work/syn/evidence.json"
+    )
 
 
 def made_up_words(n: int, seed: int = 11) -> list[str]:
@@ -88,14 +91,26 @@ def bench_build(evidence: Path, processes: int, distinct_words: int = 0) -> tupl
         size = sum(f.stat().st_size for f in (folder / "index").iterdir())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    figures = {"passages": len(passages), "distinct_words_added": distinct_words, "read_s": read_s, "build_s": build_s, "build_cpu_s": cpu_s,
-               "processes": processes, "load_s": load_s, "index_mb": size / 1e6,
-               "postings": int(len(index.model.scores["data"])), "vocabulary": len(index.model.vocab_dict),
-               "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               "max_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
-    print(f"passages {len(passages):,} (read in {read_s:.1f} s); build {build_s:.1f} s wall, {cpu_s:.1f} s CPU "
-          f"({processes} processes); load {load_s:.2f} s; index {size / 1e6:.0f} MB, "
-          f"{figures['postings']:,} postings, {figures['vocabulary']:,} terms", flush=True)
+    figures = {
+        "passages": len(passages),
+        "distinct_words_added": distinct_words,
+        "read_s": read_s,
+        "build_s": build_s,
+        "build_cpu_s": cpu_s,
+        "processes": processes,
+        "load_s": load_s,
+        "index_mb": size / 1e6,
+        "postings": int(len(index.model.scores["data"])),
+        "vocabulary": len(index.model.vocab_dict),
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "max_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+    print(
+        f"passages {len(passages):,} (read in {read_s:.1f} s); build {build_s:.1f} s wall, {cpu_s:.1f} s CPU "
+        f"({processes} processes); load {load_s:.2f} s; index {size / 1e6:.0f} MB, "
+        f"{figures['postings']:,} postings, {figures['vocabulary']:,} terms",
+        flush=True,
+    )
     return index, figures
 
 
@@ -109,12 +124,21 @@ def bench_search(index: bm25.BM25Index, claims: list[str], repeat: int) -> dict:
             wall.append((time.perf_counter() - t0) * 1e3)
             cpu.append((time.process_time() - c0) * 1e3)
             hits.append(len(ids[0]))
-    figures = {"claims": len(claims), "calls": len(wall), "ms_median": float(np.median(wall)),
-               "ms_p95": float(np.percentile(wall, 95)), "ms_mean": float(np.mean(wall)),
-               "cpu_ms_median": float(np.median(cpu)), "claims_with_fewer_than_6": int(sum(h < 6 for h in hits[:len(claims)]))}
-    print(f"search, ms per claim over {len(wall)} calls: median {figures['ms_median']:.2f}, "
-          f"p95 {figures['ms_p95']:.2f}, mean {figures['ms_mean']:.2f} (CPU median {figures['cpu_ms_median']:.2f}); "
-          f"load average {_load()}", flush=True)
+    figures = {
+        "claims": len(claims),
+        "calls": len(wall),
+        "ms_median": float(np.median(wall)),
+        "ms_p95": float(np.percentile(wall, 95)),
+        "ms_mean": float(np.mean(wall)),
+        "cpu_ms_median": float(np.median(cpu)),
+        "claims_with_fewer_than_6": int(sum(h < 6 for h in hits[: len(claims)])),
+    }
+    print(
+        f"search, ms per claim over {len(wall)} calls: median {figures['ms_median']:.2f}, "
+        f"p95 {figures['ms_p95']:.2f}, mean {figures['ms_mean']:.2f} (CPU median {figures['cpu_ms_median']:.2f}); "
+        f"load average {_load()}",
+        flush=True,
+    )
     return figures
 
 
@@ -124,21 +148,34 @@ def demo_f(data_dir: Path) -> dict:
     index = bm25.BM25Index.from_passages(corpus.items())
     ids, _ = index.search([c.text for c in dev.values()], k=6)
     f = [evidence_f(found, claim.evidences) for found, claim in zip(ids, dev.values())]
-    figures = {"passages": len(corpus), "claims": len(dev), "F": float(np.mean(f)),
-               "claims_with_a_gold_hit": int(sum(x > 0 for x in f)),
-               "mean_returned": float(np.mean([len(x) for x in ids]))}
-    print(f"demo corpus ({len(corpus):,} passages): dev evidence F of BM25 top 6 = {figures['F']:.4f} "
-          f"({figures['claims_with_a_gold_hit']}/{len(dev)} claims with a gold passage found)", flush=True)
+    figures = {
+        "passages": len(corpus),
+        "claims": len(dev),
+        "F": float(np.mean(f)),
+        "claims_with_a_gold_hit": int(sum(x > 0 for x in f)),
+        "mean_returned": float(np.mean([len(x) for x in ids])),
+    }
+    print(
+        f"demo corpus ({len(corpus):,} passages): dev evidence F of BM25 top 6 = {figures['F']:.4f} "
+        f"({figures['claims_with_a_gold_hit']}/{len(dev)} claims with a gold passage found)",
+        flush=True,
+    )
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--evidence", default=None, help="the synthetic evidence.json (default: work/syn/evidence.json)")
+    parser.add_argument(
+        "--evidence", default=None, help="the synthetic evidence.json (default: work/syn/evidence.json)"
+    )
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5, help="passes over the dev claims when timing search")
-    parser.add_argument("--distinct-words", type=int, default=0,
-                        help="add this many made-up words, one per passage, as a real corpus's larger vocabulary")
+    parser.add_argument(
+        "--distinct-words",
+        type=int,
+        default=0,
+        help="add this many made-up words, one per passage, as a real corpus's larger vocabulary",
+    )
     parser.add_argument("--data", default=None)
     parser.add_argument("--skip-build", action="store_true", help="only the demo F")
     parser.add_argument("--json", dest="as_json", action="store_true", help="also print the figures as JSON")

@@ -77,8 +77,7 @@ def tfidf_like_rows(n_rows: int, seed: int, n_features: int = N_FEATURES) -> sp.
         indices.append(cols)
         data.append(w / np.sqrt((w * w).sum()))
         indptr.append(indptr[-1] + m)
-    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)),
-                         shape=(n_rows, n_features))
+    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)), shape=(n_rows, n_features))
 
 
 def time_numpy(X: sp.csr_matrix, repeats: int) -> tuple[float, np.ndarray]:
@@ -105,8 +104,9 @@ def time_oracle(X: sp.csr_matrix, repeats: int) -> tuple[float, str, np.ndarray]
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "rows.npz", Path(tmp) / "top.npy"
         np.savez(src, data=X.data, indices=X.indices, indptr=X.indptr, n=X.shape[1], k=K, repeats=repeats)
-        done = subprocess.run([str(python), "-c", _ORACLE_TIMER, str(src), str(dst)],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [str(python), "-c", _ORACLE_TIMER, str(src), str(dst)], capture_output=True, text=True, check=True
+        )
         seconds, version = done.stdout.split()
         return float(seconds), version, np.load(dst)
 
@@ -117,7 +117,7 @@ def time_kernel(X: sp.csr_matrix, method: str, repeats: int) -> tuple[float, np.
     total = 0.0
     tops, stats = [], []
     for lo in range(0, X.shape[0], CHUNK):
-        chunk = X[lo:lo + CHUNK]
+        chunk = X[lo : lo + CHUNK]
         best = np.inf
         for _ in range(repeats):
             t0 = time.thread_time()
@@ -137,8 +137,10 @@ def main() -> None:
 
     X = tfidf_like_rows(args.rows, args.seed)
     nnz = np.diff(X.indptr)
-    print(f"{args.rows} rows x {X.shape[1]} features, {nnz.min()}-{nnz.max()} non-zeros per row "
-          f"(mean {nnz.mean():.1f}), top {K}, single thread, best of repeats")
+    print(
+        f"{args.rows} rows x {X.shape[1]} features, {nnz.min()}-{nnz.max()} non-zeros per row "
+        f"(mean {nnz.mean():.1f}), top {K}, single thread, best of repeats"
+    )
 
     t_numpy, top_numpy = time_numpy(X, repeats=3)
     oracle = time_oracle(X, repeats=3)
@@ -160,16 +162,17 @@ def main() -> None:
     rows.append((f"numpy {np.__version__} np.argsort ({same} top 10)", per(t_numpy)))
     rows.append(("npsort dense pruned (exact baseline)", per(t_dense)))
     rows.append(("npsort sparse (exact)", per(t_sparse)))
-    print(f"{'method':44s} {'us/row':>9s}" + "".join(f" {'vs ' + name.split(' np.')[0]:>14s}"
-                                                     for name, _ in rows[:-2]))
+    print(f"{'method':44s} {'us/row':>9s}" + "".join(f" {'vs ' + name.split(' np.')[0]:>14s}" for name, _ in rows[:-2]))
     for name, us in rows:
         print(f"{name:44s} {us:9.2f}" + "".join(f" {ref / us:13.1f}x" for _, ref in rows[:-2]))
     print(f"sparse vs dense pruned: {t_dense / t_sparse:.1f}x")
     reasons = np.bincount(stats[:, 1], minlength=6)
-    print(f"sparse path: {stats[:, 0].mean():.1f} zero-pivot partitions simulated per row, then the "
-          f"dense kernel on a mean of {stats[:, 2].mean():.0f} slots (handed over: small range "
-          f"{reasons[0]}, positive pivot {reasons[1]}, pivot in the top k {reasons[2]}, "
-          f"dense row {reasons[5]})")
+    print(
+        f"sparse path: {stats[:, 0].mean():.1f} zero-pivot partitions simulated per row, then the "
+        f"dense kernel on a mean of {stats[:, 2].mean():.0f} slots (handed over: small range "
+        f"{reasons[0]}, positive pivot {reasons[1]}, pivot in the top k {reasons[2]}, "
+        f"dense row {reasons[5]})"
+    )
 
 
 if __name__ == "__main__":

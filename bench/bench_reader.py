@@ -35,8 +35,13 @@ def measure(mode: str, evidence: Path, chunk_size: int) -> dict:
     passages = sum(1 for _ in stream)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"mode": mode, "passages": passages, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-            "max_rss_mb": round(max_rss_mb)}
+    return {
+        "mode": mode,
+        "passages": passages,
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "max_rss_mb": round(max_rss_mb),
+    }
 
 
 def _cpu_wall(run: dict) -> str:
@@ -60,14 +65,24 @@ def main() -> None:
     for mode, what in MODES.items():
         runs = []
         for _ in range(args.repeat):
-            child = [sys.executable, __file__, "--evidence", str(args.evidence), "--chunk-size",
-                     str(args.chunk_size), "--one", mode]
+            child = [
+                sys.executable,
+                __file__,
+                "--evidence",
+                str(args.evidence),
+                "--chunk-size",
+                str(args.chunk_size),
+                "--one",
+                mode,
+            ]
             runs.append(json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout))
         best = min(runs, key=lambda r: r["cpu_seconds"])
-        print(f"{mode}: {best['passages']:,} passages, {size_mb:.1f} MB ({what})\n"
-              f"  best of {args.repeat}: CPU {best['cpu_seconds']:.2f} s, wall {best['seconds']:.2f} s "
-              f"({size_mb / best['seconds']:.0f} MB/s), max RSS {best['max_rss_mb']} MB; "
-              f"all runs (CPU/wall s): {', '.join(_cpu_wall(r) for r in runs)}")
+        print(
+            f"{mode}: {best['passages']:,} passages, {size_mb:.1f} MB ({what})\n"
+            f"  best of {args.repeat}: CPU {best['cpu_seconds']:.2f} s, wall {best['seconds']:.2f} s "
+            f"({size_mb / best['seconds']:.0f} MB/s), max RSS {best['max_rss_mb']} MB; "
+            f"all runs (CPU/wall s): {', '.join(_cpu_wall(r) for r in runs)}"
+        )
 
 
 if __name__ == "__main__":

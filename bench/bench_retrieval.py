@@ -26,6 +26,7 @@ which a busy machine inflates less).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -51,8 +52,13 @@ def make_stems(n: int, seed: int) -> list[str]:
     seen: set[str] = set()
     while len(out) < n:
         syllables = rng.randint(2, 5)
-        word = "".join(_CONSONANTS[rng.randint(len(_CONSONANTS))] + _VOWELS[rng.randint(len(_VOWELS))]
-                       for _ in range(syllables)) + _CONSONANTS[rng.randint(len(_CONSONANTS))]
+        word = (
+            "".join(
+                _CONSONANTS[rng.randint(len(_CONSONANTS))] + _VOWELS[rng.randint(len(_VOWELS))]
+                for _ in range(syllables)
+            )
+            + _CONSONANTS[rng.randint(len(_CONSONANTS))]
+        )
         if word not in seen:
             seen.add(word)
             out.append(word)
@@ -116,7 +122,6 @@ def make_claims(n_claims: int, tags: list[str], stems: list[str], probabilities,
 
 def pandas_worker(spec_path: str, out_path: str) -> None:
     """Fit the notebook's vectorizer on the corpus and time find_top_evidence per claim."""
-    from functools import lru_cache
 
     sys.path.insert(0, str(REPO / "oracle"))
     import pandas as pd
@@ -127,7 +132,7 @@ def pandas_worker(spec_path: str, out_path: str) -> None:
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def stems_of(token):
         return tuple(notebook_preprocess(token))
 
@@ -139,8 +144,15 @@ def pandas_worker(spec_path: str, out_path: str) -> None:
 
     started = time.perf_counter()
     evidence_df = pd.DataFrame({"evidence_id": spec["ids"], "evidence_tags": spec["tags"]})
-    vectorizer = TfidfVectorizer(tokenizer=memoised_preprocess, max_df=0.5, min_df=3, max_features=1000,
-                                 ngram_range=(1, 1), use_idf=True, norm="l2")
+    vectorizer = TfidfVectorizer(
+        tokenizer=memoised_preprocess,
+        max_df=0.5,
+        min_df=3,
+        max_features=1000,
+        ngram_range=(1, 1),
+        use_idf=True,
+        norm="l2",
+    )
     vectorizer.fit(evidence_df["evidence_tags"])
     evidence_tfidf = vectorizer.transform(evidence_df["evidence_tags"])
     fit_seconds = time.perf_counter() - started
@@ -148,8 +160,9 @@ def pandas_worker(spec_path: str, out_path: str) -> None:
     for claim in spec["claims"]:
         started = time.perf_counter()
         ids, fallback, passed, _ = oracle.top_evidence(claim, evidence_tfidf, vectorizer, evidence_df)
-        results.append({"ms": (time.perf_counter() - started) * 1e3, "evidences": ids, "fallback": fallback,
-                        "passed": passed})
+        results.append(
+            {"ms": (time.perf_counter() - started) * 1e3, "evidences": ids, "fallback": fallback, "passed": passed}
+        )
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump({"fit_s": fit_seconds, "results": results}, handle)
 
@@ -189,6 +202,7 @@ def main() -> None:
         return
 
     import numpy as np
+
     from claimtrace.retrieval import Retriever
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
@@ -196,8 +210,11 @@ def main() -> None:
     started = time.perf_counter()
     ids, tags, stems, probabilities = make_corpus(args.passages, args.stems)
     claims = make_claims(max(args.claims, args.pandas_claims), tags, stems, probabilities)
-    print(f"corpus: {len(ids):,} passages, {np.mean([len(t.split()) for t in tags]):.2f} tags each, "
-          f"{args.stems:,} stems; {len(claims)} claims; made in {time.perf_counter() - started:.1f}s", flush=True)
+    print(
+        f"corpus: {len(ids):,} passages, {np.mean([len(t.split()) for t in tags]):.2f} tags each, "
+        f"{args.stems:,} stems; {len(claims)} claims; made in {time.perf_counter() - started:.1f}s",
+        flush=True,
+    )
 
     started = time.perf_counter()
     retriever = Retriever(ids, tags)
@@ -220,14 +237,24 @@ def main() -> None:
     fb = np.array(fallbacks)
     print(f"ours: ms per claim over {len(ours_ms)} claims, wall: {_summary(ours_ms)}")
     print(f"      cpu: {_summary(ours_cpu_ms)}")
-    print(f"      fallback {int(fb.sum())}/{len(ours_ms)} (wall mean "
-          f"{np.mean(np.array(ours_ms)[fb]) if fb.any() else float('nan'):.3f} ms; the others "
-          f"{np.mean(np.array(ours_ms)[~fb]) if (~fb).any() else float('nan'):.3f} ms); passages touched per "
-          f"claim: median {int(np.median(touched)):,}, max {max(touched):,}")
-    report = {"passages": len(ids), "claims": len(ours_ms), "ours_fit_s": fit_s, "ours_ms_mean": float(np.mean(ours_ms)),
-              "ours_ms_median": float(np.median(ours_ms)), "ours_ms_p95": float(np.percentile(ours_ms, 95)),
-              "ours_ms_max": float(np.max(ours_ms)), "ours_cpu_ms_mean": float(np.mean(ours_cpu_ms)),
-              "fallback_share": float(fb.mean()), "touched_median": float(np.median(touched))}
+    print(
+        f"      fallback {int(fb.sum())}/{len(ours_ms)} (wall mean "
+        f"{np.mean(np.array(ours_ms)[fb]) if fb.any() else float('nan'):.3f} ms; the others "
+        f"{np.mean(np.array(ours_ms)[~fb]) if (~fb).any() else float('nan'):.3f} ms); passages touched per "
+        f"claim: median {int(np.median(touched)):,}, max {max(touched):,}"
+    )
+    report = {
+        "passages": len(ids),
+        "claims": len(ours_ms),
+        "ours_fit_s": fit_s,
+        "ours_ms_mean": float(np.mean(ours_ms)),
+        "ours_ms_median": float(np.median(ours_ms)),
+        "ours_ms_p95": float(np.percentile(ours_ms, 95)),
+        "ours_ms_max": float(np.max(ours_ms)),
+        "ours_cpu_ms_mean": float(np.mean(ours_cpu_ms)),
+        "fallback_share": float(fb.mean()),
+        "touched_median": float(np.median(touched)),
+    }
 
     if args.pandas_claims > 0:
         subset = claims[: args.pandas_claims]
@@ -247,9 +274,16 @@ def main() -> None:
         print(f"ours on those claims: {_summary(same_ms)}")
         print(f"same evidence ids, in order: {agree}/{len(subset)}")
         print(f"ratio (notebook mean / ours mean): {ratio:,.0f}x")
-        report.update({"notebook_fit_s": pandas["fit_s"], "notebook_claims": len(pandas_ms),
-                       "notebook_ms_mean": float(np.mean(pandas_ms)), "ours_same_claims_ms_mean": float(np.mean(same_ms)),
-                       "agree": agree, "ratio": ratio})
+        report.update(
+            {
+                "notebook_fit_s": pandas["fit_s"],
+                "notebook_claims": len(pandas_ms),
+                "notebook_ms_mean": float(np.mean(pandas_ms)),
+                "ours_same_claims_ms_mean": float(np.mean(same_ms)),
+                "agree": agree,
+                "ratio": ratio,
+            }
+        )
     if args.as_json:
         print(json.dumps(report))
 

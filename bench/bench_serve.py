@@ -55,18 +55,32 @@ def main() -> None:
     parser.add_argument("--workdir", required=True, type=Path)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--claims", type=int, default=10)
-    parser.add_argument("--command", nargs="+", default=None,
-                        help="the server command line ({workdir} and {port} are filled in)")
+    parser.add_argument(
+        "--command", nargs="+", default=None, help="the server command line ({workdir} and {port} are filled in)"
+    )
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()
 
     port = free_port()
-    command = args.command or [str(REPO / ".venv" / "bin" / "claimtrace"), "--data", str(args.data), "serve",
-                               "--workdir", "{workdir}", "--port", "{port}"]
+    command = args.command or [
+        str(REPO / ".venv" / "bin" / "claimtrace"),
+        "--data",
+        str(args.data),
+        "serve",
+        "--workdir",
+        "{workdir}",
+        "--port",
+        "{port}",
+    ]
     command = [part.format(workdir=args.workdir, port=port) for part in command]
     started = time.monotonic()
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env={**__import__("os").environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    server = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, "OMP_WAIT_POLICY": "PASSIVE"},
+    )
     result: dict = {"command": command, "workdir": str(args.workdir)}
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=args.timeout) as client:
@@ -89,8 +103,12 @@ def main() -> None:
                 latencies.append((time.perf_counter() - t0) * 1000)
                 if page.status_code != 200:
                     raise SystemExit(f"{claim_id}: status {page.status_code}")
-            result["claim_pages_ms"] = {"n": len(latencies), "median": round(statistics.median(latencies), 1),
-                                        "max": round(max(latencies), 1), "each": [round(x, 1) for x in latencies]}
+            result["claim_pages_ms"] = {
+                "n": len(latencies),
+                "median": round(statistics.median(latencies), 1),
+                "max": round(max(latencies), 1),
+                "each": [round(x, 1) for x in latencies],
+            }
             result["rss_mb_after"] = round(rss_bytes(server.pid) / 1e6, 1)
     finally:
         server.terminate()

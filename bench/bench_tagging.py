@@ -32,8 +32,12 @@ from claimtrace.preprocess import preprocess  # noqa: E402
 
 def notebook_vectorizer(ours: tfidf.NotebookTfidf) -> TfidfVectorizer:
     """scikit-learn's vectorizer carrying our fitted vocabulary and idf (same weights)."""
-    sk = TfidfVectorizer(tokenizer=tagging.final_stems, ngram_range=(1, 3), token_pattern=None,
-                         vocabulary={t: i for i, t in enumerate(ours.feature_names.tolist())})
+    sk = TfidfVectorizer(
+        tokenizer=tagging.final_stems,
+        ngram_range=(1, 3),
+        token_pattern=None,
+        vocabulary={t: i for i, t in enumerate(ours.feature_names.tolist())},
+    )
     sk.fit(["x"])
     sk.idf_ = ours.idf_
     return sk
@@ -82,18 +86,23 @@ def main() -> None:
     theirs, their_total, their_select = notebook_style(sk, vectorizer.feature_names, texts)
     ours, our_total, our_select = ours_path(vectorizer, texts)
     n = len(texts)
-    print(json.dumps({
-        "passages": n,
-        # numpy 2's argsort orders ties differently from numpy 1.24: the notebook-style path run
-        # today does NOT reproduce the notebook's tags; ours does (tests prove it).
-        "passages_whose_tags_differ_under_todays_numpy": sum(a != b for a, b in zip(ours, theirs)),
-        "notebook_select_us": their_select / n * 1e6,
-        "ours_select_us": our_select / n * 1e6,
-        "select_ratio": their_select / our_select,
-        "notebook_whole_us": their_total / n * 1e6,
-        "ours_whole_us": our_total / n * 1e6,
-        "whole_ratio": their_total / our_total,
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "passages": n,
+                # numpy 2's argsort orders ties differently from numpy 1.24: the notebook-style path run
+                # today does NOT reproduce the notebook's tags; ours does (tests prove it).
+                "passages_whose_tags_differ_under_todays_numpy": sum(a != b for a, b in zip(ours, theirs)),
+                "notebook_select_us": their_select / n * 1e6,
+                "ours_select_us": our_select / n * 1e6,
+                "select_ratio": their_select / our_select,
+                "notebook_whole_us": their_total / n * 1e6,
+                "ours_whole_us": our_total / n * 1e6,
+                "whole_ratio": their_total / our_total,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def percentile(values, p):
@@ -46,8 +54,12 @@ def percentile(values, p):
 
 
 def summary_ms(values):
-    return {"n": len(values), "median_ms": round(statistics.median(values), 2),
-            "p95_ms": round(percentile(values, 95), 2), "max_ms": round(max(values), 2)}
+    return {
+        "n": len(values),
+        "median_ms": round(statistics.median(values), 2),
+        "p95_ms": round(percentile(values, 95), 2),
+        "max_ms": round(max(values), 2),
+    }
 
 
 def free_port() -> int:
@@ -60,8 +72,11 @@ def ensure_build(workdir: Path) -> None:
     if (workdir / "tagging" / "summary.json").is_file():
         return
     print(f"building the demo corpus into {workdir} ...", file=sys.stderr)
-    subprocess.run([str(REPO / ".venv" / "bin" / "claimtrace"), "build", "--demo", "--workdir", str(workdir),
-                    "--processes", "1"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "claimtrace"), "build", "--demo", "--workdir", str(workdir), "--processes", "1"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def start_server(workdir: Path, port: int) -> subprocess.Popen:
@@ -111,9 +126,13 @@ def bench_pages(base: str, claim_ids: list[str]) -> dict:
         t0 = time.perf_counter()
         front = client.get(f"{base}/")
         front_ms = 1000 * (time.perf_counter() - t0)
-    return {"first_request_of_a_claim": summary_ms(cold), "slowest_first_requests": sorted(slowest)[-3:],
-            "repeat_requests": summary_ms(warm),
-            "front_page_ms": round(front_ms, 2), "front_page_bytes": len(front.content)}
+    return {
+        "first_request_of_a_claim": summary_ms(cold),
+        "slowest_first_requests": sorted(slowest)[-3:],
+        "repeat_requests": summary_ms(warm),
+        "front_page_ms": round(front_ms, 2),
+        "front_page_bytes": len(front.content),
+    }
 
 
 def bench_browser(base: str, runs: int = 200) -> dict:
@@ -194,10 +213,17 @@ def bench_load(base: str, paths: list[str], rate: float, seconds: float, threads
     for thread in pool:
         thread.join()
     elapsed = time.perf_counter() - start
-    return {"requests": total, "target_rate": rate, "seconds": round(elapsed, 2),
-            "achieved_rate": round(total / elapsed, 1), "statuses": statuses, "errors": len(errors),
-            "first_errors": errors[:5], "latency": summary_ms(latencies),
-            "sent_late_by": summary_ms(lateness)}
+    return {
+        "requests": total,
+        "target_rate": rate,
+        "seconds": round(elapsed, 2),
+        "achieved_rate": round(total / elapsed, 1),
+        "statuses": statuses,
+        "errors": len(errors),
+        "first_errors": errors[:5],
+        "latency": summary_ms(latencies),
+        "sent_late_by": summary_ms(lateness),
+    }
 
 
 def main() -> None:
@@ -225,12 +251,21 @@ def main() -> None:
         result["server_start_s"] = round(time.monotonic() - t0, 1)
         result["warm_up_s"] = round(wait_until_warm(base), 1)
         rng = random.Random(1)
-        sample = rng.sample(dev[1:], args.claims // 3) + rng.sample(train, args.claims // 3) + \
-            rng.sample(test, args.claims - 2 * (args.claims // 3))
+        sample = (
+            rng.sample(dev[1:], args.claims // 3)
+            + rng.sample(train, args.claims // 3)
+            + rng.sample(test, args.claims - 2 * (args.claims // 3))
+        )
         result["walkthrough_pages"] = bench_pages(base, sample)
         result["live_recompute_in_chromium"] = bench_browser(base)
-        paths = ([f"/claim/{c}.html" for c in sample] * 5 + ["/", "/explore/dev.html", "/static/app.js",
-                 "/static/style.css", f"/claim/{sample[0]}.json", "/api/table.json"])
+        paths = [f"/claim/{c}.html" for c in sample] * 5 + [
+            "/",
+            "/explore/dev.html",
+            "/static/app.js",
+            "/static/style.css",
+            f"/claim/{sample[0]}.json",
+            "/api/table.json",
+        ]
         result["load"] = bench_load(base, paths, args.rate, args.seconds)
     finally:
         server.terminate()

@@ -54,7 +54,7 @@ def generate(n: int, seed: int, data_dir: Path) -> dict[str, str]:
     rng = np.random.default_rng(seed)
     words = np.array(real_vocabulary(data_dir), dtype=object)
     ranks = np.arange(1, len(words) + 1, dtype=np.float64)
-    weights = ranks ** -ZIPF_EXPONENT
+    weights = ranks**-ZIPF_EXPONENT
     cumulative = np.cumsum(weights / weights.sum())
     lengths = passage_lengths(n, rng)
     picks = np.searchsorted(cumulative, rng.random(int(lengths.sum())), side="right")
@@ -62,7 +62,7 @@ def generate(n: int, seed: int, data_dir: Path) -> dict[str, str]:
     corpus = {}
     start = 0
     for i, length in enumerate(lengths.tolist()):
-        sentence = " ".join(words[picks[start:start + length]].tolist())
+        sentence = " ".join(words[picks[start : start + length]].tolist())
         corpus[f"evidence-{i}"] = sentence[:1].upper() + sentence[1:] + "."
         start += length
     return corpus

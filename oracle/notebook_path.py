@@ -20,11 +20,10 @@ from pathlib import Path
 import contractions
 import nltk
 import numpy as np
+import reference_platform
 from nltk.corpus import stopwords
 from nltk.stem import PorterStemmer
 from nltk.tokenize import word_tokenize
-
-import reference_platform
 
 reference_platform.require()  # numpy's generic path on every CPU
 
@@ -58,8 +57,13 @@ def tagging_vectorizer():
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     return TfidfVectorizer(
-        tokenizer=notebook_preprocess, max_df=0.5, min_df=5, max_features=20000,
-        ngram_range=(1, 3), use_idf=True, norm="l2",
+        tokenizer=notebook_preprocess,
+        max_df=0.5,
+        min_df=5,
+        max_features=20000,
+        ngram_range=(1, 3),
+        use_idf=True,
+        norm="l2",
     )
 
 
@@ -76,8 +80,11 @@ def fit_corpus_frame(claim_files, evidence):
     frames = []
     for _, claims in claim_files:
         frame = pd.DataFrame(
-            {"claim_id": list(claims), "claim_text": [c["claim_text"] for c in claims.values()],
-             "evidences": [c.get("evidences", []) for c in claims.values()]}
+            {
+                "claim_id": list(claims),
+                "claim_text": [c["claim_text"] for c in claims.values()],
+                "evidences": [c.get("evidences", []) for c in claims.values()],
+            }
         )
         frame = frame.explode("evidences").rename(columns={"evidences": "evidence_id"})
         frame = frame.merge(passages, on="evidence_id", how="left")

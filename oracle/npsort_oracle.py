@@ -19,7 +19,6 @@ so the tests can say what produced the reference. Only numpy is imported.
 import sys
 
 import numpy as np
-
 import reference_platform
 
 reference_platform.require()  # numpy's generic path on every CPU

@@ -5,7 +5,6 @@ import json
 import sys
 
 import pandas as pd
-
 import reference_platform
 
 reference_platform.require()  # numpy's generic path on every CPU

@@ -20,13 +20,12 @@ import io
 import json
 import sys
 import warnings
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
+from notebook_path import notebook_preprocess
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
-
-from notebook_path import notebook_preprocess
 
 # TfidfVectorizer(tokenizer=...) warns that token_pattern is unused, once per fit.
 warnings.filterwarnings("ignore", message="The parameter 'token_pattern' will not be used")
@@ -42,7 +41,7 @@ def passages_frame(passages):
     return pd.read_csv(buffer).dropna(subset=["evidence_tags"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def preprocess_once(text):
     """notebook_preprocess, remembered per text (a pure function: the fit, the transform and the
     claims of several cases see the same texts again)."""
@@ -51,8 +50,13 @@ def preprocess_once(text):
 
 def tag_vectorizer():
     return TfidfVectorizer(
-        tokenizer=preprocess_once, max_df=0.5, min_df=3, max_features=1000,
-        ngram_range=(1, 1), use_idf=True, norm="l2",
+        tokenizer=preprocess_once,
+        max_df=0.5,
+        min_df=3,
+        max_features=1000,
+        ngram_range=(1, 1),
+        use_idf=True,
+        norm="l2",
     )
 
 
@@ -68,8 +72,7 @@ def shared_count(claim_words, evidence_words):
     return len(claim_words.intersection(evidence_words))
 
 
-def top_evidence(claim_tags, evidence_tfidf, vectorizer, evidence_df, evidence_sets=None, cosine_twice=True,
-                 top_n=6):
+def top_evidence(claim_tags, evidence_tfidf, vectorizer, evidence_df, evidence_sets=None, cosine_twice=True, top_n=6):
     """The notebook's find_top_evidence; returns (ids, fallback, passed, kept frame).
 
     With ``evidence_sets=None`` the two columns are computed literally as the notebook did,
@@ -83,7 +86,8 @@ def top_evidence(claim_tags, evidence_tfidf, vectorizer, evidence_df, evidence_s
     similarities = cosine_similarity(claim_tfidf, evidence_tfidf).flatten()
     if evidence_sets is None:
         overlaps = evidence_df["evidence_tags"].apply(
-            lambda evidence_tags: overlap_rate(set(claim_tags.split()), set(evidence_tags.split())))
+            lambda evidence_tags: overlap_rate(set(claim_tags.split()), set(evidence_tags.split()))
+        )
     else:
         claim_words = set(claim_tags.split())
         shared = [len(claim_words.intersection(words)) for words in evidence_sets]
@@ -102,7 +106,8 @@ def top_evidence(claim_tags, evidence_tfidf, vectorizer, evidence_df, evidence_s
     evidence_df["combined_score"] = combined
     if evidence_sets is None:
         evidence_df["max_match"] = evidence_df["evidence_tags"].apply(
-            lambda evidence_tags: shared_count(set(claim_tags.split()), set(evidence_tags.split())))
+            lambda evidence_tags: shared_count(set(claim_tags.split()), set(evidence_tags.split()))
+        )
     else:
         evidence_df["max_match"] = pd.Series(shared, index=evidence_df.index, dtype="int64")
 
@@ -142,8 +147,13 @@ def run_case(case):
             "fallback": fallback,
             "passed": passed,
             "kept": [
-                [row.evidence_id, float(row.similaritie), float(row.overlap_rate), float(row.combined_score),
-                 int(row.max_match)]
+                [
+                    row.evidence_id,
+                    float(row.similaritie),
+                    float(row.overlap_rate),
+                    float(row.combined_score),
+                    int(row.max_match),
+                ]
                 for row in kept.itertuples()
             ],
         }

@@ -12,7 +12,6 @@ import json
 import sys
 
 import numpy as np
-
 from notebook_path import fit_corpus_frame, notebook_preprocess, passage_tags, tagging_vectorizer
 
 

@@ -43,9 +43,16 @@ from claimtrace.data import find_data_dir, write_atomic  # noqa: E402
 
 #: The original run (notebook.md section 6): epoch -> (train accuracy, dev accuracy).
 ORIGINAL_LOG = {
-    1: (0.5163, 0.5519), 2: (0.5505, 0.5649), 3: (0.5668, 0.5714), 4: (0.5757, 0.5779),
-    5: (0.5896, 0.5649), 6: (0.6042, 0.5974), 7: (0.6173, 0.5649), 8: (0.6270, 0.6039),
-    9: (0.6311, 0.5779), 10: (0.6490, 0.5714),
+    1: (0.5163, 0.5519),
+    2: (0.5505, 0.5649),
+    3: (0.5668, 0.5714),
+    4: (0.5757, 0.5779),
+    5: (0.5896, 0.5649),
+    6: (0.6042, 0.5974),
+    7: (0.6173, 0.5649),
+    8: (0.6270, 0.6039),
+    9: (0.6311, 0.5779),
+    10: (0.6490, 0.5714),
 }
 
 
@@ -59,8 +66,12 @@ def main() -> None:
     parser.add_argument("--assets", type=Path, default=REPO / "src" / "claimtrace" / "assets")
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--note", default=None, help="Free text stored in the provenance (e.g. machine load).")
-    parser.add_argument("--variant", choices=C.CLASSIFIER_VARIANTS, default="notebook",
-                        help="notebook (default) or intended (both bugs fixed; float16 checkpoint).")
+    parser.add_argument(
+        "--variant",
+        choices=C.CLASSIFIER_VARIANTS,
+        default="notebook",
+        help="notebook (default) or intended (both bugs fixed; float16 checkpoint).",
+    )
     args = parser.parse_args()
 
     from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
@@ -74,8 +85,7 @@ def main() -> None:
         workdir = args.workdir
         started = time.perf_counter()
         data = training_data(data_dir)
-        result = train(data, workdir, seed=args.seed, epochs=args.epochs, threads=args.threads, echo=print,
-                       variant=args.variant)
+        train(data, workdir, seed=args.seed, epochs=args.epochs, threads=args.threads, echo=print, variant=args.variant)
         print(f"trained in {time.perf_counter() - started:.0f}s (data included)")
     else:
         workdir = args.from_workdir
@@ -90,27 +100,35 @@ def main() -> None:
         shutil.copyfile(workdir / name, assets / name)
     classifier = load_classifier(assets)  # loads back what was just copied
     table = export_table(classifier.model)
-    save_table(table, assets / C.TABLE_FILE, metadata={
-        "checkpoint_sha256": sha256_file(assets / C.CHECKPOINT_FILE),
-        "vocab_sha256": sha256_file(assets / C.VOCAB_FILE),
-    })
+    save_table(
+        table,
+        assets / C.TABLE_FILE,
+        metadata={
+            "checkpoint_sha256": sha256_file(assets / C.CHECKPOINT_FILE),
+            "vocab_sha256": sha256_file(assets / C.VOCAB_FILE),
+        },
+    )
 
     passages = gold_passages(data_dir)
     accuracies = {}
     for split in ("train", "dev"):
         claims = load_claims(split, data_dir)
         verdicts = predict(classifier, encode(make_rows(claims, gold_evidence(claims, passages)), classifier.vocab))
-        accuracies[split] = protocol_figures({cid: c.label for cid, c in claims.items()},
-                                             {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()})
+        accuracies[split] = protocol_figures(
+            {cid: c.label for cid, c in claims.items()},
+            {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()},
+        )
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     if accuracies["dev"]["notebook"]["correct"] != recorded:
-        raise SystemExit(f"dev accuracy of the exported checkpoint ({accuracies['dev']['notebook']['correct']}) "
-                         f"differs from the training log's ({recorded})")
+        raise SystemExit(
+            f"dev accuracy of the exported checkpoint ({accuracies['dev']['notebook']['correct']}) "
+            f"differs from the training log's ({recorded})"
+        )
 
     provenance = {
         "what": "The notebook's Transformer classifier retrained by claimtrace (notebook.md section 6).",
         "regenerate": f"python scripts/train_checkpoint.py --seed {log['seed']} --epochs {log['epochs']} "
-                      f"--threads {log['threads']}",
+        f"--threads {log['threads']}",
         "seed": log["seed"],
         "epochs": log["epochs"],
         "threads": log["threads"],
@@ -144,8 +162,12 @@ def library_versions() -> dict[str, str]:
     import safetensors
     import torch
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
-            "safetensors": safetensors.__version__}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "safetensors": safetensors.__version__,
+    }
 
 
 def intended_accuracies(model, data) -> dict:
@@ -174,8 +196,10 @@ def notebook_curve(assets: Path) -> dict:
     return {
         "best_epoch": shipped["best_epoch"],
         "best_dev_accuracy": shipped["best_dev_accuracy"],
-        "curve": {str(h["epoch"]): {"train_accuracy": h["train_accuracy"], "dev_accuracy": h["dev_accuracy"]}
-                  for h in shipped["history"]},
+        "curve": {
+            str(h["epoch"]): {"train_accuracy": h["train_accuracy"], "dev_accuracy": h["dev_accuracy"]}
+            for h in shipped["history"]
+        },
     }
 
 
@@ -183,8 +207,8 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     """Ship the intended run's best checkpoint in float16 with its provenance."""
     from claimtrace.classifier.intended import load_intended_model, save_float16_checkpoint
     from claimtrace.classifier.model import load_state_dict
-    from claimtrace.classifier.train import training_data
     from claimtrace.classifier.table import sha256_file
+    from claimtrace.classifier.train import training_data
 
     if log.get("variant") != "intended":
         raise SystemExit(f"{workdir}: not an intended run")
@@ -193,8 +217,12 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
         raise SystemExit(f"{workdir / C.VOCAB_FILE} differs from the shipped {C.VOCAB_FILE}")
     source = workdir / C.CHECKPOINT_FILES["intended"]
     target = assets / C.CHECKPOINT_FILES["intended"]
-    metadata = {"variant": "intended", "seed": str(log["seed"]), "epoch": str(log["best_epoch"]),
-                "exactness": "not claimed: float16 copy of the float32 training checkpoint"}
+    metadata = {
+        "variant": "intended",
+        "seed": str(log["seed"]),
+        "epoch": str(log["best_epoch"]),
+        "exactness": "not claimed: float16 copy of the float32 training checkpoint",
+    }
     save_float16_checkpoint(load_state_dict(source), target, metadata=metadata)
     model = load_intended_model(target)  # loads back what was just written
     accuracies = intended_accuracies(model, training_data(data_dir))
@@ -202,13 +230,13 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     shipped_dev = accuracies["dev"]["notebook"]["correct"]
     provenance = {
         "what": "The intended classifier: the notebook's Transformer with its two bugs fixed (batch-first "
-                "attention, positional encoding by batch position) and nothing else, trained by claimtrace "
-                "exactly as the notebook's model (notebook.md section 6; claimtrace.classifier.model, fixed=True).",
+        "attention, positional encoding by batch position) and nothing else, trained by claimtrace "
+        "exactly as the notebook's model (notebook.md section 6; claimtrace.classifier.model, fixed=True).",
         "exactness": "Not claimed. The checkpoint is a float16 copy of the float32 best-dev weights (half the "
-                     "size); logits differ from the float32 weights' in the last digits and a near-tie verdict "
-                     "may flip. The accuracies below are the float16 checkpoint's own, loaded back in float32.",
+        "size); logits differ from the float32 weights' in the last digits and a near-tie verdict "
+        "may flip. The accuracies below are the float16 checkpoint's own, loaded back in float32.",
         "regenerate": f"python scripts/train_checkpoint.py --variant intended --seed {log['seed']} "
-                      f"--epochs {log['epochs']} --threads {log['threads']}",
+        f"--epochs {log['epochs']} --threads {log['threads']}",
         "variant": "intended",
         "dtype": "float16",
         "seed": log["seed"],
@@ -234,8 +262,10 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     }
     write_atomic(assets / C.PROVENANCE_FILES["intended"], json.dumps(provenance, indent=1) + "\n")
     print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
-    print(f"dev, float16 checkpoint: {shipped_dev}/{accuracies['dev']['notebook']['claims']} "
-          f"(training log, float32: {recorded}); {target.stat().st_size} bytes")
+    print(
+        f"dev, float16 checkpoint: {shipped_dev}/{accuracies['dev']['notebook']['claims']} "
+        f"(training log, float32: {recorded}); {target.stat().st_size} bytes"
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,11 @@ def run_oracle(script: str, *args: str, stdin: str | None = None, timeout: float
         pytest.fail(f"{ORACLE_PYTHON} is missing: run `make oracle-env` (the README's test command does)")
     done = subprocess.run(
         [str(ORACLE_PYTHON), str(REPO / "oracle" / script), *args],
-        input=stdin, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
     )
     if done.returncode != 0:
         pytest.fail(f"oracle/{script} failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -157,8 +161,9 @@ def web_server(web_tracer):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(tracer=web_tracer), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(tracer=web_tracer), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, name="claimtrace-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

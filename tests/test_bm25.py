@@ -49,8 +49,14 @@ def reference_search(passages: list[tuple[str, str]], claim: str, k: int) -> tup
 
 def _arrays(index: bm25.BM25Index) -> tuple:
     s = index.model.scores
-    return (np.asarray(s["data"]), np.asarray(s["indices"]), np.asarray(s["indptr"]), s["num_docs"],
-            index.model.vocab_dict, index.ids)
+    return (
+        np.asarray(s["data"]),
+        np.asarray(s["indices"]),
+        np.asarray(s["indptr"]),
+        s["num_docs"],
+        index.model.vocab_dict,
+        index.ids,
+    )
 
 
 def assert_same_index(a: bm25.BM25Index, b: bm25.BM25Index) -> None:
@@ -65,8 +71,30 @@ def assert_same_index(a: bm25.BM25Index, b: bm25.BM25Index) -> None:
 # --- generated corpora: few words, so stems collide and scores tie ---------------------------------
 
 # Stopwords, stems shared by several words, a number, a one-letter word, case and punctuation.
-WORDS = ["the", "of", "is", "Ocean", "oceans", "ocean's", "warming", "warm", "warmed", "ice", "ICE",
-         "sheet", "sheets", "CO2", "2019", "a", "sea-level", "rise", "rising", "melt", "Melting", "été"]
+WORDS = [
+    "the",
+    "of",
+    "is",
+    "Ocean",
+    "oceans",
+    "ocean's",
+    "warming",
+    "warm",
+    "warmed",
+    "ice",
+    "ICE",
+    "sheet",
+    "sheets",
+    "CO2",
+    "2019",
+    "a",
+    "sea-level",
+    "rise",
+    "rising",
+    "melt",
+    "Melting",
+    "été",
+]
 
 texts = st.lists(st.sampled_from(WORDS), max_size=9).map(" ".join)
 
@@ -85,8 +113,7 @@ def corpora(draw):
 
 
 def test_tokenize_examples():
-    assert bm25.tokenize("The oceans are WARMING, aren't they? CO2 in 2019: a b") == [
-        "ocean", "warm", "co2", "2019"]
+    assert bm25.tokenize("The oceans are WARMING, aren't they? CO2 in 2019: a b") == ["ocean", "warm", "co2", "2019"]
     assert bm25.tokenize("") == [] and bm25.tokenize("the of and") == []
 
 
@@ -117,8 +144,7 @@ def test_search_equals_plain_python_bm25(case):
 
 
 def test_ties_go_to_the_earlier_passage():
-    passages = [("a", "sea ice melt"), ("b", "ocean"), ("c", "sea ice melt"), ("d", "sea ice melt"),
-                ("e", "ice")]
+    passages = [("a", "sea ice melt"), ("b", "ocean"), ("c", "sea ice melt"), ("d", "sea ice melt"), ("e", "ice")]
     ids, scores = bm25.BM25Index.from_passages(passages).search(["melting sea ice"], k=2)
     assert ids == [["a", "c"]] and scores[0][0] == scores[0][1]
 
@@ -129,8 +155,9 @@ def test_bigger_corpus_equals_reference():
     vocabulary = [f"w{i}" for i in range(60)] + ["the", "warming", "warms", "oceans"]
     weights = 1.0 / np.arange(1, len(vocabulary) + 1)
     weights /= weights.sum()
-    passages = [(f"evidence-{i}", " ".join(rng.choice(vocabulary, size=rng.integers(0, 25), p=weights)))
-                for i in range(300)]
+    passages = [
+        (f"evidence-{i}", " ".join(rng.choice(vocabulary, size=rng.integers(0, 25), p=weights))) for i in range(300)
+    ]
     claims = [" ".join(rng.choice(vocabulary, size=rng.integers(1, 8))) for _ in range(40)]
     for block in (16, 100, bm25.BLOCK):
         with mock.patch.object(bm25, "BLOCK", block):
@@ -205,7 +232,7 @@ def test_merge_does_not_depend_on_chunk_ends():
     passages = _passages()
     whole = bm25.tokenize_chunk(passages)
     for size in (1, 4, 36):
-        merged = bm25.merge_chunks(bm25.tokenize_chunk(passages[i:i + size]) for i in range(0, len(passages), size))
+        merged = bm25.merge_chunks(bm25.tokenize_chunk(passages[i : i + size]) for i in range(0, len(passages), size))
         assert all(np.array_equal(whole[key], merged[key]) for key in whole)
 
 
@@ -242,8 +269,11 @@ def test_resume_refuses_another_corpus(tmp_path, monkeypatch):
     passages = _passages()
     folder = tmp_path / "bm25"
     real = bm25.tokenize_chunk
-    monkeypatch.setattr(bm25, "tokenize_chunk", lambda batch: (_ for _ in ()).throw(KeyboardInterrupt())
-                        if batch[0][0] == "evidence-5" else real(batch))
+    monkeypatch.setattr(
+        bm25,
+        "tokenize_chunk",
+        lambda batch: (_ for _ in ()).throw(KeyboardInterrupt()) if batch[0][0] == "evidence-5" else real(batch),
+    )
     with pytest.raises(KeyboardInterrupt):
         bm25.build_bm25_index(folder, passages, chunk_size=5)
     monkeypatch.setattr(bm25, "tokenize_chunk", real)

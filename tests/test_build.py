@@ -74,15 +74,21 @@ def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, sm
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     other = tmp_path / "other.json"
     other.write_text('{"evidence-1": "Some text.", "evidence-2": "More text."}', encoding="utf-8")
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")])
+    result = CliRunner().invoke(
+        main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")]
+    )
     assert result.exit_code == 2 and "use another --workdir" in result.output
 
 
-@pytest.mark.parametrize("text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "is a number, not a string")])
+@pytest.mark.parametrize(
+    "text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "is a number, not a string")]
+)
 def test_bad_evidence_file_is_named(tmp_path, data_dir, text, message):
     bad = tmp_path / "evidence.json"
     bad.write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--evidence", str(bad), "--workdir", str(tmp_path / "w")])
+    result = CliRunner().invoke(
+        main, ["--data", str(data_dir), "build", "--evidence", str(bad), "--workdir", str(tmp_path / "w")]
+    )
     assert result.exit_code == 2
     assert str(bad) in result.output and message in result.output
 
@@ -121,17 +127,33 @@ def test_export_retrieval(demo_build):
 def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
     out = tmp_path / "dev-predictions.json"
     runner = CliRunner()
-    result = runner.invoke(main, ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev", "--out", str(out)])
+    result = runner.invoke(
+        main,
+        ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev", "--out", str(out)],
+    )
     assert result.exit_code == 0, result.output
     predictions = json.loads(out.read_text(encoding="utf-8"))
-    assert len(predictions) == 154 and set(next(iter(predictions.values()))) == {"claim_text", "claim_label", "evidences"}
-    scored = json.loads(runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output)
-    report = json.loads(runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output)
+    assert len(predictions) == 154 and set(next(iter(predictions.values()))) == {
+        "claim_text",
+        "claim_label",
+        "evidences",
+    }
+    scored = json.loads(
+        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
+    )
+    report = json.loads(
+        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output
+    )
     assert report["course"]["F"] == scored["F"] and report["course"]["A"] == scored["A"]
     assert set(report["classifier"]) == {"gold", "retrieved"}
     assert set(report["classifier"]["gold"]) == {"alone", "notebook"}
     assert len(report["classifier"]["gold"]["notebook"]["confusion"]) == 4
-    assert {row["variant"] for row in report["variants"]} >= {"notebook", "raw-claim-text", "cosine-once", "unpadded-tags"}
+    assert {row["variant"] for row in report["variants"]} >= {
+        "notebook",
+        "raw-claim-text",
+        "cosine-once",
+        "unpadded-tags",
+    }
     assert 0.0 <= report["fallback_share"] <= 1.0
 
 
@@ -143,7 +165,8 @@ def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
     with pytest.warns(data.EvidenceChecksumWarning):
         again = build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
     assert again["retrieval"] == first["retrieval"]
-    assert {k: v for k, v in _files(tmp_path / "w").items() if k != "tagging/summary.json"} == \
-        {k: v for k, v in files.items() if k != "tagging/summary.json"}
+    assert {k: v for k, v in _files(tmp_path / "w").items() if k != "tagging/summary.json"} == {
+        k: v for k, v in files.items() if k != "tagging/summary.json"
+    }
     records = [json.loads(line) for line in (tmp_path / "w" / "retrieval" / "dev.jsonl").read_text().splitlines()]
     assert len(records) == 154

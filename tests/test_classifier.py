@@ -18,10 +18,15 @@ import torch
 from torch import nn
 
 from claimtrace import constants as C
-from claimtrace.classifier.inputs import Vocabulary
-from claimtrace.classifier.model import (TransformerClassifier, build_model, load_model, load_state_dict,
-                                         notebook_logits, sinusoidal_table)
-from claimtrace.classifier.inputs import load_vocab
+from claimtrace.classifier.inputs import Vocabulary, load_vocab
+from claimtrace.classifier.model import (
+    TransformerClassifier,
+    build_model,
+    load_model,
+    load_state_dict,
+    notebook_logits,
+    sinusoidal_table,
+)
 from claimtrace.classifier.predict import ASSETS_DIR
 from claimtrace.classifier.train import TrainingData, train, training_data
 
@@ -89,15 +94,15 @@ def test_encoding_cls_sep_pad():
 
 def test_encoding_truncates_to_127_then_sep():
     vocab = Vocabulary.fit(["a b"])
-    words = (["a", "b"] * 200)
+    words = ["a", "b"] * 200
     cls, sep, pad = (vocab.index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
     for n in (125, 126, 127, 200):  # 126 words + [CLS] + [SEP] fit exactly; more are cut
         ids = vocab.encode(" ".join(words[:n]))
         assert len(ids) == C.MAX_LEN and ids[0] == cls
         kept = min(n, 126)
-        assert ids[1:1 + kept] == [vocab.index[w] for w in words[:kept]]
+        assert ids[1 : 1 + kept] == [vocab.index[w] for w in words[:kept]]
         assert ids[1 + kept] == sep  # the [SEP] survives truncation
-        assert ids[2 + kept:] == [pad] * (C.MAX_LEN - 2 - kept)
+        assert ids[2 + kept :] == [pad] * (C.MAX_LEN - 2 - kept)
 
 
 def test_training_inputs(data):
@@ -108,7 +113,7 @@ def test_training_inputs(data):
     # every row has exactly one [SEP], and only [PAD] after it
     for ids in np.concatenate([data.train.input_ids, data.dev.input_ids]).tolist():
         sep = ids.index(2)
-        assert ids.count(2) == 1 and all(i == 3 for i in ids[sep + 1:])
+        assert ids.count(2) == 1 and all(i == 3 for i in ids[sep + 1 :])
     assert sorted(set(data.train.labels.tolist())) == [0, 1, 2, 3]
 
 
@@ -121,9 +126,20 @@ def test_shipped_vocab_is_the_training_vocab(data):
 
 def expected_names() -> set[str]:
     names = {"embedding.weight", "pos_encoder.pe", "fc_out.weight", "fc_out.bias"}
-    per_layer = ["self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
-                 "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
-                 "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"]
+    per_layer = [
+        "self_attn.in_proj_weight",
+        "self_attn.in_proj_bias",
+        "self_attn.out_proj.weight",
+        "self_attn.out_proj.bias",
+        "linear1.weight",
+        "linear1.bias",
+        "linear2.weight",
+        "linear2.bias",
+        "norm1.weight",
+        "norm1.bias",
+        "norm2.weight",
+        "norm2.bias",
+    ]
     names |= {f"transformer_encoder.layers.{i}.{p}" for i in range(6) for p in per_layer}
     return names
 
@@ -177,7 +193,7 @@ def test_attention_runs_across_the_batch():
     ids = torch.randint(4, 5886, (4, 128))
     with torch.no_grad():
         together = model(ids)
-        alone = torch.cat([model(ids[i:i + 1]) for i in range(4)])
+        alone = torch.cat([model(ids[i : i + 1]) for i in range(4)])
         shuffled = model(ids[:, torch.randperm(128)])
     assert not torch.allclose(together[1:], alone[1:], atol=1e-4)  # neighbours matter
     torch.testing.assert_close(shuffled, together, atol=1e-5, rtol=0)  # word order does not
@@ -206,10 +222,17 @@ def _sinusoidal_table_on_mkls_reproducible_path(tmp_path) -> torch.Tensor:
     import sys
 
     out = tmp_path / "pe.npy"
-    script = ("import sys, numpy; from claimtrace.classifier.model import sinusoidal_table; "
-              "numpy.save(sys.argv[1], sinusoidal_table().numpy())")
-    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True,
-                          env={**os.environ, "MKL_CBWR": "COMPATIBLE"}, timeout=300)
+    script = (
+        "import sys, numpy; from claimtrace.classifier.model import sinusoidal_table; "
+        "numpy.save(sys.argv[1], sinusoidal_table().numpy())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MKL_CBWR": "COMPATIBLE"},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return torch.from_numpy(np.load(out))
 
@@ -242,7 +265,7 @@ def test_shipped_checkpoint_reproduces_its_recorded_dev_accuracy(data):
     assert best["saved"] and best["dev_accuracy"] == provenance["best_dev_accuracy"]
     # strictly greater: the kept epoch beats every earlier one, and no later one beats it
     earlier = [h["dev_correct"] for h in provenance["history"][: provenance["best_epoch"] - 1]]
-    later = [h["dev_correct"] for h in provenance["history"][provenance["best_epoch"]:]]
+    later = [h["dev_correct"] for h in provenance["history"][provenance["best_epoch"] :]]
     assert all(c < best["dev_correct"] for c in earlier) and all(c <= best["dev_correct"] for c in later)
     logits = notebook_logits(load_model(SHIPPED), torch.from_numpy(data.dev.input_ids))
     assert int((logits.argmax(1).numpy() == data.dev.labels).sum()) == best["dev_correct"]

@@ -7,8 +7,16 @@ import json
 from click.testing import CliRunner
 
 from claimtrace import data
-from claimtrace.classifier.inputs import (Encoded, Vocabulary, encode, evidence_texts, gold_evidence, make_rows,
-                                         row_text, training_vocabulary)
+from claimtrace.classifier.inputs import (
+    Encoded,
+    Vocabulary,
+    encode,
+    evidence_texts,
+    gold_evidence,
+    make_rows,
+    row_text,
+    training_vocabulary,
+)
 from claimtrace.cli import main
 
 
@@ -42,7 +50,9 @@ def test_rows_use_gold_passages_in_order(data_dir):
     claims = data.load_claims("dev", data_dir)
     gold = data.gold_passages(data_dir)
     row = {r.claim_id: r for r in make_rows(claims, gold_evidence(claims, gold))}["claim-752"]
-    assert row.text.startswith("south australia expens electr world citat need south australia highest retail price electr countri")
+    assert row.text.startswith(
+        "south australia expens electr world citat need south australia highest retail price electr countri"
+    )
     assert row.label == "SUPPORTS"
 
 

@@ -20,12 +20,16 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.classifier import train as train_module
-from claimtrace.classifier.intended import (INTENDED_CHECKPOINT, INTENDED_PROVENANCE, checkpoint_metadata,
-                                            load_intended_model)
+from claimtrace.classifier.intended import (
+    INTENDED_CHECKPOINT,
+    INTENDED_PROVENANCE,
+    checkpoint_metadata,
+    load_intended_model,
+)
 from claimtrace.classifier.model import TransformerClassifier, build_model, notebook_logits, sinusoidal_table
-from claimtrace.classifier.train import TrainingData, train, training_data
 from claimtrace.classifier.predict import ASSETS_DIR
 from claimtrace.classifier.table import sha256_file
+from claimtrace.classifier.train import TrainingData, train, training_data
 
 #: "Unchanged" for outputs that should not depend on a change: bit-exact is expected, 1e-6 allowed.
 SAME = dict(atol=1e-6, rtol=0)
@@ -187,7 +191,9 @@ def test_cli_train_variant(data, tmp_path, monkeypatch):
     monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
     for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
         workdir = tmp_path / variant
-        result = CliRunner().invoke(main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args])
+        result = CliRunner().invoke(
+            main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args]
+        )
         assert result.exit_code == 0, result.output
         assert json.loads((workdir / C.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
 
@@ -223,7 +229,9 @@ def test_shipped_intended_checkpoint_loads(data):
     assert torch.equal(state["pos_encoder.pe"], sinusoidal_table())  # the constant, restored exactly
     # its recorded dev accuracy is the float16 checkpoint's own
     provenance = json.loads(INTENDED_PROVENANCE.read_text(encoding="utf-8"))
-    correct = int((notebook_logits(model, torch.from_numpy(data.dev.input_ids)).argmax(1).numpy() == data.dev.labels).sum())
+    correct = int(
+        (notebook_logits(model, torch.from_numpy(data.dev.input_ids)).argmax(1).numpy() == data.dev.labels).sum()
+    )
     assert correct == provenance["best_dev_correct_float16"]
     assert provenance["accuracy_with_gold_evidence"]["dev"]["notebook"]["correct"] == correct
 

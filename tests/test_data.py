@@ -162,8 +162,7 @@ def test_iter_evidence_streams_and_warns(tmp_path):
 # boundary inside every token, escape, surrogate pair and multi-byte UTF-8 character.
 
 _CHUNK_SIZES = st.sampled_from([1, 2, 3, 7, 64, 4096, 1 << 20])
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                  "\t": "\\t"}
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _text = st.text(
     alphabet=st.one_of(
         st.sampled_from(list('ab "\\/\n\t\r\b\f\x00\x1f\x7f') + ["é", "中", "😀", "\u2028", "\ufeff"]),
@@ -199,6 +198,7 @@ def _encode_string(text: str, rng) -> str:
 
 def _encode_object(members: dict[str, str], rng) -> str:
     """A JSON object text for ``members`` with random JSON whitespace around every token."""
+
     def space() -> str:
         return "".join(rng.choice(" \t\n\r") for _ in range(rng.choice([0, 0, 0, 1, 2])))
 
@@ -218,8 +218,9 @@ def _write(tmp_path: Path, raw: bytes) -> Path:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(members=st.dictionaries(_text, _long_text, max_size=6), chunk_size=_CHUNK_SIZES, rng=st.randoms(),
-       bom=st.booleans())
+@given(
+    members=st.dictionaries(_text, _long_text, max_size=6), chunk_size=_CHUNK_SIZES, rng=st.randoms(), bom=st.booleans()
+)
 def test_stream_agrees_with_json_loads(tmp_path, members, chunk_size, rng, bom):
     raw = (codecs.BOM_UTF8 if bom else b"") + _encode_object(members, rng).encode("utf-8")
     assert json.loads(raw) == members  # the encoder is right
@@ -228,8 +229,11 @@ def test_stream_agrees_with_json_loads(tmp_path, members, chunk_size, rng, bom):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(members=st.dictionaries(_text, _long_text, min_size=1, max_size=4), rng=st.randoms(),
-       chunk_size=st.sampled_from([1, 3, 7, 64]))
+@given(
+    members=st.dictionaries(_text, _long_text, min_size=1, max_size=4),
+    rng=st.randoms(),
+    chunk_size=st.sampled_from([1, 3, 7, 64]),
+)
 def test_every_truncation_is_refused(tmp_path, members, rng, chunk_size):
     """Cut anywhere before the closing brace, a file is refused with a DataError, never read
     as something else and never a traceback."""
@@ -246,7 +250,7 @@ def test_passages_longer_than_the_buffer(tmp_path, length):
     """The old reader broke on a passage over half its 1 MiB buffer that crossed the buffer's end."""
     corpus = {
         "evidence-0": "short",
-        "evidence-1": ("long \"quoted\" \\ é 😀 " * (length // 20 + 1))[:length],
+        "evidence-1": ('long "quoted" \\ é 😀 ' * (length // 20 + 1))[:length],
         "evidence-2": "x" * (1 << 20),
         "evidence-3": "after",
     }
@@ -259,7 +263,7 @@ def test_passages_longer_than_the_buffer(tmp_path, length):
 def test_escapes_across_every_boundary(tmp_path):
     """An escaped surrogate pair, escaped quotes and backslashes, and multi-byte characters,
     with a buffer boundary at every possible place in them."""
-    raw = '{"ev\\"id\\\\": "a\\ud83d\\ude00b\\\\\\"c é中😀 \\u00e9\\/", "e2": "\\\\"}'.encode("utf-8")
+    raw = '{"ev\\"id\\\\": "a\\ud83d\\ude00b\\\\\\"c é中😀 \\u00e9\\/", "e2": "\\\\"}'.encode()
     expected = list(json.loads(raw).items())
     assert expected == [('ev"id\\', 'a😀b\\"c é中😀 é/'), ("e2", "\\")]
     path = _write(tmp_path, raw)
@@ -289,7 +293,9 @@ def test_bom_is_skipped(tmp_path):
     path = _write(tmp_path, raw)
     for chunk_size in (1, 2, 3, 4, 1 << 20):
         assert list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == [
-            ("evidence-1", "a"), ("evidence-2", "b")]
+            ("evidence-1", "a"),
+            ("evidence-2", "b"),
+        ]
     # Only at the very start: a BOM anywhere else is not JSON (json.loads agrees).
     path = _write(tmp_path, b" " + raw)
     with pytest.raises(data.DataError, match="at byte offset 1: expected a JSON object"):
@@ -313,7 +319,10 @@ def test_not_an_object_is_refused(tmp_path):
         path = _write(tmp_path, b" " + text.encode("utf-8"))
         with pytest.raises(data.DataError) as caught:
             list(data.stream_json_object(path))
-        assert str(caught.value) == f"{path}: not valid JSON at byte offset 1: expected a JSON object ('{{'), found {found}"
+        assert (
+            str(caught.value)
+            == f"{path}: not valid JSON at byte offset 1: expected a JSON object ('{{'), found {found}"
+        )
 
 
 def test_trailing_whitespace_is_fine(tmp_path):
@@ -321,23 +330,42 @@ def test_trailing_whitespace_is_fine(tmp_path):
     assert len(list(data.iter_evidence(path, check_md5=False, chunk_size=3))) == 2
 
 
-@pytest.mark.parametrize("text, offset, message", [
-    ('{"evidence-1": "a", "evidence-2": "b"', 37, "the file ends where ',' or '}' after a member should be (truncated?)"),
-    ('{"evidence-1": "a", "evidence-2": "b', 34, "a string opens here and is never closed (is the file cut short?)"),
-    ('{"evidence-1": "a", "evidence-2": ', 34, "the file ends where the value of 'evidence-2' should be (truncated?)"),
-    ('{"evidence-1": "a", "evidence-2"', 32, "the file ends where ':' after the key should be (truncated?)"),
-    ('{"evidence-1": "a",', 19, "the file ends where a string key (an evidence id) should be (truncated?)"),
-    ('{"evidence-1": "a\\u00', 18, "Invalid \\uXXXX escape"),  # json's scanner points at the u
-    ('{', 1, "the file ends where a string key (an evidence id) should be (truncated?)"),
-    ('', 0, "expected a JSON object ('{'), found nothing"),
-    ('{"evidence-1": "a",}', 19, "expected a string key (an evidence id), found '}'"),
-    ('{"evidence-1" "a"}', 14, "expected ':' after the key, found '\"'"),
-    ('{"evidence-1": "a" "evidence-2": "b"}', 19, "expected ',' or '}' after a member, found '\"'"),
-    ('{"evidence-1": "a\tb"}', 17, "a raw control character (a tab or line break?) inside a string; JSON needs it escaped"),
-    ('{"evidence-1": "a\\qb"}', 17, "Invalid \\escape"),
-    ('{evidence-1: "a"}', 1, "expected a string key (an evidence id), found 'e'"),
-    ('{"evidence-1": tru}', 15, "expected the value of 'evidence-1', found 't'"),
-])
+@pytest.mark.parametrize(
+    "text, offset, message",
+    [
+        (
+            '{"evidence-1": "a", "evidence-2": "b"',
+            37,
+            "the file ends where ',' or '}' after a member should be (truncated?)",
+        ),
+        (
+            '{"evidence-1": "a", "evidence-2": "b',
+            34,
+            "a string opens here and is never closed (is the file cut short?)",
+        ),
+        (
+            '{"evidence-1": "a", "evidence-2": ',
+            34,
+            "the file ends where the value of 'evidence-2' should be (truncated?)",
+        ),
+        ('{"evidence-1": "a", "evidence-2"', 32, "the file ends where ':' after the key should be (truncated?)"),
+        ('{"evidence-1": "a",', 19, "the file ends where a string key (an evidence id) should be (truncated?)"),
+        ('{"evidence-1": "a\\u00', 18, "Invalid \\uXXXX escape"),  # json's scanner points at the u
+        ("{", 1, "the file ends where a string key (an evidence id) should be (truncated?)"),
+        ("", 0, "expected a JSON object ('{'), found nothing"),
+        ('{"evidence-1": "a",}', 19, "expected a string key (an evidence id), found '}'"),
+        ('{"evidence-1" "a"}', 14, "expected ':' after the key, found '\"'"),
+        ('{"evidence-1": "a" "evidence-2": "b"}', 19, "expected ',' or '}' after a member, found '\"'"),
+        (
+            '{"evidence-1": "a\tb"}',
+            17,
+            "a raw control character (a tab or line break?) inside a string; JSON needs it escaped",
+        ),
+        ('{"evidence-1": "a\\qb"}', 17, "Invalid \\escape"),
+        ('{evidence-1: "a"}', 1, "expected a string key (an evidence id), found 'e'"),
+        ('{"evidence-1": tru}', 15, "expected the value of 'evidence-1', found 't'"),
+    ],
+)
 def test_invalid_or_truncated_json_names_the_byte_offset(tmp_path, text, offset, message):
     path = _write(tmp_path, text.encode("utf-8"))
     for chunk_size in (1, 7, 1 << 20):
@@ -353,8 +381,10 @@ def test_error_offsets_are_file_offsets(tmp_path):
     offset (the old reader gave a character index into its buffer)."""
     corpus = {f"evidence-{i}": "é😀 climate " * (i % 30) for i in range(20_000)}
     good = json.dumps(corpus, ensure_ascii=False).encode("utf-8")[:-1]  # without the closing brace
-    for bad, message in ((b', "evidence-x": "raw\ttab"}', "a raw control character"),
-                         (b', "evidence-x": "a" "b"}', "expected ',' or '}' after a member")):
+    for bad, message in (
+        (b', "evidence-x": "raw\ttab"}', "a raw control character"),
+        (b', "evidence-x": "a" "b"}', "expected ',' or '}' after a member"),
+    ):
         raw = good + bad
         offset = len(good) + bad.index(b"\t" if b"\t" in bad else b'"b"')
         assert offset > 3 << 20  # well past the first 1 MiB buffer, and past 3 MiB
@@ -364,17 +394,26 @@ def test_error_offsets_are_file_offsets(tmp_path):
                 list(data.stream_json_object(path, chunk_size))
 
 
-@pytest.mark.parametrize("value, kind", [
-    ("5", "a number"), ("-0.5e3", "a number"), ('{"text": "a"}', "an object"), ('["a"]', "an array"),
-    ("true", "true"), ("false", "false"), ("null", "null"),
-])
+@pytest.mark.parametrize(
+    "value, kind",
+    [
+        ("5", "a number"),
+        ("-0.5e3", "a number"),
+        ('{"text": "a"}', "an object"),
+        ('["a"]', "an array"),
+        ("true", "true"),
+        ("false", "false"),
+        ("null", "null"),
+    ],
+)
 def test_non_string_value_is_refused(tmp_path, value, kind):
-    path = _write(tmp_path, f'{{"evidence-1": "a", "evidence-2": {value}}}'.encode("utf-8"))
+    path = _write(tmp_path, f'{{"evidence-1": "a", "evidence-2": {value}}}'.encode())
     for chunk_size in (1, 1 << 20):
         with pytest.raises(data.DataError) as caught:
             list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
-        assert str(caught.value) == (f"{path}: the value of 'evidence-2' at byte offset 34 is {kind}, "
-                                     f"not a string (a passage's text)")
+        assert str(caught.value) == (
+            f"{path}: the value of 'evidence-2' at byte offset 34 is {kind}, not a string (a passage's text)"
+        )
 
 
 def test_duplicate_ids(tmp_path):
@@ -389,18 +428,23 @@ def test_duplicate_ids(tmp_path):
         list(data.iter_evidence(path, check_md5=False))
 
 
-@pytest.mark.parametrize("prefix, bad", [
-    (b'{"evidence-1": "caf', b"\xff"),                 # a byte that never starts a character
-    (b'{"evidence-1": "caf', b"\xc3("),                # a lead byte without its continuation
-    (b'{"evidence-1": "a", "evidence-2": "\xe2\x82', b""),  # cut inside a character at the end
-    (b'{"evidence-1": "a', b"\xed\xa0\x80"),           # a surrogate encoded in UTF-8
-])
+@pytest.mark.parametrize(
+    "prefix, bad",
+    [
+        (b'{"evidence-1": "caf', b"\xff"),  # a byte that never starts a character
+        (b'{"evidence-1": "caf', b"\xc3("),  # a lead byte without its continuation
+        (b'{"evidence-1": "a", "evidence-2": "\xe2\x82', b""),  # cut inside a character at the end
+        (b'{"evidence-1": "a', b"\xed\xa0\x80"),  # a surrogate encoded in UTF-8
+    ],
+)
 def test_bad_utf8_names_the_byte_offset(tmp_path, prefix, bad):
     raw = prefix + bad + (b'"}' if bad else b"")
     path = _write(tmp_path, (b"x" * 0) + raw)
     offset = len(prefix) - (2 if not bad else 0)
     for chunk_size in (1, 2, 7, 1 << 20):
-        with pytest.raises(data.DataError, match=rf"{re.escape(str(path))}: not UTF-8 text: .* at byte offset {offset}$"):
+        with pytest.raises(
+            data.DataError, match=rf"{re.escape(str(path))}: not UTF-8 text: .* at byte offset {offset}$"
+        ):
             list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
 
 
@@ -414,14 +458,20 @@ def test_bad_utf8_far_into_the_file(tmp_path):
         list(data.iter_evidence(path, check_md5=False))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{}", "holds no passages; a corpus needs at least 2"),
-    ('{"evidence-1": "a"}', "holds a single passage; a corpus needs at least 2"),
-    ('{"evidence-1": "", "evidence-2": "", "evidence-3": ""}', "all 3 passages are empty"),
-    ('{"evidence-1": " ", "evidence-2": "\\n\\t"}', "all 2 passages are empty"),
-    ('{"evidence-1": "a", "evidence-2": "b\\ud83d"}', "evidence 'evidence-2': its text holds a lone surrogate \\ud83d"),
-    ('{"evidence-1": "a", "\\udc00": "b"}', "evidence '\\udc00': its id holds a lone surrogate \\udc00"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{}", "holds no passages; a corpus needs at least 2"),
+        ('{"evidence-1": "a"}', "holds a single passage; a corpus needs at least 2"),
+        ('{"evidence-1": "", "evidence-2": "", "evidence-3": ""}', "all 3 passages are empty"),
+        ('{"evidence-1": " ", "evidence-2": "\\n\\t"}', "all 2 passages are empty"),
+        (
+            '{"evidence-1": "a", "evidence-2": "b\\ud83d"}',
+            "evidence 'evidence-2': its text holds a lone surrogate \\ud83d",
+        ),
+        ('{"evidence-1": "a", "\\udc00": "b"}', "evidence '\\udc00': its id holds a lone surrogate \\udc00"),
+    ],
+)
 def test_unusable_corpus_is_refused(tmp_path, text, message):
     path = _write(tmp_path, text.encode("utf-8"))
     assert dict(data.stream_json_object(path)) == json.loads(text)  # valid JSON of strings...
@@ -435,8 +485,10 @@ def test_one_empty_passage_among_others_is_fine(tmp_path):
     assert list(data.iter_evidence(path, check_md5=False)) == [("evidence-1", ""), ("evidence-2", "text")]
 
 
-@pytest.mark.parametrize("text", ["{}", '{"evidence-1": "a"}', '{"evidence-1": "", "evidence-2": ""}',
-                                  '{"evidence-1": "a", "evidence-2": 2}'])
+@pytest.mark.parametrize(
+    "text",
+    ["{}", '{"evidence-1": "a"}', '{"evidence-1": "", "evidence-2": ""}', '{"evidence-1": "a", "evidence-2": 2}'],
+)
 def test_build_refuses_an_unusable_corpus_before_writing(tmp_path, data_dir, text):
     evidence = _write(tmp_path, text.encode("utf-8"))
     workdir = tmp_path / "work"
@@ -464,21 +516,28 @@ def _edit_climate_fever(path: Path, line: int, edit) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda row: row.update(claim=5), "line 3: field claim is a number, expected a string"),
-    (lambda row: row.update(claim_id=752), "line 3: field claim_id is a number, expected a string"),
-    (lambda row: row.pop("claim"), "line 3: field claim is missing"),
-    (lambda row: row.update(claim_label="TRUE"), "line 3: field claim_label is 'TRUE', expected one of SUPPORTS"),
-    (lambda row: row.update(evidences=None), "line 3: field evidences is null, expected an array"),
-    (lambda row: row["evidences"].__setitem__(1, "text"), "line 3: evidences[1] is a string, expected an object"),
-    (lambda row: row["evidences"][2].update(evidence=["a"]), "line 3: evidences[2]: field evidence is an array, "
-                                                              "expected a string"),
-    (lambda row: row["evidences"][4].update(evidence=None), "line 3: evidences[4]: field evidence is null"),
-    (lambda row: row["evidences"][0].pop("evidence_id"), "line 3: evidences[0]: field evidence_id is missing"),
-    (lambda row: row["evidences"][0].update(evidence_label="DISPUTED"),
-     "line 3: evidences[0]: field evidence_label is 'DISPUTED', expected one of SUPPORTS, REFUTES, NOT_ENOUGH_INFO"),
-    (lambda row: row.update(claim_id="0"), "line 3: claim_id '0' appears a second time"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda row: row.update(claim=5), "line 3: field claim is a number, expected a string"),
+        (lambda row: row.update(claim_id=752), "line 3: field claim_id is a number, expected a string"),
+        (lambda row: row.pop("claim"), "line 3: field claim is missing"),
+        (lambda row: row.update(claim_label="TRUE"), "line 3: field claim_label is 'TRUE', expected one of SUPPORTS"),
+        (lambda row: row.update(evidences=None), "line 3: field evidences is null, expected an array"),
+        (lambda row: row["evidences"].__setitem__(1, "text"), "line 3: evidences[1] is a string, expected an object"),
+        (
+            lambda row: row["evidences"][2].update(evidence=["a"]),
+            "line 3: evidences[2]: field evidence is an array, expected a string",
+        ),
+        (lambda row: row["evidences"][4].update(evidence=None), "line 3: evidences[4]: field evidence is null"),
+        (lambda row: row["evidences"][0].pop("evidence_id"), "line 3: evidences[0]: field evidence_id is missing"),
+        (
+            lambda row: row["evidences"][0].update(evidence_label="DISPUTED"),
+            "line 3: evidences[0]: field evidence_label is 'DISPUTED', expected one of SUPPORTS, REFUTES, NOT_ENOUGH_INFO",
+        ),
+        (lambda row: row.update(claim_id="0"), "line 3: claim_id '0' appears a second time"),
+    ],
+)
 def test_climate_fever_fields_are_checked(data_copy, edit, message):
     path = data_copy / C.CLIMATE_FEVER_FILE
     _edit_climate_fever(path, 3, edit)
@@ -487,11 +546,17 @@ def test_climate_fever_fields_are_checked(data_copy, edit, message):
     assert f"claimtrace: error: {path}: {message}" in result.output
 
 
-@pytest.mark.parametrize("line, message", [
-    (b'{"claim_id": "0", "claim": "caf\xe9"}', "line 2 is not UTF-8 text (invalid continuation byte at byte 31 of the line)"),
-    (b'{"claim_id": ', "line 2 is not valid JSON"),
-    (b'["claim"]', "line 2 is an array, expected an object (one claim)"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            b'{"claim_id": "0", "claim": "caf\xe9"}',
+            "line 2 is not UTF-8 text (invalid continuation byte at byte 31 of the line)",
+        ),
+        (b'{"claim_id": ', "line 2 is not valid JSON"),
+        (b'["claim"]', "line 2 is an array, expected an object (one claim)"),
+    ],
+)
 def test_climate_fever_bad_line(data_copy, line, message):
     path = data_copy / C.CLIMATE_FEVER_FILE
     lines = path.read_bytes().splitlines(keepends=True)
@@ -517,11 +582,14 @@ def _garbage_stopwords(data_copy: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", [
-    ["data", "check"],
-    ["preprocess", "Glaciers are melting"],
-    ["serve", "--workdir", "nowhere"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["data", "check"],
+        ["preprocess", "Glaciers are melting"],
+        ["serve", "--workdir", "nowhere"],
+    ],
+)
 def test_garbage_stopwords_zip_exits_2(data_copy, monkeypatch, command):
     path = _garbage_stopwords(data_copy)
     import uvicorn
@@ -545,8 +613,17 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
     """build --data D preprocesses with D's stopword list (it used to find another folder's)."""
     path = _garbage_stopwords(data_copy)
     evidence = _write(tmp_path, json.dumps({"evidence-1": "Glaciers are melting", "evidence-2": "Seas rise"}).encode())
-    result = run_cli("--data", str(data_copy), "build", "--evidence", str(evidence), "--workdir", str(tmp_path / "w"),
-                     "--until", "tagging")
+    result = run_cli(
+        "--data",
+        str(data_copy),
+        "build",
+        "--evidence",
+        str(evidence),
+        "--workdir",
+        str(tmp_path / "w"),
+        "--until",
+        "tagging",
+    )
     assert result.exit_code == 2, result.output
     assert f"claimtrace: error: {path}: not a readable zip archive" in result.output
     # The choice of folder ended with the command: the default folder's list is used again.

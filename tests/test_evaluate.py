@@ -17,15 +17,18 @@ def _claim(evidences, label="SUPPORTS", claim_id="claim-1"):
     return Claim(claim_id, "text", label, tuple(evidences))
 
 
-@pytest.mark.parametrize("predicted, gold, expected", [
-    ([], ["e1"], (0.0, 0.0, 0.0)),
-    (["e2", "e3"], ["e1"], (0.0, 0.0, 0.0)),
-    (["e1"], ["e1"], (1.0, 1.0, 1.0)),
-    (["e1", "e2", "e3", "e4"], ["e1", "e5"], (0.25, 0.5, 1 / 3)),
-    # gold duplicates count twice in `correct` and in len(gold); predicted duplicates in len(pred)
-    (["e1", "e1"], ["e1", "e1", "e2"], (1.0, 2 / 3, 0.8)),
-    (["e1"], [], (0.0, 0.0, 0.0)),
-])
+@pytest.mark.parametrize(
+    "predicted, gold, expected",
+    [
+        ([], ["e1"], (0.0, 0.0, 0.0)),
+        (["e2", "e3"], ["e1"], (0.0, 0.0, 0.0)),
+        (["e1"], ["e1"], (1.0, 1.0, 1.0)),
+        (["e1", "e2", "e3", "e4"], ["e1", "e5"], (0.25, 0.5, 1 / 3)),
+        # gold duplicates count twice in `correct` and in len(gold); predicted duplicates in len(pred)
+        (["e1", "e1"], ["e1", "e1", "e2"], (1.0, 2 / 3, 0.8)),
+        (["e1"], [], (0.0, 0.0, 0.0)),
+    ],
+)
 def test_evidence_scores(predicted, gold, expected):
     assert evidence_scores(predicted, gold) == pytest.approx(expected, abs=1e-15)
     assert evidence_f(predicted, gold) == evidence_scores(predicted, gold)[2]
@@ -68,14 +71,20 @@ def test_missing_claims_are_an_error_unless_skipped(data_dir, tmp_path):
     assert skipped.F == evaluate(load_predictions(path), kept).F
 
 
-@pytest.mark.parametrize("body, message", [
-    ([1, 2], "expected a JSON object mapping claim ids to claims, got list"),
-    ({"claim-1": "x"}, "claim 'claim-1' is str, expected an object"),
-    ({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": "evidence-1"}}, "evidences must be a list"),
-    ({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": [3]}}, r"evidences\[0\] is 3"),
-    ({"claim-1": {"claim_text": "t", "claim_label": "MAYBE", "evidences": []}}, "has claim_label 'MAYBE'"),
-    ({"claim-1": {"claim_label": "SUPPORTS", "evidences": []}}, "has no claim_text"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ([1, 2], "expected a JSON object mapping claim ids to claims, got list"),
+        ({"claim-1": "x"}, "claim 'claim-1' is str, expected an object"),
+        (
+            {"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": "evidence-1"}},
+            "evidences must be a list",
+        ),
+        ({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": [3]}}, r"evidences\[0\] is 3"),
+        ({"claim-1": {"claim_text": "t", "claim_label": "MAYBE", "evidences": []}}, "has claim_label 'MAYBE'"),
+        ({"claim-1": {"claim_label": "SUPPORTS", "evidences": []}}, "has no claim_text"),
+    ],
+)
 def test_bad_prediction_files_name_file_and_field(tmp_path, body, message):
     path = tmp_path / "predictions.json"
     path.write_text(json.dumps(body), encoding="utf-8")

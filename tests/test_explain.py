@@ -70,10 +70,14 @@ def test_table_matches_torch_float32_for_every_claim_alone(classifier, all_ids):
     assert np.abs(alone_logits_stacked(model, sample).double().numpy() - literal).max() < C.FLOAT32_AGREEMENT
     for float32_table in (False, True):
         table_logits = classifier.table.logits(all_ids.numpy(), float32=float32_table)
-        for name, torch_logits, table_part in (("literal", literal, classifier.table.logits(sample.numpy(), float32=float32_table)),
-                                               ("stacked", stacked, table_logits)):
+        for name, torch_logits, table_part in (
+            ("literal", literal, classifier.table.logits(sample.numpy(), float32=float32_table)),
+            ("stacked", stacked, table_logits),
+        ):
             error = np.abs(table_part - torch_logits).max()
-            print(f"max |table{'32' if float32_table else '64'} - torch float32 {name}| over {len(torch_logits)} claims: {error:.3g}")
+            print(
+                f"max |table{'32' if float32_table else '64'} - torch float32 {name}| over {len(torch_logits)} claims: {error:.3g}"
+            )
             assert error < C.FLOAT32_AGREEMENT
             assert (table_part.argmax(1) == torch_logits.argmax(1)).all()
 
@@ -85,7 +89,9 @@ def test_table_matches_torch_float64_for_every_claim_alone(classifier, all_ids):
     assert np.abs(alone_logits_stacked(model64, sample).numpy() - literal).max() < 1e-13
     torch_logits = torch.cat([alone_logits_stacked(model64, chunk) for chunk in all_ids.split(32)]).numpy()
     table_logits = classifier.table.logits(all_ids.numpy())
-    error = max(np.abs(table_logits - torch_logits).max(), np.abs(classifier.table.logits(sample.numpy()) - literal).max())
+    error = max(
+        np.abs(table_logits - torch_logits).max(), np.abs(classifier.table.logits(sample.numpy()) - literal).max()
+    )
     print(f"max |table - torch float64| over {len(all_ids)} claims: {error:.3g}")
     assert error < 1e-12
     assert (table_logits.argmax(1) == torch_logits.argmax(1)).all()
@@ -137,7 +143,9 @@ def test_explain_claim_contributions_add_up(demo_build):
     claims = demo_build.claims("dev")
     claim_id = list(claims)[20]
     result = explain_claim(demo_build, claim_id, "gold")
-    parts = np.array(result["contributions"]["bias"]) + sum(np.array(t["contribution"]) for t in result["contributions"]["tokens"])
+    parts = np.array(result["contributions"]["bias"]) + sum(
+        np.array(t["contribution"]) for t in result["contributions"]["tokens"]
+    )
     parts = parts + np.array(result["contributions"]["padding"]["contribution"])
     np.testing.assert_allclose(parts, result["alone"]["logits"], rtol=0, atol=1e-12)
     assert result["real_tokens"] + result["pad_tokens"] == 128 == len(result["tokens"]) == len(result["input_ids"])
@@ -166,8 +174,10 @@ def test_notebook_protocol_uses_the_batch_of_16_in_file_order(demo_build, classi
 def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifier, splits):
     claims, evidence = splits["dev"]
     verdicts = predict(classifier, encode(make_rows(claims, evidence), classifier.vocab))
-    report = protocol_figures({cid: c.label for cid, c in claims.items()},
-                              {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()})
+    report = protocol_figures(
+        {cid: c.label for cid, c in claims.items()},
+        {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()},
+    )
     provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
     for protocol in C.PROTOCOLS:
         result = report[protocol]
@@ -225,15 +235,33 @@ def test_cli_explain_gold_of_a_test_claim_is_refused(data_dir, demo_build):
 
 
 def test_cli_evaluate_classifier_json(data_dir, demo_build):
-    result = _cli(data_dir, "evaluate-classifier", "--workdir", str(demo_build.root), "--split", "dev",
-                  "--evidence", "gold", "--json")
+    result = _cli(
+        data_dir,
+        "evaluate-classifier",
+        "--workdir",
+        str(demo_build.root),
+        "--split",
+        "dev",
+        "--evidence",
+        "gold",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert set(out["evidence"]) == {"gold"}
     assert out["evidence"]["gold"] == demo_build.classifier_summary()["dev"]["gold"]
     # another checkpoint (here a copy of the shipped one) is run on the build's inputs
-    with_checkpoint = _cli(data_dir, "evaluate-classifier", "--workdir", str(demo_build.root), "--split", "dev",
-                           "--checkpoint", str(ASSETS_DIR), "--json")
+    with_checkpoint = _cli(
+        data_dir,
+        "evaluate-classifier",
+        "--workdir",
+        str(demo_build.root),
+        "--split",
+        "dev",
+        "--checkpoint",
+        str(ASSETS_DIR),
+        "--json",
+    )
     assert with_checkpoint.exit_code == 0, with_checkpoint.output
     assert json.loads(with_checkpoint.output)["evidence"] == demo_build.classifier_summary()["dev"]
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import npsort
-from conftest import run_oracle
 
 SEED = 20240517
 WIDTH = 20_000  # the tagging TF-IDF's max_features
@@ -273,8 +273,7 @@ def _tfidf_csr(rng, n_rows, width, m_lo, m_hi, force_probes=0.0) -> sp.csr_matri
         indices.append(cols)
         data.append(w)
         indptr.append(indptr[-1] + len(cols))
-    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)),
-                         shape=(n_rows, width))
+    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)), shape=(n_rows, width))
 
 
 def build_row_batches(seed: int = SEED) -> list[RowBatch]:
@@ -284,8 +283,17 @@ def build_row_batches(seed: int = SEED) -> list[RowBatch]:
         RowBatch("tags_probes", _tfidf_csr(rng, 500, WIDTH, 0, 50, force_probes=0.7), 10),
         RowBatch("tags_wide_k", _tfidf_csr(rng, 300, WIDTH, 0, 30), 150),  # pivot lands in the top k
     ]
-    for width, k in ((1, 10), (2, 1), (17, 10), (65, 3), (100, 40), (257, 10), (1_000, 10), (4_097, 25),
-                     (4_097, 5_000)):
+    for width, k in (
+        (1, 10),
+        (2, 1),
+        (17, 10),
+        (65, 3),
+        (100, 40),
+        (257, 10),
+        (1_000, 10),
+        (4_097, 25),
+        (4_097, 5_000),
+    ):
         X = _tfidf_csr(rng, 100, width, 0, min(width, 40)).tolil()
         for r in rng.choice(100, 10, replace=False):  # negative / NaN / stored zero: dense fallback
             c = int(rng.integers(0, width))
@@ -335,8 +343,9 @@ def reference(tmp_path_factory):
     flat = {}
     for tag, cases in (("f", floats), ("i", ints)):
         offsets = payload[f"{tag}__offsets"]
-        flat[tag] = [(name, a, out[f"{tag}__argsort"][offsets[j]:offsets[j + 1]])
-                     for j, (name, a) in enumerate(cases)]
+        flat[tag] = [
+            (name, a, out[f"{tag}__argsort"][offsets[j] : offsets[j + 1]]) for j, (name, a) in enumerate(cases)
+        ]
     rows = [(b, out[f"{b.name}__topk"]) for b in batches]
     return {"flat": flat["f"] + flat["i"], "rows": rows, "meta": out}
 
@@ -446,8 +455,9 @@ def sparse_rows(draw):
     rows = []
     for _ in range(n_rows):
         m = draw(st.integers(0, min(width, 60)))
-        cols = draw(st.lists(st.one_of(st.integers(0, width - 1), st.sampled_from(probes)),
-                             min_size=m, max_size=m, unique=True))
+        cols = draw(
+            st.lists(st.one_of(st.integers(0, width - 1), st.sampled_from(probes)), min_size=m, max_size=m, unique=True)
+        )
         rows.append((cols, [draw(weights) for _ in cols]))
     k = draw(st.one_of(st.just(10), st.integers(1, 200)))
     indptr = np.cumsum([0] + [len(c) for c, _ in rows])
@@ -473,8 +483,14 @@ def test_sparse_simulation_equals_dense_pruned_run(case):
 
 
 def test_dtypes_and_shapes():
-    for bad in (np.zeros(3, np.float32), np.zeros(3, np.int32), np.zeros(3, bool), np.array(["a"]),
-                np.zeros(3, np.uint64), np.array([1, "a"], dtype=object)):
+    for bad in (
+        np.zeros(3, np.float32),
+        np.zeros(3, np.int32),
+        np.zeros(3, bool),
+        np.array(["a"]),
+        np.zeros(3, np.uint64),
+        np.array([1, "a"], dtype=object),
+    ):
         with pytest.raises(TypeError, match="float64 and int64"):
             npsort.argsort(bad)
     with pytest.raises(ValueError, match="1-D"):

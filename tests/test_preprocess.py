@@ -8,15 +8,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import run_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nltk.tokenize import PunktSentenceTokenizer, NLTKWordTokenizer
+from nltk.tokenize import NLTKWordTokenizer, PunktSentenceTokenizer
 from nltk.tokenize.punkt import PunktLanguageVars
 
-from claimtrace import constants as C
-from claimtrace import data, preprocess as P
+from claimtrace import data
+from claimtrace import preprocess as P
 from claimtrace.data import DataError
-from conftest import run_oracle
 
 
 def test_claim_752_tags():
@@ -36,15 +36,18 @@ def test_keep_stopwords_variant_example_line(data_dir):
     )
 
 
-@pytest.mark.parametrize("text, tokens, stems", [
-    ("I cannot", ["i", "can", "not"], []),
-    ("gonna", ["going", "to"], ["go"]),  # contractions' slang list expands it first
-    ("gon na", ["gon", "na"], ["gon", "na"]),
-    ("“Zürich” said", ["“", "zürich", "”", "said"], ["zürich", "said"]),
-    ("in 1855 it was 40", ["in", "1855", "it", "was", "40"], []),
-    ("sentence.abc", ["sentence", "abc"], ["sentenc", "abc"]),
-    ("isn't", ["is", "not"], []),
-])
+@pytest.mark.parametrize(
+    "text, tokens, stems",
+    [
+        ("I cannot", ["i", "can", "not"], []),
+        ("gonna", ["going", "to"], ["go"]),  # contractions' slang list expands it first
+        ("gon na", ["gon", "na"], ["gon", "na"]),
+        ("“Zürich” said", ["“", "zürich", "”", "said"], ["zürich", "said"]),
+        ("in 1855 it was 40", ["in", "1855", "it", "was", "40"], []),
+        ("sentence.abc", ["sentence", "abc"], ["sentenc", "abc"]),
+        ("isn't", ["is", "not"], []),
+    ],
+)
 def test_tokenizer_cases(text, tokens, stems):
     result = P.preprocess(text)
     assert result.tokens == tokens
@@ -89,10 +92,13 @@ def test_changed_stopword_list_is_refused(tmp_path):
         P.stopwords(tmp_path / "empty")
 
 
-@pytest.mark.parametrize("member, content, message", [
-    ("stopwords/english", b"\xffa\nthe", "is not UTF-8 text (invalid start byte at byte offset 0)"),
-    ("stopwords/french", b"le\nla", "the archive holds no stopwords/english"),
-])
+@pytest.mark.parametrize(
+    "member, content, message",
+    [
+        ("stopwords/english", b"\xffa\nthe", "is not UTF-8 text (invalid start byte at byte offset 0)"),
+        ("stopwords/french", b"le\nla", "the archive holds no stopwords/english"),
+    ],
+)
 def test_bad_stopword_archive_is_refused(tmp_path, member, content, message):
     path = _stopwords_zip(tmp_path, member, content)
     with pytest.raises(DataError) as caught:
@@ -165,13 +171,41 @@ def test_every_passage_and_claim_matches_the_notebook_calls(data_dir):
 
 
 _line = st.lists(
-    st.sampled_from(list("abcdegilmnotwy ANTW\t\n’“”«»‘„…—éüİßſK") + ["cannot", "gonna", "wanna", "gimme", "lemme", "gotta", "Gon", "na"]),
+    st.sampled_from(
+        list("abcdegilmnotwy ANTW\t\n’“”«»‘„…—éüİßſK")
+        + ["cannot", "gonna", "wanna", "gimme", "lemme", "gotta", "Gon", "na"]
+    ),
     max_size=40,
 ).map("".join)
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(["cannot", "gonna", "wanna", "gimme", "lemme", "gotta", "gon", "na", "x", "’", "“", "ſ", "K", "é", " ", "\t"]), max_size=20).map("".join) | _line)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "cannot",
+                "gonna",
+                "wanna",
+                "gimme",
+                "lemme",
+                "gotta",
+                "gon",
+                "na",
+                "x",
+                "’",
+                "“",
+                "ſ",
+                "K",
+                "é",
+                " ",
+                "\t",
+            ]
+        ),
+        max_size=20,
+    ).map("".join)
+    | _line
+)
 def test_fast_tokenizer_equals_nltk(text):
     normalised = P.normalise(text)
     assert P.tokenize(normalised) == NLTKWordTokenizer().tokenize(normalised)
@@ -182,7 +216,16 @@ def test_preprocess_command_json(data_dir):
 
     from claimtrace.cli import main
 
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "preprocess", "[South Australia] has the most expensive electricity in the world.", "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "--data",
+            str(data_dir),
+            "preprocess",
+            "[South Australia] has the most expensive electricity in the world.",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {
         "tokens": "south australia has the most expensive electricity in the world".split(),

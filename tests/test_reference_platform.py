@@ -31,7 +31,8 @@ CONFIGURATIONS = {
     "as the machine is": {},
     "numpy without AVX-512": {"NPY_DISABLE_CPU_FEATURES": NUMPY_AVX512},
     "numpy at its baseline, numba for a generic x86-64": {
-        "NPY_DISABLE_CPU_FEATURES": NUMPY_ALL_DISPATCH, "NUMBA_CPU_NAME": "generic",
+        "NPY_DISABLE_CPU_FEATURES": NUMPY_ALL_DISPATCH,
+        "NUMBA_CPU_NAME": "generic",
     },
 }
 
@@ -84,8 +85,13 @@ def _artifacts(root: Path) -> dict[str, bytes]:
 def _run(tmp_path: Path, name: str, env_changes: dict, data_dir: Path, evidence: Path) -> tuple[dict, str]:
     workdir = tmp_path / re.sub(r"\W+", "-", name)
     env = {**os.environ, **env_changes}
-    done = subprocess.run([sys.executable, "-c", _RUN, str(workdir), str(data_dir), str(evidence)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(workdir), str(data_dir), str(evidence)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, f"{name}: {done.stderr[-3000:]}"
     return _artifacts(workdir), done.stdout.strip()
 
@@ -122,8 +128,13 @@ def test_idf_of_every_df_is_byte_identical_whatever_simd(tmp_path):
     values = {}
     for name, env_changes in CONFIGURATIONS.items():
         out = tmp_path / (re.sub(r"\W+", "-", name) + ".npy")
-        done = subprocess.run([sys.executable, "-c", _IDF, str(out)], capture_output=True, text=True,
-                              env={**os.environ, **env_changes}, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", _IDF, str(out)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env_changes},
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         values[name] = np.load(out)
     reference = values["as the machine is"]
@@ -232,8 +243,13 @@ def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernel
     for name, (env_changes, threads) in TORCH_CONFIGURATIONS.items():
         out = tmp_path / (re.sub(r"\W+", "-", name) + ".npz")
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **env_changes}
-        done = subprocess.run([sys.executable, "-c", _CLASSIFY, str(out), str(threads)],
-                              capture_output=True, text=True, env=env, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-c", _CLASSIFY, str(out), str(threads)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         assert done.returncode == 0, f"{name}: {done.stderr[-3000:]}"
         with np.load(out) as stored:
             runs[name] = {key: stored[key] for key in stored.files}
@@ -243,8 +259,9 @@ def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernel
             "|g - g(1 thread)|": np.abs(run["g"] - reference["g"]).max(),
             "|g float32 torch - g|": np.abs(run["g_float32"] - run["g"]).max(),
             "|table logits - torch float32 alone|": np.abs(run["table_logits"] - run["alone"]).max(),
-            "|torch float32 - (1 thread)|": max(np.abs(run["alone"] - reference["alone"]).max(),
-                                                np.abs(run["notebook"] - reference["notebook"]).max()),
+            "|torch float32 - (1 thread)|": max(
+                np.abs(run["alone"] - reference["alone"]).max(), np.abs(run["notebook"] - reference["notebook"]).max()
+            ),
         }
         print(f"\n{name}: " + ", ".join(f"{k} {v:.2g}" for k, v in figures.items()))
         assert figures["|g - g(1 thread)|"] < 1e-12, name

@@ -9,14 +9,12 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import data, npsort
 from claimtrace import retrieval as R
-from claimtrace.data import DataError
-from conftest import run_oracle
-
 
 # --- helpers --------------------------------------------------------------------------------------
 
@@ -35,8 +33,10 @@ def _ours_as_oracle(retriever, result):
         "evidences": [retriever.ids[p] for p in result.evidences],
         "fallback": result.fallback,
         "passed": result.passed,
-        "kept": [[retriever.ids[p], float(c), float(o), float(s), int(m)]
-                 for p, c, o, s, m in zip(result.kept, result.cosine, result.overlap, result.score, result.shared)],
+        "kept": [
+            [retriever.ids[p], float(c), float(o), float(s), int(m)]
+            for p, c, o, s, m in zip(result.kept, result.cosine, result.overlap, result.score, result.shared)
+        ],
     }
 
 
@@ -57,8 +57,11 @@ def _weights_of(retriever):
     key = id(retriever)
     if key not in _WEIGHTS or _WEIGHTS[key][0] is not retriever:
         counts = retriever.vectorizer.counts(retriever.tags)
-        _WEIGHTS[key] = (retriever, R.notebook_weights(counts, retriever.idf).tocsc(),
-                         [set(t.split()) for t in retriever.tags])
+        _WEIGHTS[key] = (
+            retriever,
+            R.notebook_weights(counts, retriever.idf).tocsc(),
+            [set(t.split()) for t in retriever.tags],
+        )
     return _WEIGHTS[key][1:]
 
 
@@ -134,8 +137,11 @@ def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims):
     for name, claims in demo_inputs.items():
         variant = R.VARIANTS[name]
         tags = nopad if variant.passage_tags == "unpadded" else padded
-        case = {"passages": [[i, t] for i, t in zip(ids, tags)], "claims": claims,
-                "cosine_twice": variant.cosine_in_score == 2}
+        case = {
+            "passages": [[i, t] for i, t in zip(ids, tags)],
+            "claims": claims,
+            "cosine_twice": variant.cosine_in_score == 2,
+        }
         if name == "notebook":
             case["columns_for"] = list(dev_claims)[:COLUMNS_FOR] + [NO_TAGS[0]]
         cases.append(case)
@@ -188,8 +194,12 @@ def test_columns_are_the_notebooks_bit_for_bit(oracle_demo, retrievers, demo_inp
         columns = expected["columns"]
         assert columns["evidence_id"] == ours.ids
         positions, cosine, overlap, score, shared, _ = ours.scores(strings[claim_id])
-        for name, values in (("similaritie", cosine), ("overlap_rate", overlap), ("combined_score", score),
-                             ("max_match", shared)):
+        for name, values in (
+            ("similaritie", cosine),
+            ("overlap_rate", overlap),
+            ("combined_score", score),
+            ("max_match", shared),
+        ):
             dense = np.zeros(len(ours), values.dtype)
             dense[positions] = values
             assert dense.tolist() == columns[name], (claim_id, name)
@@ -277,8 +287,11 @@ def test_retrieve_all_records(dev_claims, retrievers):
 
 
 def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
-    record = retrievers["padded"].as_record("claim-752", retrievers["padded"].retrieve(
-        R.claim_input(all_claims["claim-752"].text)), all_claims["claim-752"].evidences)
+    record = retrievers["padded"].as_record(
+        "claim-752",
+        retrievers["padded"].retrieve(R.claim_input(all_claims["claim-752"].text)),
+        all_claims["claim-752"].evidences,
+    )
     assert record["tags"] == "australia electr expens south world"
     # On the demo corpus (not the course's 1.2M passages) three passages pass, all sharing three
     # tags; one of them is the gold evidence-572512 (the notebook's full run kept four, with
@@ -295,9 +308,12 @@ def test_variant_f_table(dev_claims, retrievers):
     assert all(0.0 <= r["F"] <= 1.0 and r["claims"] == len(dev_claims) for r in rows)
     # The raw claim text hardly ever shares a tag string with a passage (capitals, punctuation).
     assert by_name["raw-claim-text"]["F"] < by_name["notebook"]["F"]
-    assert R.variant_f_table({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
+    assert (
+        R.variant_f_table({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
+    )
     assert [r["variant"] for r in R.variant_f_table({"padded": retrievers["padded"]}, dev_claims)] == [
-        name for name, v in R.VARIANTS.items() if v.passage_tags == "padded"]
+        name for name, v in R.VARIANTS.items() if v.passage_tags == "padded"
+    ]
 
 
 def test_a_saved_retriever_loads_and_retrieves_the_same(tmp_path, dev_claims, retrievers):
@@ -323,8 +339,26 @@ def test_unknown_variant_and_bad_inputs():
 
 # Stems that re-stem to themselves, ones that change ("increas" -> "increa"), tags the retrieval
 # vectorizer drops (stopword stems "wa", "doe", "thi") and pandas NA strings ("nan", "null").
-_STEMS = ["climat", "warm", "ice", "sea", "level", "carbon", "ocean", "arctic", "record", "heat",
-          "increas", "wa", "doe", "thi", "nan", "null", "محمد", "zürich"]
+_STEMS = [
+    "climat",
+    "warm",
+    "ice",
+    "sea",
+    "level",
+    "carbon",
+    "ocean",
+    "arctic",
+    "record",
+    "heat",
+    "increas",
+    "wa",
+    "doe",
+    "thi",
+    "nan",
+    "null",
+    "محمد",
+    "zürich",
+]
 
 
 @st.composite

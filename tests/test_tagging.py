@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import run_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claimtrace import data, tagging, tfidf
+from claimtrace import data, tagging
 from claimtrace.preprocess import preprocess
-from conftest import run_oracle
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,9 @@ def claim_files(data_dir):
 def oracle_tagging(tmp_path_factory, data_dir, corpus):
     """The notebook's calls on the demo corpus, run once in the 2024 environment."""
     folder = tmp_path_factory.mktemp("tagging-oracle")
-    raw = {s: json.loads(data.course_file(data_dir, s).read_text(encoding="utf-8")) for s in ("baseline", "dev", "train")}
+    raw = {
+        s: json.loads(data.course_file(data_dir, s).read_text(encoding="utf-8")) for s in ("baseline", "dev", "train")
+    }
     ids = list(corpus)
     spec = {"claim_files": [[s, raw[s]] for s in raw], "evidence": corpus, "tag_ids": ids, "weights_for": ids}
     (folder / "spec.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
@@ -87,7 +89,27 @@ def test_restem_equals_preprocessing_on_every_build_document(claim_files, corpus
 
 
 _word = st.one_of(
-    st.sampled_from(["r", "cause", "causes", "will", "to", "gonna", "ain", "ima", "sɪˈljʊər", "ən", "é", "zürich", "محمد", "wont", "im", "ya", "u"]),
+    st.sampled_from(
+        [
+            "r",
+            "cause",
+            "causes",
+            "will",
+            "to",
+            "gonna",
+            "ain",
+            "ima",
+            "sɪˈljʊər",
+            "ən",
+            "é",
+            "zürich",
+            "محمد",
+            "wont",
+            "im",
+            "ya",
+            "u",
+        ]
+    ),
     st.text(alphabet="abcdrstuéəʊ", min_size=1, max_size=6),
 )
 

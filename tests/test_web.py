@@ -11,18 +11,19 @@ import base64
 import json
 import re
 import threading
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from claimtrace import constants as C
+from claimtrace.artifacts import Build
 from claimtrace.cli import main
 from claimtrace.evaluate import evidence_f
 from claimtrace.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import json_for_script
-from claimtrace.artifacts import Build
 from claimtrace.web.tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
@@ -45,16 +46,33 @@ def _partial_copy(build: Build, root, leave_out: tuple[str, ...]) -> Build:
 # --- routes ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, kind", [
-    ("/", "html"), ("/index.html", "html"), ("/index.json", "json"),
-    (f"/claim/{DEFAULT_CLAIM}", "html"), (f"/claim/{DEFAULT_CLAIM}.html", "html"), (f"/claim/{DEFAULT_CLAIM}.json", "json"),
-    ("/explore", "html"), ("/explore.json", "json"), ("/explore/dev.html", "html"), ("/explore/dev.json", "json"),
-    ("/live", "html"), ("/live.html", "html"), ("/live.json", "json"), ("/live?claim=claim-375", "html"),
-    ("/live?text=Sea+levels+are+rising", "html"), ("/live.json?text=Sea+levels+are+rising", "json"),
-    ("/api/trace?text=CO2+is+plant+food", "json"), (f"/api/trace?claim={DEFAULT_CLAIM}", "json"),
-    ("/api/table.json", "json"), ("/api/build.json", "json"),
-    ("/static/app.js", "js"), ("/static/style.css", "css"),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("/", "html"),
+        ("/index.html", "html"),
+        ("/index.json", "json"),
+        (f"/claim/{DEFAULT_CLAIM}", "html"),
+        (f"/claim/{DEFAULT_CLAIM}.html", "html"),
+        (f"/claim/{DEFAULT_CLAIM}.json", "json"),
+        ("/explore", "html"),
+        ("/explore.json", "json"),
+        ("/explore/dev.html", "html"),
+        ("/explore/dev.json", "json"),
+        ("/live", "html"),
+        ("/live.html", "html"),
+        ("/live.json", "json"),
+        ("/live?claim=claim-375", "html"),
+        ("/live?text=Sea+levels+are+rising", "html"),
+        ("/live.json?text=Sea+levels+are+rising", "json"),
+        ("/api/trace?text=CO2+is+plant+food", "json"),
+        (f"/api/trace?claim={DEFAULT_CLAIM}", "json"),
+        ("/api/table.json", "json"),
+        ("/api/build.json", "json"),
+        ("/static/app.js", "js"),
+        ("/static/style.css", "css"),
+    ],
+)
 def test_every_route_answers(web_client, path, kind):
     response = web_client.get(path)
     assert response.status_code == 200, response.text[:500]
@@ -73,8 +91,16 @@ def test_front_page_tells_every_stage_of_claim_752(web_client, web_tracer):
     assert "South Australia] has the most expensive electricity in the world" in page
     for stage in STAGES:
         assert f'id="{stage}"' in page
-    for phrase in ("256-d", "6 layers × 8 heads", "512", "10 epochs, Adam lr 0.0001", "batch_first=True",
-                   "cosine + overlap + cosine", "[PAD] ×", "neighbours"):
+    for phrase in (
+        "256-d",
+        "6 layers × 8 heads",
+        "512",
+        "10 epochs, Adam lr 0.0001",
+        "batch_first=True",
+        "cosine + overlap + cosine",
+        "[PAD] ×",
+        "neighbours",
+    ):
         assert phrase in page
     assert claim.label in page
 
@@ -83,7 +109,7 @@ def test_pages_link_relatively_and_to_html_files(web_client):
     page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
     links = re.findall(r'(?:href|src)="([^"]+)"', page)
     assert links and not [link for link in links if link.startswith(("http:", "https:", "//"))]
-    assert '../static/app.js' in links and '../explore/dev.html' in links
+    assert "../static/app.js" in links and "../explore/dev.html" in links
     assert all(not link.startswith("/") for link in links)
 
 
@@ -94,10 +120,21 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
     claim = web_tracer.claims("dev")[DEFAULT_CLAIM]
     assert set(t) >= {"claim", "build", "preprocess", "tagging", "vectorisation", "retrieval", "classifier", "notes"}
-    assert t["claim"] == {"kind": "claim", "id": DEFAULT_CLAIM, "split": "dev", "position": 0, "text": claim.text,
-                          "label": claim.label, "gold": list(claim.evidences)}
+    assert t["claim"] == {
+        "kind": "claim",
+        "id": DEFAULT_CLAIM,
+        "split": "dev",
+        "position": 0,
+        "text": claim.text,
+        "label": claim.label,
+        "gold": list(claim.evidences),
+    }
     pre = preprocess(claim.text)
-    assert (t["preprocess"]["tokens"], t["preprocess"]["kept"], t["preprocess"]["stems"]) == (pre.tokens, pre.kept, pre.stems)
+    assert (t["preprocess"]["tokens"], t["preprocess"]["kept"], t["preprocess"]["stems"]) == (
+        pre.tokens,
+        pre.kept,
+        pre.stems,
+    )
     assert t["preprocess"]["tags"] == pre.tags().split()
     for section in ("tagging", "vectorisation", "retrieval", "classifier"):
         assert t[section]["status"] == "ok", t[section]
@@ -108,7 +145,8 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert tagging["passage"]["id"] == claim.evidences[0] and tagging["passage"]["matches_build"]
     assert len(tagging["passage"]["top"]) == C.TAGS_PER_PASSAGE
     assert [r["feature"] for r in tagging["passage"]["top"] if r["tag"]] and tagging["passage"]["tags"] == sorted(
-        {r["feature"] for r in tagging["passage"]["top"] if r["tag"]})
+        {r["feature"] for r in tagging["passage"]["top"] if r["tag"]}
+    )
     assert all(r["padding"] == (r["weight"] == 0.0) for r in tagging["passage"]["top"])
     assert tagging["passages_with_last_feature"] == summary["passages_with_last_feature"]
     assert tagging["last_feature"] == summary["last_feature"]
@@ -135,7 +173,9 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     # the vectors: cosine = sum of the shown products
     vectors = t["vectorisation"]["passage"]
     assert vectors["cosine"] == pytest.approx(sum(p["product"] for p in vectors["products"]), abs=1e-9)
-    assert vectors["overlap"] == pytest.approx(vectors["shared"] / min(vectors["claim_tag_count"], vectors["passage_tag_count"]))
+    assert vectors["overlap"] == pytest.approx(
+        vectors["shared"] / min(vectors["claim_tag_count"], vectors["passage_tag_count"])
+    )
 
     # classifier: 128 ids, the decomposition sums to the logits
     c = t["classifier"]
@@ -220,7 +260,7 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
     assert set(x["course_scores"]) == set(C.PROTOCOLS)
     assert x["course_scores"]["alone"]["F"] == pytest.approx(np.mean([r["F"] for r in x["claims"]]))
     html = web_client.get("/explore/dev.html").text
-    assert html.count('<tr data-position=') == 154 and 'href="../claim/claim-752.html"' in html
+    assert html.count("<tr data-position=") == 154 and 'href="../claim/claim-752.html"' in html
 
 
 def test_explore_test_split_is_unlabelled(web_client):
@@ -274,7 +314,7 @@ def test_user_text_is_shown_not_run(web_client):
     for response in (web_client.get("/live", params={"text": SCRIPT}), web_client.post("/live", data={"text": SCRIPT})):
         assert response.status_code == 200
         page = response.text
-        assert '<script>alert' not in page and "<b>growing" not in page
+        assert "<script>alert" not in page and "<b>growing" not in page
         assert "&lt;script&gt;alert(" in page
         # the JSON embedded for the editor cannot close its script element
         embedded = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', page, re.S).group(1)
@@ -289,8 +329,17 @@ def test_json_for_script_escapes_everything_that_could_end_a_script():
     assert json.loads(text) == {"a": "</script><!-- & \u2028 \u2029 >"}
 
 
-@pytest.mark.parametrize("path", ["/claim/claim-999999", "/claim/claim-999999.html", "/claim/%3Cscript%3E",
-                                  "/explore/nosuchsplit.html", "/no/such/page", "/live?claim=claim-999998"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/claim/claim-999999",
+        "/claim/claim-999999.html",
+        "/claim/%3Cscript%3E",
+        "/explore/nosuchsplit.html",
+        "/no/such/page",
+        "/live?claim=claim-999998",
+    ],
+)
 def test_unknown_pages_give_a_clear_404_page(web_client, path):
     response = web_client.get(path)
     assert response.status_code == 404 and "text/html" in response.headers["content-type"]
@@ -304,13 +353,16 @@ def test_unknown_json_gives_a_json_404(web_client, path):
     assert response.status_code == 404 and response.json()["status"] == 404 and response.json()["error"]
 
 
-@pytest.mark.parametrize("request_kwargs", [
-    {"method": "GET", "url": "/api/trace", "params": {"text": ""}},
-    {"method": "GET", "url": "/api/trace", "params": {"text": "   \n\t "}},
-    {"method": "GET", "url": "/api/trace"},
-    {"method": "POST", "url": "/api/trace", "json": {}},
-    {"method": "POST", "url": "/api/trace", "json": {"text": ""}},
-])
+@pytest.mark.parametrize(
+    "request_kwargs",
+    [
+        {"method": "GET", "url": "/api/trace", "params": {"text": ""}},
+        {"method": "GET", "url": "/api/trace", "params": {"text": "   \n\t "}},
+        {"method": "GET", "url": "/api/trace"},
+        {"method": "POST", "url": "/api/trace", "json": {}},
+        {"method": "POST", "url": "/api/trace", "json": {"text": ""}},
+    ],
+)
 def test_empty_text_gets_a_clear_400(web_client, request_kwargs):
     response = web_client.request(**request_kwargs)
     assert response.status_code == 400 and "empty" in response.json()["error"]
@@ -321,7 +373,7 @@ def test_empty_text_on_the_live_page(web_client):
     assert response.status_code == 400 and "the text is empty" in response.text and 'role="alert"' in response.text
 
 
-@pytest.mark.parametrize("body, status", [("not json", 400), ('{"text": 5}', 400), ('[1, 2]', 400)])
+@pytest.mark.parametrize("body, status", [("not json", 400), ('{"text": 5}', 400), ("[1, 2]", 400)])
 def test_malformed_json_bodies_get_a_clear_400(web_client, body, status):
     response = web_client.post("/api/trace", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status and response.json()["error"]
@@ -330,9 +382,11 @@ def test_malformed_json_bodies_get_a_clear_400(web_client, body, status):
 def test_huge_text_gets_a_clear_413(web_client):
     huge = "The climate is changing. " * 4100  # about 100 KB
     assert len(huge) > 100_000
-    for response in (web_client.post("/api/trace", json={"text": huge}),
-                     web_client.get("/api/trace", params={"text": huge[: MAX_TEXT_CHARS + 10]}),
-                     web_client.get("/live.json", params={"text": huge[: MAX_TEXT_CHARS + 10]})):
+    for response in (
+        web_client.post("/api/trace", json={"text": huge}),
+        web_client.get("/api/trace", params={"text": huge[: MAX_TEXT_CHARS + 10]}),
+        web_client.get("/live.json", params={"text": huge[: MAX_TEXT_CHARS + 10]}),
+    ):
         assert response.status_code == 413 and f"{MAX_TEXT_CHARS:,}" in response.json()["error"]
     page = web_client.post("/live", data={"text": huge})
     assert page.status_code == 413 and "at most" in page.text
@@ -345,8 +399,18 @@ def test_huge_text_gets_a_clear_413(web_client):
     assert c["truncated"] and c["real_tokens"] == C.MAX_LEN and c["pad_tokens"] == 0
 
 
-@pytest.mark.parametrize("text", ["气候变化是一个骗局", "الاحتباس الحراري كذبة", "Le réchauffement climatique est un mythe",
-                                  "🌍🔥🌊", "!!! ??? ...", "1855 2024 42", "a\x00b\u202ec"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "气候变化是一个骗局",
+        "الاحتباس الحراري كذبة",
+        "Le réchauffement climatique est un mythe",
+        "🌍🔥🌊",
+        "!!! ??? ...",
+        "1855 2024 42",
+        "a\x00b\u202ec",
+    ],
+)
 def test_non_english_and_odd_input_get_an_answer(web_client, text):
     response = web_client.post("/api/trace", json={"text": text})
     assert response.status_code == 200
@@ -365,9 +429,14 @@ def test_foreign_words_become_unk_and_the_page_says_so(web_client):
 
 
 def test_concurrent_requests_do_not_interfere(web_client):
-    texts = [f"Sea level rise number {i} threatens coral reefs and islands" for i in range(6)] + \
-            ["Solar power is cheaper than coal", "CO2 is plant food", "Glaciers are retreating worldwide"]
-    expected = {text: web_client.post("/api/trace", json={"text": text}).json()["retrieval"]["evidences"] for text in texts}
+    texts = [f"Sea level rise number {i} threatens coral reefs and islands" for i in range(6)] + [
+        "Solar power is cheaper than coal",
+        "CO2 is plant food",
+        "Glaciers are retreating worldwide",
+    ]
+    expected = {
+        text: web_client.post("/api/trace", json={"text": text}).json()["retrieval"]["evidences"] for text in texts
+    }
     results, errors = {}, []
 
     def worker(text):
@@ -455,16 +524,33 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
     out = tmp_path / "site"
     result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2)
     assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
-    for name in ("index.html", "index.json", "live.html", "404.html", "api/table.json", "api/build.json",
-                 "explore/dev.html", "explore/dev.json", "static/app.js", "static/style.css",
-                 f"claim/{DEFAULT_CLAIM}.html", f"claim/{DEFAULT_CLAIM}.json", "claim/claim-375.json"):
+    for name in (
+        "index.html",
+        "index.json",
+        "live.html",
+        "404.html",
+        "api/table.json",
+        "api/build.json",
+        "explore/dev.html",
+        "explore/dev.json",
+        "static/app.js",
+        "static/style.css",
+        f"claim/{DEFAULT_CLAIM}.html",
+        f"claim/{DEFAULT_CLAIM}.json",
+        "claim/claim-375.json",
+    ):
         assert (out / name).is_file(), name
     assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(DEFAULT_CLAIM)))
     live = (out / "live.html").read_text()
     assert 'id="table-data"' in live and 'data-mode="static"' in live and "needs the server" in live
     # every relative link resolves to a written file, except pages this preview chose not to write
     not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
-    for page in (out / "index.html", out / "live.html", out / "explore" / "dev.html", out / "claim" / f"{DEFAULT_CLAIM}.html"):
+    for page in (
+        out / "index.html",
+        out / "live.html",
+        out / "explore" / "dev.html",
+        out / "claim" / f"{DEFAULT_CLAIM}.html",
+    ):
         for link in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
             if link.startswith("data:"):
                 continue
@@ -480,8 +566,19 @@ def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monk
     for command in ("serve", "site"):
         result = runner.invoke(main, [command, "--help"])
         assert result.exit_code == 0 and "--workdir" in result.output
-    args = ["--data", str(data_dir), "site", "--workdir", str(demo_build.root), "--out", str(tmp_path / "s"),
-            "--split", "test", "--limit", "1"]
+    args = [
+        "--data",
+        str(data_dir),
+        "site",
+        "--workdir",
+        str(demo_build.root),
+        "--out",
+        str(tmp_path / "s"),
+        "--split",
+        "test",
+        "--limit",
+        "1",
+    ]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["claims"] == 1
@@ -497,14 +594,22 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
 
     page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
     runner = CliRunner()
-    explained = json.loads(runner.invoke(main, ["--data", str(data_dir), "explain", "claim-752", "--workdir",
-                                                str(demo_build.root), "--json"]).output)
-    exported = [json.loads(line) for line in runner.invoke(main, ["export", "retrieval", "--workdir",
-                                                                  str(demo_build.root)]).output.splitlines()]
+    explained = json.loads(
+        runner.invoke(
+            main, ["--data", str(data_dir), "explain", "claim-752", "--workdir", str(demo_build.root), "--json"]
+        ).output
+    )
+    exported = [
+        json.loads(line)
+        for line in runner.invoke(main, ["export", "retrieval", "--workdir", str(demo_build.root)]).output.splitlines()
+    ]
     record = next(r for r in exported if r["claim_id"] == "claim-752")
     assert [e["id"] for e in page["retrieval"]["evidences"]] == record["evidences"]
     assert page["classifier"]["real_tokens"] == explained["real_tokens"]
     assert page["classifier"]["pad_tokens"] == explained["pad_tokens"]
     for protocol in ("alone", "notebook"):
         assert page["classifier"][protocol]["verdict"] == explained[protocol]["verdict"]
-        assert max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"])) < 1e-9
+        assert (
+            max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
+            < 1e-9
+        )

@@ -28,9 +28,10 @@ import json
 import mmap
 import os
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -159,8 +160,10 @@ class PassageStore:
             size = os.fstat(handle.fileno()).st_size
             self._texts = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         if size != int(self._offsets[-1]):
-            raise DataError(f"{texts_path}: {size} bytes but its index says {int(self._offsets[-1])}: "
-                            "run `claimtrace build` to repair")
+            raise DataError(
+                f"{texts_path}: {size} bytes but its index says {int(self._offsets[-1])}: "
+                "run `claimtrace build` to repair"
+            )
 
     @staticmethod
     def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
@@ -191,7 +194,7 @@ class PassageStore:
         p = self.position(passage_id)
         if p is None:
             return None
-        return self._texts[int(self._offsets[p]):int(self._offsets[p + 1])].decode("utf-8")
+        return self._texts[int(self._offsets[p]) : int(self._offsets[p + 1])].decode("utf-8")
 
     def __contains__(self, passage_id: str) -> bool:
         return self.position(passage_id) is not None
@@ -211,8 +214,10 @@ class Build:
     def __init__(self, root: str | os.PathLike, data_dir: str | os.PathLike | None = None):
         self.work = Workdir(Path(root))
         if not self.work.root.is_dir():
-            raise DataError(f"{self.work.root}: no such build folder (make one with "
-                            f"`claimtrace build --demo --workdir {self.work.root}`)")
+            raise DataError(
+                f"{self.work.root}: no such build folder (make one with "
+                f"`claimtrace build --demo --workdir {self.work.root}`)"
+            )
         self._data_dir = data_dir
         self._memo: dict[Any, Any] = {}
         self._locks: dict[Any, threading.Lock] = {}
@@ -258,12 +263,14 @@ class Build:
 
     def locate(self, claim_id: str) -> tuple[str, int] | None:
         """(split, position in its file) of a course claim, or None."""
+
         def index():
             out = {}
             for split in C.SPLITS:
                 for position, cid in enumerate(self.claims(split)):
                     out.setdefault(cid, (split, position))
             return out
+
         return self._once("locate", index).get(claim_id)
 
     def gold_texts(self) -> dict[str, str]:
@@ -276,8 +283,12 @@ class Build:
         return self._once("manifest", self.work.read_manifest)
 
     def passages(self) -> PassageStore:
-        return self._once("passages", lambda: PassageStore(self._require("build", self.work.passage_texts),
-                                                           self._require("build", self.work.passage_index)))
+        return self._once(
+            "passages",
+            lambda: PassageStore(
+                self._require("build", self.work.passage_texts), self._require("build", self.work.passage_index)
+            ),
+        )
 
     def passage_text(self, passage_id: str) -> str | None:
         """A passage's text: the build's corpus, else a gold passage rebuilt from CLIMATE-FEVER."""
@@ -297,8 +308,9 @@ class Build:
     def tagging_vectorizer(self):
         from . import tagging, tfidf
 
-        return self._once("tagging_vectorizer",
-                          lambda: tfidf.load(self._require("tagging", self.work.vectorizer), tagging.restem))
+        return self._once(
+            "tagging_vectorizer", lambda: tfidf.load(self._require("tagging", self.work.vectorizer), tagging.restem)
+        )
 
     def tagging_summary(self) -> dict:
         return self._once("tagging_summary", lambda: read_json(self._require("tagging", self.work.tagging_summary)))
@@ -309,12 +321,17 @@ class Build:
         """The fitted retrieval model the build saved (nothing is refitted)."""
         from .retrieval import Retriever
 
-        return self._once("retriever", lambda: Retriever.load(
-            self._require("retrieval", self.work.retrieval_vectorizer),
-            self._require("retrieval", self.work.retrieval_index)))
+        return self._once(
+            "retriever",
+            lambda: Retriever.load(
+                self._require("retrieval", self.work.retrieval_vectorizer),
+                self._require("retrieval", self.work.retrieval_index),
+            ),
+        )
 
     def retrieval(self, split: str) -> dict[str, dict]:
         """Each claim's retrieval record of one split, claim id -> record, in file order."""
+
         def read():
             path = self._require("retrieval", self.work.retrieval(split))
             records = {}
@@ -326,11 +343,13 @@ class Build:
                         raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
                     records[record["claim_id"]] = record
             return records
+
         return self._once(("retrieval", split), read)
 
     def retrieval_summary(self) -> dict:
-        return self._once("retrieval_summary",
-                          lambda: read_json(self._require("retrieval", self.work.retrieval_summary)))
+        return self._once(
+            "retrieval_summary", lambda: read_json(self._require("retrieval", self.work.retrieval_summary))
+        )
 
     # -- the classifier --------------------------------------------------------------------------
 
@@ -349,16 +368,21 @@ class Build:
         """The model inputs of a split for one evidence source (``gold`` or ``retrieved``)."""
         from .classifier.inputs import Encoded
 
-        return self._once(("inputs", split, source),
-                          lambda: Encoded.load(self._require("classifier", self.work.inputs(split, source))))
+        return self._once(
+            ("inputs", split, source),
+            lambda: Encoded.load(self._require("classifier", self.work.inputs(split, source))),
+        )
 
     def verdicts(self, split: str) -> dict[str, dict]:
         """claim id -> ``{"label", <source>: {<protocol>: {"logits", "verdict"}}}``."""
-        return self._once(("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split))))
+        return self._once(
+            ("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split)))
+        )
 
     def classifier_summary(self) -> dict:
-        return self._once("classifier_summary",
-                          lambda: read_json(self._require("classifier", self.work.classifier_summary)))
+        return self._once(
+            "classifier_summary", lambda: read_json(self._require("classifier", self.work.classifier_summary))
+        )
 
     def course_predictions(self, split: str, protocol: str = "notebook") -> dict[str, dict]:
         """The build's predictions in the course's shape, as the notebook would submit them:

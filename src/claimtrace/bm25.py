@@ -41,13 +41,13 @@ import multiprocessing
 import os
 import re
 import shutil
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import bm25s
-from bm25s import scoring
 import numba
 import numpy as np
+from bm25s import scoring
 
 from .data import DataError, atomic_folder, atomic_output
 from .preprocess import stem, stopwords
@@ -138,8 +138,13 @@ def tokenize_chunk(passages: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]
         ``counts`` (m,) int32, each term's count in its passage.
     """
     vocab, ptr, terms, counts = _encode(tokenize(text) for _, text in passages)
-    return {"ids": np.array([pid for pid, _ in passages], dtype=str), "vocab": np.array(vocab, dtype=str),
-            "ptr": ptr, "terms": terms, "counts": counts}
+    return {
+        "ids": np.array([pid for pid, _ in passages], dtype=str),
+        "vocab": np.array(vocab, dtype=str),
+        "ptr": ptr,
+        "terms": terms,
+        "counts": counts,
+    }
 
 
 def merge_chunks(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -274,10 +279,16 @@ class _CountsBM25(bm25s.BM25):
             if df:
                 idf[term] = idf_of(df, N=n_docs)
         tfc = scoring._select_tfc_scorer(self.method)(
-            tf_array=counts.astype(self.dtype), l_d=lengths[doc], l_avg=avg_doc_len, k1=self.k1, b=self.b,
-            delta=self.delta)
-        data, indices, indptr = self._np_csc(data=idf[terms] * tfc, rows=doc, cols=terms.astype(self.int_dtype),
-                                             shape=(n_docs, n_vocab))
+            tf_array=counts.astype(self.dtype),
+            l_d=lengths[doc],
+            l_avg=avg_doc_len,
+            k1=self.k1,
+            b=self.b,
+            delta=self.delta,
+        )
+        data, indices, indptr = self._np_csc(
+            data=idf[terms] * tfc, rows=doc, cols=terms.astype(self.int_dtype), shape=(n_docs, n_vocab)
+        )
         self.scores = {"data": data.astype(self.dtype), "indices": indices, "indptr": indptr, "num_docs": n_docs}
         self.vocab_dict = vocab
         self.nonoccurrence_array = None
@@ -310,17 +321,18 @@ class BM25Index:
     # -- making one ------------------------------------------------------------------------------
 
     @classmethod
-    def from_chunk(cls, chunk: dict[str, np.ndarray]) -> "BM25Index":
+    def from_chunk(cls, chunk: dict[str, np.ndarray]) -> BM25Index:
         """The index of a merged chunk (:func:`merge_chunks`): bm25s computes the weights."""
         if len(chunk["ids"]) == 0:
             raise ValueError("no passages: nothing to index")
         model = _CountsBM25(**PARAMS)
-        model.index_counts(chunk["ptr"], chunk["terms"], chunk["counts"],
-                           {term: i for i, term in enumerate(chunk["vocab"].tolist())})
+        model.index_counts(
+            chunk["ptr"], chunk["terms"], chunk["counts"], {term: i for i, term in enumerate(chunk["vocab"].tolist())}
+        )
         return cls(model, chunk["ids"].tolist())
 
     @classmethod
-    def from_passages(cls, passages: Iterable[tuple[str, str]]) -> "BM25Index":
+    def from_passages(cls, passages: Iterable[tuple[str, str]]) -> BM25Index:
         """The index of ``(id, text)`` pairs, in memory, in one go (as a chunked build's)."""
         return cls.from_chunk(tokenize_chunk(list(passages)))
 
@@ -335,7 +347,7 @@ class BM25Index:
             (partial / "passages.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, folder: str | os.PathLike, mmap: bool = True) -> "BM25Index":
+    def load(cls, folder: str | os.PathLike, mmap: bool = True) -> BM25Index:
         """An index written by :meth:`save`. ``mmap``: the weight arrays are memory-mapped
         (opening costs about nothing; pages are read as searches touch them).
 
@@ -347,8 +359,10 @@ class BM25Index:
             raise DataError(f"{folder}: not a BM25 index (no passages.json)")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("tokenizer") != TOKENIZER or meta.get("params") != PARAMS:
-            raise DataError(f"{folder}: this BM25 index was made with other parameters or another tokenizer "
-                            f"({meta.get('params')}, {meta.get('tokenizer')!r}): delete it and rebuild")
+            raise DataError(
+                f"{folder}: this BM25 index was made with other parameters or another tokenizer "
+                f"({meta.get('params')}, {meta.get('tokenizer')!r}): delete it and rebuild"
+            )
         model = bm25s.BM25.load(folder, mmap=mmap, show_progress=False)
         return cls(model, meta["ids"])
 
@@ -367,8 +381,17 @@ class BM25Index:
             self._acc = np.zeros(min(BLOCK, len(self.ids)), np.float64)
         positions = np.empty(k, np.int64)
         scores = np.empty(k, np.float64)
-        kept = _top_k(self._query_terms(claim), self._indptr, self._indices, self._weights, len(self.ids), self._acc,
-                      k, positions, scores)
+        kept = _top_k(
+            self._query_terms(claim),
+            self._indptr,
+            self._indices,
+            self._weights,
+            len(self.ids),
+            self._acc,
+            k,
+            positions,
+            scores,
+        )
         return positions[:kept], scores[:kept]
 
     def search(self, claim_texts: Iterable[str], k: int = 6) -> tuple[list[list[str]], list[np.ndarray]]:
@@ -424,8 +447,9 @@ def _load_chunk(path: Path) -> dict[str, np.ndarray]:
         return {key: npz[key] for key in npz.files}
 
 
-def build_bm25_index(folder: str | os.PathLike, passages: Iterable[tuple[str, str]], *, chunk_size: int = CHUNK,
-                     processes: int = 1) -> BM25Index:
+def build_bm25_index(
+    folder: str | os.PathLike, passages: Iterable[tuple[str, str]], *, chunk_size: int = CHUNK, processes: int = 1
+) -> BM25Index:
     """Build (or finish, or load) the BM25 index of a corpus in ``folder``, resumably::
 
         folder/chunks/NNNNN.npz   tokenize_chunk of passages [N * chunk_size, (N + 1) * chunk_size)
@@ -503,5 +527,4 @@ def _check_chunk_ids(path: Path, batch: list[tuple[str, str]]) -> None:
     with np.load(path, allow_pickle=False) as npz:
         stored = npz["ids"].tolist()
     if stored != [pid for pid, _ in batch]:
-        raise ValueError(f"{path}: this chunk is of other passages (another corpus or chunk size): "
-                         f"use another folder")
+        raise ValueError(f"{path}: this chunk is of other passages (another corpus or chunk size): use another folder")

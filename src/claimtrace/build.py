@@ -14,8 +14,8 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from tqdm import tqdm
 
@@ -126,7 +126,9 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
 
     started = time.perf_counter()
     _run_chunks(
-        work.stems_dir, len(distinct), ".json",
+        work.stems_dir,
+        len(distinct),
+        ".json",
         lambda a, b: json.dumps(_stems_chunk(distinct[a:b], processes), ensure_ascii=False),
         "preprocess passages",
     )
@@ -139,7 +141,9 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
     if work.vectorizer.is_file():
         vectorizer = tfidf.load(work.vectorizer, tagging.restem)
     else:
-        claim_files = [data_layer.load_claims(s, data_dir) for s in ("baseline", "dev", "train")]  # the notebook's order
+        claim_files = [
+            data_layer.load_claims(s, data_dir) for s in ("baseline", "dev", "train")
+        ]  # the notebook's order
         claim_docs = list(tagging.fit_corpus_claim_rows(claim_files, passages))
         docs = claim_docs + [older for older, _ in stems]
         vectorizer = tagging.tagging_vectorizer(tokenizer=tagging.restem)
@@ -157,11 +161,16 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
         rows = vectorizer.transform(stems[r][1] for r in rows_of)
         lines = []
         for p, tagged in zip(positions, tagging.tag_rows(rows, vectorizer.feature_names)):
-            lines.append(json.dumps({
-                "id": ids[p],
-                "tags": tagged.tags,
-                "nopad": tagged.nopad,
-            }, ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": ids[p],
+                        "tags": tagged.tags,
+                        "nopad": tagged.nopad,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         return "\n".join(lines) + "\n"
 
     _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages")
@@ -240,11 +249,14 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
             write_atomic(work.retrieval(split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         figures = {"claims": len(records), "fallback_share": sum(r["fallback"] for r in records) / max(1, len(records))}
         if split != "test":
-            figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(1, len(records))
+            figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(
+                1, len(records)
+            )
         summary["splits"][split] = figures
     unpadded = retrieval.Retriever(ids, [r["nopad"] for r in rows])
-    summary["variants_dev"] = retrieval.variant_f_table({"padded": retriever, "unpadded": unpadded},
-                                                         reader.claims("dev"))
+    summary["variants_dev"] = retrieval.variant_f_table(
+        {"padded": retriever, "unpadded": unpadded}, reader.claims("dev")
+    )
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
@@ -258,7 +270,8 @@ def build_classifier(work: Workdir, data_dir: Path) -> dict:
     claim: gold and retrieved evidence (gold only where labelled), alone and in the notebook's
     batches of 16; dev and train accuracies."""
     if work.classifier_summary.is_file() and all(
-            work.inputs(split, source).is_file() for split, source in _classifier_sources()):
+        work.inputs(split, source).is_file() for split, source in _classifier_sources()
+    ):
         return read_json(work.classifier_summary)
     from .classifier.model import torch_threads
 
@@ -279,7 +292,6 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
 
     reader = Build(work.root, data_dir)
     classifier = reader.classifier()
-    store = reader.passages()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
     for split in C.SPLITS:
         claims = reader.claims(split)
@@ -296,7 +308,8 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
             if split != "test":
                 summary.setdefault(split, {})[source] = protocol_figures(
                     {cid: c.label for cid, c in claims.items()},
-                    {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims})
+                    {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims},
+                )
         write_atomic(work.verdicts(split), json.dumps(verdicts, ensure_ascii=False))
     summary["table_vs_torch"] = _table_agreement(classifier)
     write_atomic(work.classifier_summary, json.dumps(summary, ensure_ascii=False, indent=1))
@@ -311,8 +324,11 @@ def _table_agreement(classifier) -> dict:
     from .classifier.table import export_table
 
     float32 = export_table(classifier.model, torch.float32)
-    return {"max_abs_diff_float32": float(np.abs(float32.g - classifier.table.g).max()),
-            "rows": int(classifier.table.g.shape[0]), "labels": int(classifier.table.g.shape[1])}
+    return {
+        "max_abs_diff_float32": float(np.abs(float32.g - classifier.table.g).max()),
+        "rows": int(classifier.table.g.shape[0]),
+        "labels": int(classifier.table.g.shape[1]),
+    }
 
 
 # --- the whole build ----------------------------------------------------------------------------
@@ -321,8 +337,14 @@ def _table_agreement(classifier) -> dict:
 STAGES = ("tagging", "retrieval", "classifier")
 
 
-def build(workdir: str | os.PathLike, data_dir: Path, evidence: Path | None = None, processes: int = 2,
-          until: str = "classifier", checkpoint: Path | None = None) -> dict:
+def build(
+    workdir: str | os.PathLike,
+    data_dir: Path,
+    evidence: Path | None = None,
+    processes: int = 2,
+    until: str = "classifier",
+    checkpoint: Path | None = None,
+) -> dict:
     """Run the stages over the corpus (the demo corpus when ``evidence`` is None), from tagging
     up to and including ``until``; the classifier stage uses ``checkpoint`` (a ``claimtrace
     train`` folder; None: the shipped checkpoint)."""

@@ -10,8 +10,8 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import click
 
@@ -44,8 +44,13 @@ def _print_json(value: object) -> None:
 
 
 @click.group(cls=_Group)
-@click.option("--data", "data", type=click.Path(file_okay=False), default=None,
-              help="Data folder (default: $CLAIMTRACE_DATA, ./data, ../shared/data).")
+@click.option(
+    "--data",
+    "data",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Data folder (default: $CLAIMTRACE_DATA, ./data, ../shared/data).",
+)
 @click.pass_context
 def main(ctx: click.Context, data: str | None) -> None:
     """claimtrace: one claim through every stage of the 2024 COMP90042 notebook."""
@@ -136,14 +141,20 @@ def _default_workdir() -> str:
 
 def workdir_option(help_text: str = "The build (default: $CLAIMTRACE_WORKDIR, else ./work/demo).") -> Callable:
     """``--workdir DIR``: always a ``claimtrace build`` folder."""
-    return click.option("--workdir", type=click.Path(file_okay=False), default=_default_workdir,
-                        show_default="$CLAIMTRACE_WORKDIR or work/demo", help=help_text)
+    return click.option(
+        "--workdir",
+        type=click.Path(file_okay=False),
+        default=_default_workdir,
+        show_default="$CLAIMTRACE_WORKDIR or work/demo",
+        help=help_text,
+    )
 
 
 def checkpoint_option(help_text: str, required: bool = False) -> Callable:
     """``--checkpoint DIR``: always a trained classifier folder (``claimtrace train``)."""
-    return click.option("--checkpoint", "checkpoint", type=click.Path(file_okay=False), default=None,
-                        required=required, help=help_text)
+    return click.option(
+        "--checkpoint", "checkpoint", type=click.Path(file_okay=False), default=None, required=required, help=help_text
+    )
 
 
 def _open_build(ctx: click.Context, workdir: str):
@@ -160,23 +171,45 @@ def _open_build(ctx: click.Context, workdir: str):
 
 @main.command("build")
 @click.option("--demo", is_flag=True, help="Build over the demo corpus (every CLIMATE-FEVER sentence).")
-@click.option("--evidence", type=click.Path(dir_okay=False), default=None,
-              help="Build over your own evidence.json (the course's: 1,208,827 passages).")
+@click.option(
+    "--evidence",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Build over your own evidence.json (the course's: 1,208,827 passages).",
+)
 @workdir_option("Where the build lives (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @checkpoint_option("The classifier stage's checkpoint (default: the shipped one).")
 @click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
-@click.option("--until", type=click.Choice(["tagging", "retrieval", "classifier"]), default="classifier",
-              show_default=True, help="The last stage to run.")
+@click.option(
+    "--until",
+    type=click.Choice(["tagging", "retrieval", "classifier"]),
+    default="classifier",
+    show_default=True,
+    help="The last stage to run.",
+)
 @click.pass_context
-def build_command(ctx: click.Context, demo: bool, evidence: str | None, workdir: str, checkpoint: str | None,
-                  processes: int, until: str) -> None:
+def build_command(
+    ctx: click.Context,
+    demo: bool,
+    evidence: str | None,
+    workdir: str,
+    checkpoint: str | None,
+    processes: int,
+    until: str,
+) -> None:
     """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was)."""
     from .build import build
 
     if demo == (evidence is not None):
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
-    summary = build(workdir, _data_dir(ctx), None if demo else Path(evidence), processes=processes, until=until,
-                    checkpoint=None if checkpoint is None else Path(checkpoint))
+    summary = build(
+        workdir,
+        _data_dir(ctx),
+        None if demo else Path(evidence),
+        processes=processes,
+        until=until,
+        checkpoint=None if checkpoint is None else Path(checkpoint),
+    )
     click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
 
 
@@ -219,27 +252,44 @@ def _before_torch() -> None:
 @click.option("--epochs", type=int, default=None, help="Epochs (default: the notebook's 10).")
 @click.option("--threads", type=int, default=None, help="Torch CPU threads (default: 2).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--variant", type=click.Choice(["notebook", "intended"]), default="notebook", show_default=True,
-              help="The notebook's model, or the intended one (both bugs fixed; writes "
-                   "classifier_intended.safetensors and training_log_intended.json).")
+@click.option(
+    "--variant",
+    type=click.Choice(["notebook", "intended"]),
+    default="notebook",
+    show_default=True,
+    help="The notebook's model, or the intended one (both bugs fixed; writes "
+    "classifier_intended.safetensors and training_log_intended.json).",
+)
 @click.pass_context
-def train_command(ctx: click.Context, checkpoint: str, seed: int | None, epochs: int | None,
-                  threads: int | None, no_progress: bool, variant: str) -> None:
+def train_command(
+    ctx: click.Context,
+    checkpoint: str,
+    seed: int | None,
+    epochs: int | None,
+    threads: int | None,
+    no_progress: bool,
+    variant: str,
+) -> None:
     """Train the notebook's classifier (gold evidence), or with --variant intended the same model
     with its two bugs fixed, the same way; keep the best dev checkpoint."""
     from .classifier.train import train, training_data
 
     data = training_data(_data_dir(ctx))
     result = train(
-        data, Path(checkpoint),
+        data,
+        Path(checkpoint),
         seed=C.SHIPPED_SEED if seed is None else seed,
         epochs=C.EPOCHS if epochs is None else epochs,
         threads=C.TORCH_THREADS if threads is None else threads,
-        show_progress=not no_progress, echo=click.echo, variant=variant,
+        show_progress=not no_progress,
+        echo=click.echo,
+        variant=variant,
     )
     log = result.log
-    click.echo(f"best epoch {log['best_epoch']}: dev accuracy {log['best_dev_accuracy']:.4f}; "
-               f"{log['seconds']:.0f}s; checkpoint {result.checkpoint}")
+    click.echo(
+        f"best epoch {log['best_epoch']}: dev accuracy {log['best_dev_accuracy']:.4f}; "
+        f"{log['seconds']:.0f}s; checkpoint {result.checkpoint}"
+    )
 
 
 # --- classifier: evaluate and explain ---------------------------------------------------------
@@ -252,13 +302,25 @@ _EVIDENCE_SOURCES = ("gold", "retrieved")
 @click.option("--split", type=click.Choice(["train", "dev"]), default="dev", show_default=True)
 @workdir_option()
 @checkpoint_option("Evaluate this trained checkpoint on the build's inputs (default: the build's own verdicts).")
-@click.option("--evidence", "sources", type=click.Choice(_EVIDENCE_SOURCES), multiple=True,
-              help="Evidence sources to report (default: both).")
+@click.option(
+    "--evidence",
+    "sources",
+    type=click.Choice(_EVIDENCE_SOURCES),
+    multiple=True,
+    help="Evidence sources to report (default: both).",
+)
 @click.option("--per-claim", is_flag=True, help="Also list every claim's verdicts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str, checkpoint: str | None,
-                                sources: tuple[str, ...], per_claim: bool, as_json: bool) -> None:
+def evaluate_classifier_command(
+    ctx: click.Context,
+    split: str,
+    workdir: str,
+    checkpoint: str | None,
+    sources: tuple[str, ...],
+    per_claim: bool,
+    as_json: bool,
+) -> None:
     """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
     one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
     Evidence: the gold passages, and the passages the build retrieved."""
@@ -297,9 +359,15 @@ def evaluate_classifier_command(ctx: click.Context, split: str, workdir: str, ch
 @main.command("explain")
 @click.argument("claim_id")
 @workdir_option()
-@click.option("--evidence", "source", type=click.Choice(_EVIDENCE_SOURCES), default="retrieved", show_default=True,
-              help="Where the claim's evidence comes from: the passages the build retrieved (what the "
-                   "pipeline classifies, and what the site shows), or its gold passages.")
+@click.option(
+    "--evidence",
+    "source",
+    type=click.Choice(_EVIDENCE_SOURCES),
+    default="retrieved",
+    show_default=True,
+    help="Where the claim's evidence comes from: the passages the build retrieved (what the "
+    "pipeline classifies, and what the site shows), or its gold passages.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.pass_context
 def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str, as_json: bool) -> None:
@@ -331,20 +399,44 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str
 
 
 @main.command("evaluate")
-@click.option("--predictions", "predictions", type=click.Path(dir_okay=False), default=None,
-              help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}; "
-                   "without it, the build's own predictions are scored.")
-@workdir_option("The build to report on when no --predictions is given (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
-@click.option("--split", type=click.Choice(["dev", "train"]), default="dev", show_default=True,
-              help="The labelled claims to score against.")
-@click.option("--skip-missing", is_flag=True,
-              help="With --predictions: leave out gold claims without a prediction, as the course's eval.py does "
-                   "(default: error).")
-@click.option("--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label.")
+@click.option(
+    "--predictions",
+    "predictions",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}; "
+    "without it, the build's own predictions are scored.",
+)
+@workdir_option(
+    "The build to report on when no --predictions is given (default: $CLAIMTRACE_WORKDIR, else ./work/demo)."
+)
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "train"]),
+    default="dev",
+    show_default=True,
+    help="The labelled claims to score against.",
+)
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="With --predictions: leave out gold claims without a prediction, as the course's eval.py does "
+    "(default: error).",
+)
+@click.option(
+    "--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
 @click.pass_context
-def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, split: str, skip_missing: bool,
-                     per_claim: bool, as_json: bool) -> None:
+def evaluate_command(
+    ctx: click.Context,
+    predictions: str | None,
+    workdir: str,
+    split: str,
+    skip_missing: bool,
+    per_claim: bool,
+    as_json: bool,
+) -> None:
     """Score predictions: evidence F, label accuracy A, harmonic mean (the course's eval.py).
 
     With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
@@ -367,8 +459,10 @@ def evaluate_command(ctx: click.Context, predictions: str | None, workdir: str, 
         return
     if per_claim:
         for row in result.per_claim:
-            click.echo(f"{row['claim_id']:12s} P={row['precision']:.4f} R={row['recall']:.4f} F={row['F']:.4f} "
-                       f"{row['label']}{'' if row['correct'] else ' (gold ' + row['gold_label'] + ')'}")
+            click.echo(
+                f"{row['claim_id']:12s} P={row['precision']:.4f} R={row['recall']:.4f} F={row['F']:.4f} "
+                f"{row['label']}{'' if row['correct'] else ' (gold ' + row['gold_label'] + ')'}"
+            )
     click.echo(f"Evidence Retrieval F-score (F)    = {result.F}")
     click.echo(f"Claim Classification Accuracy (A) = {result.A}")
     click.echo(f"Harmonic Mean of F and A          = {result.HM}")
@@ -383,8 +477,9 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
     from .evaluate import evaluate
 
     source = f"{build.root} ({split} predictions)"
-    course = evaluate(parse_claims(build.course_predictions(split), source, labelled=True),
-                      build.claims(split), source=source)
+    course = evaluate(
+        parse_claims(build.course_predictions(split), source, labelled=True), build.claims(split), source=source
+    )
     retrieval = build.retrieval_summary()
     classifier = build.classifier_summary()
     report = {
@@ -399,13 +494,17 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
     if as_json:
         _print_json(report)
         return
-    click.echo(f"{build.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
-               f"fallback for {report['fallback_share']:.0%} of claims")
+    click.echo(
+        f"{build.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
+        f"fallback for {report['fallback_share']:.0%} of claims"
+    )
     for row in report["variants"] or []:
         click.echo(f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}")
     for evidence, protocols in report["classifier"].items():
         for protocol, figures in protocols.items():
-            click.echo(f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}")
+            click.echo(
+                f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}"
+            )
 
 
 @main.command("predict")
@@ -432,9 +531,8 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
 
-    from .web.app import create_app
-
     from .preprocess import stopwords
+    from .web.app import create_app
 
     stopwords(_data_dir(ctx))  # every trace preprocesses: a bad stopword list stops the server now
     app = create_app(_open_build(ctx, workdir), warm=True)
@@ -445,17 +543,29 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
 @main.command("site")
 @workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the site into.")
-@click.option("--split", "splits", type=click.Choice(C.SPLITS), multiple=True,
-              help="Splits whose claim pages to write (default: all three).")
-@click.option("--limit", type=int, default=None,
-              help="Write only the first N claim pages of each split (a quick preview).")
+@click.option(
+    "--split",
+    "splits",
+    type=click.Choice(C.SPLITS),
+    multiple=True,
+    help="Splits whose claim pages to write (default: all three).",
+)
+@click.option(
+    "--limit", type=int, default=None, help="Write only the first N claim pages of each split (a quick preview)."
+)
 @click.pass_context
 def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], limit: int | None) -> None:
     """Write the explainer site as static files (relative links, JSON beside every page)."""
     from .web.site import write_site
 
-    result = write_site(_open_build(ctx, workdir), out, splits=splits or C.SPLITS,
-                        echo=lambda line: click.echo(line, err=True), progress=True, limit=limit)
+    result = write_site(
+        _open_build(ctx, workdir),
+        out,
+        splits=splits or C.SPLITS,
+        echo=lambda line: click.echo(line, err=True),
+        progress=True,
+        limit=limit,
+    )
     click.echo(json.dumps(result, ensure_ascii=False))
 
 

@@ -93,10 +93,29 @@ MAX_EVIDENCES = 6
 #: ['evidence_tags']) before retrieval, so a tag string equal to one of pandas 2.0.3's default
 #: NA strings was dropped with the empty ones. Tags are lowercase stems: "nan" and "null" can
 #: occur (a passage whose only alphabetic top feature is "null" is not retrieved).
-CSV_NA_TAGS = frozenset({
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-})
+CSV_NA_TAGS = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
 #: Not the notebook's: a claim with no tags divided by zero in compute_overlap_rate (min(0, n)).
 #: The port gives it overlap 0 against every passage, so its cosine and score are all 0, nothing
 #: passes the filter, and it gets the fallback: the first six passages of numpy's quicksort of an

@@ -27,10 +27,11 @@ import tempfile
 import warnings
 import zipfile
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from . import constants as C
 
@@ -171,8 +172,7 @@ def parse_claims(raw: object, source: str, labelled: bool) -> dict[str, Claim]:
         for position, evidence_id in enumerate(evidences):
             if not isinstance(evidence_id, str):
                 raise DataError(
-                    f"{where}: evidences[{position}] is {json.dumps(evidence_id)}, "
-                    f"not a string evidence id"
+                    f"{where}: evidences[{position}] is {json.dumps(evidence_id)}, not a string evidence id"
                 )
         claims[claim_id] = Claim(claim_id, text, label, tuple(evidences))
     return claims
@@ -230,7 +230,9 @@ def load_stopwords(data_dir: Path) -> frozenset[str]:
     try:
         words = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: {STOPWORDS_MEMBER} is not UTF-8 text ({err.reason} at byte offset {err.start})") from None
+        raise DataError(
+            f"{path}: {STOPWORDS_MEMBER} is not UTF-8 text ({err.reason} at byte offset {err.start})"
+        ) from None
     digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
     if len(words) != C.STOPWORDS_COUNT or digest != C.STOPWORDS_SHA256:
         raise DataError(
@@ -314,11 +316,13 @@ def _climate_fever_claim(row: object, where: str) -> tuple[str, dict]:
         at = f"{where}: evidences[{position}]"
         if not isinstance(evidence, dict):
             raise DataError(f"{at} is {_json_type(evidence)}, expected an object (one sentence)")
-        sentences.append((
-            _field(evidence, "evidence_id", str, at),
-            _field(evidence, "evidence", str, at),
-            _field(evidence, "evidence_label", str, at, CLIMATE_FEVER_EVIDENCE_LABELS),
-        ))
+        sentences.append(
+            (
+                _field(evidence, "evidence_id", str, at),
+                _field(evidence, "evidence", str, at),
+                _field(evidence, "evidence_label", str, at, CLIMATE_FEVER_EVIDENCE_LABELS),
+            )
+        )
     return f"claim-{claim_id}", {"claim": claim, "label": label, "evidences": sentences}
 
 
@@ -380,8 +384,7 @@ def gold_passages(data_dir: Path, splits: tuple[str, ...] = ("train", "dev")) ->
                 known = passages.setdefault(evidence_id, text)
                 if known != text:
                     raise DataError(
-                        f"{source}: claim {claim.id!r}: {evidence_id} would map to two texts: "
-                        f"{known!r} and {text!r}"
+                        f"{source}: claim {claim.id!r}: {evidence_id} would map to two texts: {known!r} and {text!r}"
                     )
     return passages
 
@@ -540,14 +543,18 @@ _scanstring = json.decoder.scanstring
 
 #: What a JSON value that is not a string is, by its first character.
 _LITERALS = ("true", "false", "null")
-_VALUE_KINDS = {"{": "an object", "[": "an array", **{word[0]: word for word in _LITERALS},
-                **{c: "a number" for c in "-0123456789"}}
+_VALUE_KINDS = {
+    "{": "an object",
+    "[": "an array",
+    **{word[0]: word for word in _LITERALS},
+    **{c: "a number" for c in "-0123456789"},
+}
 
 #: The json scanner's messages that read badly without the "line, column" it appends.
 _SCANNER_MESSAGES = {
     "Unterminated string starting at": "a string opens here and is never closed (is the file cut short?)",
     "Invalid control character at": "a raw control character (a tab or line break?) inside a string; "
-                                    "JSON needs it escaped",
+    "JSON needs it escaped",
 }
 
 
@@ -824,8 +831,10 @@ def check(data_dir: Path) -> list[str]:
     climate_fever = load_climate_fever(data_dir)
     lines.append(f"ok  {C.CLIMATE_FEVER_FILE}: {len(climate_fever)} claims, every field used checked")
     stopwords = load_stopwords(data_dir)
-    lines.append(f"ok  {stopwords_file(data_dir).relative_to(data_dir)}: {len(stopwords)} English stopwords, "
-                 f"sha256 {C.STOPWORDS_SHA256}")
+    lines.append(
+        f"ok  {stopwords_file(data_dir).relative_to(data_dir)}: {len(stopwords)} English stopwords, "
+        f"sha256 {C.STOPWORDS_SHA256}"
+    )
     gold = gold_passages(data_dir)
     lines.append(f"ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: {len(gold)}")
     lines.append(f"ok  demo corpus: {len(demo_corpus(data_dir))} distinct sentences")

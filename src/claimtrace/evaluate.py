@@ -18,9 +18,9 @@ unless ``skip_missing`` is set, which reproduces ``eval.py``. Prediction files a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -68,12 +68,23 @@ class Evaluation:
     extra: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"F": self.F, "A": self.A, "HM": self.HM, "claims": self.claims,
-                "skipped_missing": len(self.skipped), "ignored_extra": len(self.extra)}
+        return {
+            "F": self.F,
+            "A": self.A,
+            "HM": self.HM,
+            "claims": self.claims,
+            "skipped_missing": len(self.skipped),
+            "ignored_extra": len(self.extra),
+        }
 
 
-def evaluate(predictions: Mapping[str, Claim], gold: Mapping[str, Claim], *, source: str = "predictions",
-             skip_missing: bool = False) -> Evaluation:
+def evaluate(
+    predictions: Mapping[str, Claim],
+    gold: Mapping[str, Claim],
+    *,
+    source: str = "predictions",
+    skip_missing: bool = False,
+) -> Evaluation:
     """Score ``predictions`` against the labelled claims ``gold`` as the course's eval.py does.
 
     Raises DataError naming ``source`` when a gold claim has no prediction (unless
@@ -94,13 +105,27 @@ def evaluate(predictions: Mapping[str, Claim], gold: Mapping[str, Claim], *, sou
         correct = 1.0 if predicted.label == truth.label else 0.0
         f_values.append(f)
         a_values.append(correct)
-        per_claim.append({"claim_id": claim_id, "precision": precision, "recall": recall, "F": f,
-                          "label": predicted.label, "gold_label": truth.label, "correct": bool(correct)})
+        per_claim.append(
+            {
+                "claim_id": claim_id,
+                "precision": precision,
+                "recall": recall,
+                "F": f,
+                "label": predicted.label,
+                "gold_label": truth.label,
+                "correct": bool(correct),
+            }
+        )
     mean_f = float(np.mean(f_values if f_values else [0.0]))
     mean_a = float(np.mean(a_values if a_values else [0.0]))
     return Evaluation(
-        F=mean_f, A=mean_a, HM=float(harmonic_mean(mean_f, mean_a)), claims=len(f_values),
-        per_claim=per_claim, skipped=missing, extra=sorted(set(predictions) - set(gold)),
+        F=mean_f,
+        A=mean_a,
+        HM=float(harmonic_mean(mean_f, mean_a)),
+        claims=len(f_values),
+        per_claim=per_claim,
+        skipped=missing,
+        extra=sorted(set(predictions) - set(gold)),
     )
 
 
@@ -112,8 +137,9 @@ def load_predictions(path: str | Path) -> dict[str, Claim]:
     return data_layer.parse_claims(raw, str(path), labelled=True)
 
 
-def evaluate_file(path: str | Path, split: str = "dev", data_dir: Path | None = None, *,
-                  skip_missing: bool = False) -> Evaluation:
+def evaluate_file(
+    path: str | Path, split: str = "dev", data_dir: Path | None = None, *, skip_missing: bool = False
+) -> Evaluation:
     """Score a prediction file against a labelled course split (train or dev)."""
     if split == "test":
         raise DataError("the test claims are unlabelled: evaluate against dev (or train)")

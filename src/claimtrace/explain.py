@@ -14,8 +14,9 @@ its batch neighbours, and each token's share. ``claimtrace explain`` and every p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,10 +66,22 @@ def explain_input(classifier, ids: Sequence[int], text: str) -> dict:
             continue
         # position 0 is [CLS]; the last real position is [SEP]; in between, the t-th word
         word = words[t - 1] if 0 < t <= len(words) and t < real - 1 else token
-        per_token.append({"position": t, "token": token, "word": word, "id": token_id,
-                          "unknown": token_id == unk_id, "contribution": _floats(shares[t])})
-    padding = {"token": C.PAD, "id": pad_id, "count": pad_count,
-               "contribution": _floats(table.g[pad_id] * pad_count / len(ids))}
+        per_token.append(
+            {
+                "position": t,
+                "token": token,
+                "word": word,
+                "id": token_id,
+                "unknown": token_id == unk_id,
+                "contribution": _floats(shares[t]),
+            }
+        )
+    padding = {
+        "token": C.PAD,
+        "id": pad_id,
+        "count": pad_count,
+        "contribution": _floats(table.g[pad_id] * pad_count / len(ids)),
+    }
     words_total = np.sum([p["contribution"] for p in per_token], axis=0) if per_token else np.zeros(len(C.LABELS))
     return {
         "text": text,
@@ -102,17 +115,28 @@ def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -
     ``shown`` tokens pushing hardest each way."""
     order = np.argsort(-np.asarray(logits), kind="stable")
     win, second = int(order[0]), int(order[1])
-    pushes = sorted(({"position": t["position"], "token": t["token"], "word": t["word"], "unknown": t["unknown"],
-                      "push": t["contribution"][win] - t["contribution"][second]} for t in per_token),
-                    key=lambda p: -p["push"])
+    pushes = sorted(
+        (
+            {
+                "position": t["position"],
+                "token": t["token"],
+                "word": t["word"],
+                "unknown": t["unknown"],
+                "push": t["contribution"][win] - t["contribution"][second],
+            }
+            for t in per_token
+        ),
+        key=lambda p: -p["push"],
+    )
     return {
-        "verdict": C.LABELS[win], "runner_up": C.LABELS[second],
+        "verdict": C.LABELS[win],
+        "runner_up": C.LABELS[second],
         "margin": float(logits[win] - logits[second]),
         "bias": float(bias[win] - bias[second]),
         "padding": float(padding["contribution"][win] - padding["contribution"][second]),
         "tokens": float(sum(p["push"] for p in pushes)),
         "for": pushes[:shown],
-        "against": pushes[max(shown, len(pushes) - shown):][::-1],
+        "against": pushes[max(shown, len(pushes) - shown) :][::-1],
     }
 
 
@@ -122,7 +146,7 @@ def notebook_batch(build, split: str, source: str, row: int) -> dict:
     encoded = build.inputs(split, source)
     verdicts = build.verdicts(split)
     batch = row // C.BATCH_SIZE
-    batch_ids = encoded.claim_ids[batch * C.BATCH_SIZE:(batch + 1) * C.BATCH_SIZE]
+    batch_ids = encoded.claim_ids[batch * C.BATCH_SIZE : (batch + 1) * C.BATCH_SIZE]
     claim_id = encoded.claim_ids[row]
     entry = verdicts[claim_id][source]["notebook"]
     return {
@@ -131,8 +155,11 @@ def notebook_batch(build, split: str, source: str, row: int) -> dict:
         "batch": batch,
         "position_in_batch": batch_ids.index(claim_id),
         "batch_size": len(batch_ids),
-        "neighbours": [{"id": cid, "label": verdicts[cid]["label"], "verdict": verdicts[cid][source]["notebook"]["verdict"]}
-                       for cid in batch_ids if cid != claim_id],
+        "neighbours": [
+            {"id": cid, "label": verdicts[cid]["label"], "verdict": verdicts[cid][source]["notebook"]["verdict"]}
+            for cid in batch_ids
+            if cid != claim_id
+        ],
     }
 
 

@@ -442,8 +442,7 @@ def _zero_pivot_split(lo, hi, seg_len, seg_key, n_seg):
 
 
 @njit(cache=True)
-def _zero_pivot_partition(keep_zero, w_seg, w_off,
-                          a_first, a_step, a_len, a_key, n_a, b_first, b_step, b_len, b_key):
+def _zero_pivot_partition(keep_zero, w_seg, w_off, a_first, a_step, a_len, a_key, n_a, b_first, b_step, b_len, b_key):
     """Write to list B the right side, slots lo + T + 1 .. hi - 1, of a zero-pivot partition.
 
     List A holds slots lo .. hi - 1; slot lo + T is offset ``w_off`` of its segment ``w_seg``.
@@ -473,8 +472,9 @@ def _zero_pivot_partition(keep_zero, w_seg, w_off,
         length = a_len[s] if s < n_a - 1 else a_len[s] - 1  # slot hi - 1 is not part of it
         if off < length:
             if a_key[s] != 0.0:  # a positive stays in its slot
-                n_b = _emit(a_first[s] + a_step[s] * off, a_step[s], length - off, a_key[s],
-                            b_first, b_step, b_len, b_key, n_b)
+                n_b = _emit(
+                    a_first[s] + a_step[s] * off, a_step[s], length - off, a_key[s], b_first, b_step, b_len, b_key, n_b
+                )
             else:  # zero slots are filled from the stream
                 need = length - off
                 while need > 0:
@@ -483,8 +483,17 @@ def _zero_pivot_partition(keep_zero, w_seg, w_off,
                         st_avail = a_len[st_seg]
                     take = need if need < st_avail else st_avail
                     step = a_step[st_seg]
-                    n_b = _emit(a_first[st_seg] + step * (st_avail - 1), -step, take, a_key[st_seg],
-                                b_first, b_step, b_len, b_key, n_b)
+                    n_b = _emit(
+                        a_first[st_seg] + step * (st_avail - 1),
+                        -step,
+                        take,
+                        a_key[st_seg],
+                        b_first,
+                        b_step,
+                        b_len,
+                        b_key,
+                        n_b,
+                    )
                     st_avail -= take
                     need -= take
         off = 0
@@ -601,10 +610,19 @@ def _sparse_row_top_k(cols, vals, n, keep_from, seg_a, key_a, seg_b, key_b, keys
         if p >= keep_from:  # the pivot's slot is final and among the last k
             idx[p] = e_mid
             keys[p] = 0.0
-        n_b = _zero_pivot_partition(keep_zero, s_w, w_off, a_first, a_step, a_len, key_a, n_a,
-                                    b_first, b_step, b_len, key_b)
+        n_b = _zero_pivot_partition(
+            keep_zero, s_w, w_off, a_first, a_step, a_len, key_a, n_a, b_first, b_step, b_len, key_b
+        )
         a_first, a_step, a_len, key_a, b_first, b_step, b_len, key_b = (
-            b_first, b_step, b_len, key_b, a_first, a_step, a_len, key_a)
+            b_first,
+            b_step,
+            b_len,
+            key_b,
+            a_first,
+            a_step,
+            a_len,
+            key_a,
+        )
         n_a = n_b
         hi_el, hi_key = e_hi, k_hi
         levels += 1
@@ -685,8 +703,9 @@ def _top_k_rows_kernel(data, indices, indptr, n, k, sparse):
         nonneg = _sorted_row(data, indices, start, stop, cols, vals)
         if sparse and nonneg:
             m = stop - start
-            levels, reason, size = _sparse_row_top_k(cols[:m], vals[:m], n, keep_from, seg_a, key_a,
-                                                     seg_b, key_b, keys, idx, stack)
+            levels, reason, size = _sparse_row_top_k(
+                cols[:m], vals[:m], n, keep_from, seg_a, key_a, seg_b, key_b, keys, idx, stack
+            )
             stats[r, 0] = levels
             stats[r, 1] = reason
             stats[r, 2] = size
@@ -742,6 +761,8 @@ def top_k_rows(X, k: int = 10, *, method: str = "sparse", return_stats: bool = F
         np.ascontiguousarray(X.data, dtype=np.float64),
         np.ascontiguousarray(X.indices, dtype=np.int64),
         np.ascontiguousarray(X.indptr, dtype=np.int64),
-        n, k, method == "sparse",
+        n,
+        k,
+        method == "sparse",
     )
     return (out, stats) if return_stats else out

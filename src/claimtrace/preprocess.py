@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import contractions
@@ -80,7 +80,7 @@ def tokenize(normalised: str) -> list[str]:
 # --- Stopwords ------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stopwords_in(data_dir: str | Path | None) -> frozenset[str]:
     return load_stopwords(find_data_dir(data_dir))
 

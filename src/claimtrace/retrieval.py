@@ -44,8 +44,8 @@ dev and test runs passed), ``cosine-once``, ``unpadded-tags``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numba
 import numpy as np
@@ -59,8 +59,16 @@ from .tagging import final_stems, restem
 from .tfidf import NotebookTfidf
 
 __all__ = [
-    "Variant", "VARIANTS", "Retriever", "Retrieval", "retrieve_all", "variant_f_table",
-    "claim_input", "notebook_weights", "notebook_order", "fallback_six",
+    "Variant",
+    "VARIANTS",
+    "Retriever",
+    "Retrieval",
+    "retrieve_all",
+    "variant_f_table",
+    "claim_input",
+    "notebook_weights",
+    "notebook_order",
+    "fallback_six",
 ]
 
 
@@ -147,8 +155,13 @@ def notebook_weights(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
     counts.sum_duplicates()
     counts.sort_indices()
     out = np.empty_like(counts.data)
-    _notebook_weights_kernel(counts.indptr.astype(np.int64), counts.indices.astype(np.int64), counts.data,
-                             np.asarray(idf, dtype=np.float64), out)
+    _notebook_weights_kernel(
+        counts.indptr.astype(np.int64),
+        counts.indices.astype(np.int64),
+        counts.data,
+        np.asarray(idf, dtype=np.float64),
+        out,
+    )
     return sp.csr_matrix((out, counts.indices, counts.indptr), shape=counts.shape)
 
 
@@ -177,10 +190,38 @@ def _overlap_and_score(c, m, size, n_claim_tags, cosine_in_score, no_tags_overla
 
 
 @numba.njit(cache=True)
-def _claim_kernel(q_terms, q_values, t_ptr, t_doc, t_weight, q_tags, g_ptr, g_doc, sizes, n_passages,
-                  n_claim_tags, cosine_in_score, no_tags_overlap, cosine_threshold, overlap_threshold,
-                  score_threshold, full, cosine, touch, local, out_position, out_score, out_cosine, out_overlap,
-                  out_shared, cand_position, cand_cosine, cand_overlap, cand_score, cand_shared):
+def _claim_kernel(
+    q_terms,
+    q_values,
+    t_ptr,
+    t_doc,
+    t_weight,
+    q_tags,
+    g_ptr,
+    g_doc,
+    sizes,
+    n_passages,
+    n_claim_tags,
+    cosine_in_score,
+    no_tags_overlap,
+    cosine_threshold,
+    overlap_threshold,
+    score_threshold,
+    full,
+    cosine,
+    touch,
+    local,
+    out_position,
+    out_score,
+    out_cosine,
+    out_overlap,
+    out_shared,
+    cand_position,
+    cand_cosine,
+    cand_overlap,
+    cand_score,
+    cand_shared,
+):
     """One claim against every passage, touching only the passages that share a term or a tag.
 
     The passages are visited in blocks of ``len(cosine)`` (frame order); in each block:
@@ -277,8 +318,25 @@ def _claim_kernel(q_terms, q_values, t_ptr, t_doc, t_weight, q_tags, g_ptr, g_do
 
 
 @numba.njit(cache=True)
-def _point_kernel(positions, q_terms, q_values, t_ptr, t_doc, t_weight, q_tags, g_ptr, g_doc, sizes,
-                  n_claim_tags, cosine_in_score, no_tags_overlap, out_cosine, out_overlap, out_score, out_shared):
+def _point_kernel(
+    positions,
+    q_terms,
+    q_values,
+    t_ptr,
+    t_doc,
+    t_weight,
+    q_tags,
+    g_ptr,
+    g_doc,
+    sizes,
+    n_claim_tags,
+    cosine_in_score,
+    no_tags_overlap,
+    out_cosine,
+    out_overlap,
+    out_score,
+    out_shared,
+):
     """The columns of a few passages (the fallback's), found by binary search in the claim's
     posting lists, with the same additions in the same order as :func:`_claim_kernel`."""
     for r in range(positions.shape[0]):
@@ -355,8 +413,7 @@ def fallback_six(positions: np.ndarray, score: np.ndarray, n_passages: int, k: i
         reversed_column[columns] = values
         top = npsort.top_k(reversed_column, k)
     else:
-        reversed_row = sp.csr_matrix((values, columns, np.array([0, len(columns)], np.int64)),
-                                     shape=(1, n_passages))
+        reversed_row = sp.csr_matrix((values, columns, np.array([0, len(columns)], np.int64)), shape=(1, n_passages))
         top = npsort.top_k_rows(reversed_row, k)[0]
     return (n_passages - 1 - top).astype(np.int64)
 
@@ -396,11 +453,16 @@ class _Scratch:
     score: np.ndarray
 
     @classmethod
-    def of_size(cls, n: int, max_tags: int) -> "_Scratch":
+    def of_size(cls, n: int, max_tags: int) -> _Scratch:
         block = min(BLOCK, n)
         touch = np.zeros(block, np.uint8 if max_tags < 127 else np.int64)
-        return cls(np.zeros(block, np.float64), touch, np.empty(block, np.int64), np.empty(n, np.int64),
-                   np.empty(n, np.float64))
+        return cls(
+            np.zeros(block, np.float64),
+            touch,
+            np.empty(block, np.int64),
+            np.empty(n, np.int64),
+            np.empty(n, np.float64),
+        )
 
 
 @dataclass
@@ -423,8 +485,14 @@ class Retriever:
     string are left out (:attr:`excluded` counts them).
     """
 
-    def __init__(self, passage_ids: Sequence[str], passage_tags: Sequence[str | Sequence[str]], *,
-                 passage_tokenizer=None, vectorizer_params: Mapping | None = None):
+    def __init__(
+        self,
+        passage_ids: Sequence[str],
+        passage_tags: Sequence[str | Sequence[str]],
+        *,
+        passage_tokenizer=None,
+        vectorizer_params: Mapping | None = None,
+    ):
         ids = list(passage_ids)
         strings = [_tag_string(t) for t in passage_tags]
         if len(ids) != len(strings):
@@ -458,11 +526,13 @@ class Retriever:
             for tag in unique:
                 flat.append(tag_ids.setdefault(tag, len(tag_ids)))
         rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        tag_matrix = sp.csr_matrix((np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))),
-                                   shape=(n, max(len(tag_ids), 1))).tocsc()
+        tag_matrix = sp.csr_matrix(
+            (np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))), shape=(n, max(len(tag_ids), 1))
+        ).tocsc()
         tag_matrix.sort_indices()
-        self._set_index(weights.indptr, weights.indices, weights.data, tag_ids, sizes,
-                        tag_matrix.indptr, tag_matrix.indices)
+        self._set_index(
+            weights.indptr, weights.indices, weights.data, tag_ids, sizes, tag_matrix.indptr, tag_matrix.indices
+        )
 
     def _set_index(self, t_ptr, t_doc, t_weight, tag_ids: dict[str, int], sizes, g_ptr, g_doc) -> None:
         """The posting lists the kernels read: terms (``t_*``, weights by passage) and raw tags
@@ -494,15 +564,22 @@ class Retriever:
         tokenizer = "restem" if self.vectorizer.tokenizer is restem else "final_stems"
         tags_by_id = sorted(self._tag_ids, key=self._tag_ids.__getitem__)
         with atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, t_ptr=self._t_ptr, t_doc=self._t_doc, t_weight=self._t_weight,
-                     sizes=self._tag_sizes, g_ptr=self._g_ptr, g_doc=self._g_doc,
-                     ids=np.array(json.dumps(self.ids, ensure_ascii=False)),
-                     tags=np.array(json.dumps(self.tags, ensure_ascii=False)),
-                     tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
-                     meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})))
+            np.savez(
+                handle,
+                t_ptr=self._t_ptr,
+                t_doc=self._t_doc,
+                t_weight=self._t_weight,
+                sizes=self._tag_sizes,
+                g_ptr=self._g_ptr,
+                g_doc=self._g_doc,
+                ids=np.array(json.dumps(self.ids, ensure_ascii=False)),
+                tags=np.array(json.dumps(self.tags, ensure_ascii=False)),
+                tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
+                meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})),
+            )
 
     @classmethod
-    def load(cls, vectorizer_path, index_path) -> "Retriever":
+    def load(cls, vectorizer_path, index_path) -> Retriever:
         """A model written by :meth:`save`, ready to retrieve (nothing is refitted)."""
         import json
 
@@ -517,8 +594,15 @@ class Retriever:
             self.tags = json.loads(str(stored["tags"]))
             self.excluded = int(meta["excluded"])
             tag_ids = {tag: i for i, tag in enumerate(json.loads(str(stored["tag_ids"])))}
-            self._set_index(stored["t_ptr"], stored["t_doc"], stored["t_weight"], tag_ids, stored["sizes"],
-                            stored["g_ptr"], stored["g_doc"])
+            self._set_index(
+                stored["t_ptr"],
+                stored["t_doc"],
+                stored["t_weight"],
+                tag_ids,
+                stored["sizes"],
+                stored["g_ptr"],
+                stored["g_doc"],
+            )
         return self
 
     def position(self, passage_id: str) -> int | None:
@@ -570,17 +654,44 @@ class Retriever:
         postings = sum(int(self._t_ptr[t + 1] - self._t_ptr[t]) for t in q_terms.tolist())
         postings += sum(int(self._g_ptr[t + 1] - self._g_ptr[t]) for t in q_tags.tolist())
         c = min(postings, n)
-        candidates = (np.empty(c, np.int64), np.empty(c, np.float64), np.empty(c, np.float64),
-                      np.empty(c, np.float64), np.empty(c, np.int64))
+        candidates = (
+            np.empty(c, np.int64),
+            np.empty(c, np.float64),
+            np.empty(c, np.float64),
+            np.empty(c, np.float64),
+            np.empty(c, np.int64),
+        )
         # A claim without tags: the notebook's ZeroDivisionError, here overlap NO_TAGS_OVERLAP.
         rows, passed = _claim_kernel(
-            q_terms, q_values, self._t_ptr, self._t_doc, self._t_weight, q_tags, self._g_ptr, self._g_doc,
-            self._tag_sizes, n, n_claim_tags, cosine_in_score, C.NO_TAGS_OVERLAP, C.COSINE_THRESHOLD,
-            C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD, full, s.cosine, s.touch, s.local, s.position, s.score,
-            *full_columns, *candidates,
+            q_terms,
+            q_values,
+            self._t_ptr,
+            self._t_doc,
+            self._t_weight,
+            q_tags,
+            self._g_ptr,
+            self._g_doc,
+            self._tag_sizes,
+            n,
+            n_claim_tags,
+            cosine_in_score,
+            C.NO_TAGS_OVERLAP,
+            C.COSINE_THRESHOLD,
+            C.OVERLAP_THRESHOLD,
+            C.SCORE_THRESHOLD,
+            full,
+            s.cosine,
+            s.touch,
+            s.local,
+            s.position,
+            s.score,
+            *full_columns,
+            *candidates,
         )
         return _Rows(
-            s.position[:rows], s.score[:rows], tuple(a[:passed] for a in candidates),
+            s.position[:rows],
+            s.score[:rows],
+            tuple(a[:passed] for a in candidates),
             tuple(a[:rows] for a in full_columns) if full else None,
         )
 
@@ -600,14 +711,33 @@ class Retriever:
         """(cosine, overlap, score, shared) of the passages at ``positions`` for one claim."""
         q_terms, q_values, q_tags, n_claim_tags = self._query(claim)
         positions = np.asarray(positions, np.int64)
-        out = (np.empty(len(positions)), np.empty(len(positions)), np.empty(len(positions)),
-               np.empty(len(positions), np.int64))
-        _point_kernel(positions, q_terms, q_values, self._t_ptr, self._t_doc, self._t_weight, q_tags, self._g_ptr,
-                      self._g_doc, self._tag_sizes, n_claim_tags, cosine_in_score, C.NO_TAGS_OVERLAP, *out)
+        out = (
+            np.empty(len(positions)),
+            np.empty(len(positions)),
+            np.empty(len(positions)),
+            np.empty(len(positions), np.int64),
+        )
+        _point_kernel(
+            positions,
+            q_terms,
+            q_values,
+            self._t_ptr,
+            self._t_doc,
+            self._t_weight,
+            q_tags,
+            self._g_ptr,
+            self._g_doc,
+            self._tag_sizes,
+            n_claim_tags,
+            cosine_in_score,
+            C.NO_TAGS_OVERLAP,
+            *out,
+        )
         return out
 
-    def retrieve(self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE,
-                 k: int = C.MAX_EVIDENCES) -> Retrieval:
+    def retrieve(
+        self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE, k: int = C.MAX_EVIDENCES
+    ) -> Retrieval:
         """``find_top_evidence(claim, ...)`` for one claim string (its tags, or raw text)."""
         rows = self._rows(claim, cosine_in_score)
         position, cosine, overlap, score, shared = rows.passing
@@ -641,14 +771,16 @@ class Retriever:
         gold_set = set(gold)
         kept = []
         for i, p in enumerate(result.kept):
-            kept.append({
-                "id": self.ids[p],
-                "cosine": float(result.cosine[i]),
-                "overlap": float(result.overlap[i]),
-                "score": float(result.score[i]),
-                "shared": int(result.shared[i]),
-                "gold": self.ids[p] in gold_set,
-            })
+            kept.append(
+                {
+                    "id": self.ids[p],
+                    "cosine": float(result.cosine[i]),
+                    "overlap": float(result.overlap[i]),
+                    "score": float(result.score[i]),
+                    "shared": int(result.shared[i]),
+                    "gold": self.ids[p] in gold_set,
+                }
+            )
         return {
             "claim_id": claim_id,
             "tags": result.claim,
@@ -683,8 +815,9 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
     return out
 
 
-def variant_f_table(retrievers: Mapping[str, Retriever], claims: Mapping[str, Claim],
-                    variants: Iterable[str] | None = None) -> list[dict]:
+def variant_f_table(
+    retrievers: Mapping[str, Retriever], claims: Mapping[str, Claim], variants: Iterable[str] | None = None
+) -> list[dict]:
     """Evidence F of each variant on labelled claims (dev): one row per variant,
     ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
 
@@ -702,12 +835,14 @@ def variant_f_table(retrievers: Mapping[str, Retriever], claims: Mapping[str, Cl
             continue
         records = retrieve_all(retrievers[v.passage_tags], claims, v)
         f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
-        rows.append({
-            "variant": v.name,
-            "description": v.description,
-            "F": float(np.mean(f_values)) if f_values else 0.0,
-            "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
-            "claims": len(records),
-            "passages": len(retrievers[v.passage_tags]),
-        })
+        rows.append(
+            {
+                "variant": v.name,
+                "description": v.description,
+                "F": float(np.mean(f_values)) if f_values else 0.0,
+                "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
+                "claims": len(records),
+                "passages": len(retrievers[v.passage_tags]),
+            }
+        )
     return rows

@@ -14,9 +14,9 @@ only (notebook.md sections 2 and 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -160,12 +160,14 @@ def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER
         indices = top[r].tolist()
         weights = [weight_of.get(i, 0.0) for i in indices]
         alphabetic = [(feature_names[i], w) for i, w in zip(indices, weights) if feature_names[i].isalpha()]
-        out.append(PassageTags(
-            sorted({name for name, _ in alphabetic}),
-            sorted({name for name, w in alphabetic if w > 0.0}),
-            indices,
-            weights,
-        ))
+        out.append(
+            PassageTags(
+                sorted({name for name, _ in alphabetic}),
+                sorted({name for name, w in alphabetic if w > 0.0}),
+                indices,
+                weights,
+            )
+        )
     return out
 
 

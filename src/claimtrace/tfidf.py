@@ -25,13 +25,12 @@ of different lengths never collide. Strings are made only for terms that survive
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import numba
 import numpy as np
 import scipy.sparse as sp
-
 
 Tokenizer = Callable[[str], Sequence[str]]
 
@@ -79,9 +78,9 @@ def ngram_keys(token_ids: np.ndarray, doc_of_token: np.ndarray, base: int, max_n
         span = len(token_ids) - n + 1
         if span <= 0:
             break
-        gram = gram[:span] * base + (token_ids[n - 1:] + 1)
-        gram_ok = gram_ok[:span] & (token_ids[n - 1:] >= 0)
-        same_doc = doc_of_token[:span] == doc_of_token[n - 1:]
+        gram = gram[:span] * base + (token_ids[n - 1 :] + 1)
+        gram_ok = gram_ok[:span] & (token_ids[n - 1 :] >= 0)
+        same_doc = doc_of_token[:span] == doc_of_token[n - 1 :]
         keys.append(gram)
         docs.append(doc_of_token[:span])
         valid.append(gram_ok & same_doc)
@@ -176,7 +175,7 @@ class NotebookTfidf:
         flat = np.concatenate(ids) if ids else np.empty(0, np.int64)
         return _Batch(flat.astype(np.int64), np.repeat(np.arange(len(ids), dtype=np.int64), lengths), len(ids))
 
-    def fit(self, docs: Iterable[str]) -> "NotebookTfidf":
+    def fit(self, docs: Iterable[str]) -> NotebookTfidf:
         """Learn vocabulary and idf from ``docs`` (any iterable of strings, read once)."""
         tokens = _TokenIds()
         max_n = self.ngram_range[1]
@@ -272,9 +271,7 @@ class NotebookTfidf:
         found = self._sorted_keys[position] == keys
         columns = self._key_order[position[found]]
         docs, cols, counts = _unique_doc_key_pairs(columns, doc_ids[found])
-        return sp.csr_matrix(
-            (counts.astype(np.float64), (docs, cols)), shape=(batch.n_docs, len(self.feature_names))
-        )
+        return sp.csr_matrix((counts.astype(np.float64), (docs, cols)), shape=(batch.n_docs, len(self.feature_names)))
 
     def _transform_batch(self, batch: _Batch) -> sp.csr_matrix:
         matrix = self._count_batch(batch)
@@ -376,15 +373,19 @@ def save(vectorizer: NotebookTfidf, path) -> None:
             idf=vectorizer.idf_,
             feature_names=np.array(json.dumps(vectorizer.feature_names.tolist(), ensure_ascii=False)),
             tokens=np.array(json.dumps(vectorizer._tokens.tokens, ensure_ascii=False)),
-            meta=np.array(json.dumps({
-                "base": vectorizer._base,
-                "n_docs": vectorizer.n_docs_,
-                "max_df": vectorizer.max_df,
-                "min_df": vectorizer.min_df,
-                "max_features": vectorizer.max_features,
-                "ngram_range": list(vectorizer.ngram_range),
-                "cut": vectorizer.cut_,
-            })),
+            meta=np.array(
+                json.dumps(
+                    {
+                        "base": vectorizer._base,
+                        "n_docs": vectorizer.n_docs_,
+                        "max_df": vectorizer.max_df,
+                        "min_df": vectorizer.min_df,
+                        "max_features": vectorizer.max_features,
+                        "ngram_range": list(vectorizer.ngram_range),
+                        "cut": vectorizer.cut_,
+                    }
+                )
+            ),
         )
 
 
@@ -395,8 +396,11 @@ def load(path, tokenizer: Tokenizer) -> NotebookTfidf:
     with np.load(path) as stored:
         meta = json.loads(str(stored["meta"]))
         vectorizer = NotebookTfidf(
-            tokenizer, max_df=meta["max_df"], min_df=meta["min_df"],
-            max_features=meta["max_features"], ngram_range=tuple(meta["ngram_range"]),
+            tokenizer,
+            max_df=meta["max_df"],
+            min_df=meta["min_df"],
+            max_features=meta["max_features"],
+            ngram_range=tuple(meta["ngram_range"]),
             argsort=lambda a: a,  # unused once fitted
         )
         tokens = _TokenIds()

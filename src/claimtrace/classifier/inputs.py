@@ -10,9 +10,9 @@ by every token of the training rows in order of first appearance: 5,886 entries.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..preprocess import preprocess
 #: Evidence as the classifier sees it: claim id -> passage texts, in order.
 EvidenceTexts = Mapping[str, Sequence[str]]
 #: Where passage texts come from: a mapping id -> text, or a function id -> text (None if unknown).
-PassageLookup = Union[Mapping[str, str], Callable[[str], Union[str, None]]]
+PassageLookup = Mapping[str, str] | Callable[[str], str | None]
 
 
 def evidence_texts(ids_by_claim: Mapping[str, Sequence[str]], passages: PassageLookup) -> dict[str, list[str]]:
@@ -78,7 +78,7 @@ class Vocabulary:
         self.index = {token: i for i, token in enumerate(self.tokens)}
 
     @classmethod
-    def fit(cls, texts: Iterable[str]) -> "Vocabulary":
+    def fit(cls, texts: Iterable[str]) -> Vocabulary:
         seen = dict.fromkeys(C.SPECIAL_TOKENS)
         for text in texts:
             seen.update(dict.fromkeys(text.split()))
@@ -98,6 +98,8 @@ class Vocabulary:
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.tokens[i] for i in ids]
+
+
 def training_vocabulary(train_claims: Mapping[str, Claim], gold: PassageLookup) -> Vocabulary:
     """The notebook's vocabulary: built from the training rows with gold evidence."""
     return Vocabulary.fit(row.text for row in make_rows(train_claims, gold_evidence(train_claims, gold)))
@@ -128,21 +130,29 @@ class Encoded:
     def __len__(self) -> int:
         return len(self.claim_ids)
 
-    def subset(self, n: int) -> "Encoded":
+    def subset(self, n: int) -> Encoded:
         return Encoded(self.claim_ids[:n], self.texts[:n], self.input_ids[:n], self.labels[:n])
 
     def save(self, path: Path) -> None:
         """The npz the build writes, so that readers never preprocess a split again."""
         with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, input_ids=self.input_ids.astype(np.int32), labels=self.labels.astype(np.int8),
-                     claim_ids=np.array(json.dumps(self.claim_ids, ensure_ascii=False)),
-                     texts=np.array(json.dumps(self.texts, ensure_ascii=False)))
+            np.savez(
+                handle,
+                input_ids=self.input_ids.astype(np.int32),
+                labels=self.labels.astype(np.int8),
+                claim_ids=np.array(json.dumps(self.claim_ids, ensure_ascii=False)),
+                texts=np.array(json.dumps(self.texts, ensure_ascii=False)),
+            )
 
     @classmethod
-    def load(cls, path: Path) -> "Encoded":
+    def load(cls, path: Path) -> Encoded:
         with np.load(path) as stored:
-            return cls(json.loads(str(stored["claim_ids"])), json.loads(str(stored["texts"])),
-                       stored["input_ids"].astype(np.int64), stored["labels"].astype(np.int64))
+            return cls(
+                json.loads(str(stored["claim_ids"])),
+                json.loads(str(stored["texts"])),
+                stored["input_ids"].astype(np.int64),
+                stored["labels"].astype(np.int64),
+            )
 
 
 def encode(rows: Sequence[Row], vocab: Vocabulary) -> Encoded:

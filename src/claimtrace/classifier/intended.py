@@ -22,15 +22,15 @@ import torch
 
 from .. import constants as C
 from ..data import atomic_output
-from .predict import ASSETS_DIR
 from .model import TransformerClassifier, sinusoidal_table
+from .predict import ASSETS_DIR
 
 INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
 INTENDED_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["intended"]
 
 #: float16 keeps 11 significant bits: a value in [-1, 1] is off by at most 2**-12 after rounding
 #: (twice that leaves room for another CPU's last bits of sin and cos).
-_FLOAT16_PE_TOLERANCE = 2.0 ** -11
+_FLOAT16_PE_TOLERANCE = 2.0**-11
 
 
 def save_float16_checkpoint(state: dict[str, torch.Tensor], path, metadata: dict[str, str] | None = None) -> None:

@@ -111,7 +111,10 @@ class TransformerClassifier(nn.Module):
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.pos_encoder = PositionalEncoding(d_model)
         layer = nn.TransformerEncoderLayer(
-            d_model, n_heads, dim_feedforward=ff_dim, dropout=dropout,
+            d_model,
+            n_heads,
+            dim_feedforward=ff_dim,
+            dropout=dropout,
             # The notebook left batch_first at its default, False (quirk "batch-first bug").
             batch_first=fixed,
         )
@@ -177,14 +180,14 @@ def notebook_logits(model: nn.Module, input_ids: torch.Tensor, batch_size: int =
     """Protocol "notebook": eval mode, consecutive batches of 16 in the given (file) order, as
     the notebook's eval_model and predict ran. A claim's logits depend on its batch-mates."""
     model.eval()
-    return torch.cat([model(input_ids[start:start + batch_size]) for start in range(0, len(input_ids), batch_size)])
+    return torch.cat([model(input_ids[start : start + batch_size]) for start in range(0, len(input_ids), batch_size)])
 
 
 @torch.no_grad()
 def alone_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
     """Protocol "alone": eval mode, every claim as a batch of one, literally one call each."""
     model.eval()
-    return torch.cat([model(input_ids[i:i + 1]) for i in range(len(input_ids))])
+    return torch.cat([model(input_ids[i : i + 1]) for i in range(len(input_ids))])
 
 
 # --- Threads ------------------------------------------------------------------------------------

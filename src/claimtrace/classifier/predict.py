@@ -11,9 +11,9 @@ Two protocols (``constants.PROTOCOLS``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -57,7 +57,11 @@ def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
     checkpoint, vocab_path = folder / C.CHECKPOINT_FILE, folder / C.VOCAB_FILE
     for path in (checkpoint, vocab_path):
         if not path.is_file():
-            hint = "train one with `claimtrace train --checkpoint DIR`" if checkpoint_dir is not None else "reinstall claimtrace"
+            hint = (
+                "train one with `claimtrace train --checkpoint DIR`"
+                if checkpoint_dir is not None
+                else "reinstall claimtrace"
+            )
             raise DataError(f"{path}: file is missing ({hint})")
     model = load_model(checkpoint)
     vocab = load_vocab(vocab_path)
@@ -76,8 +80,10 @@ def predict(classifier: Classifier, encoded: Encoded) -> dict[str, dict]:
     by_protocol = {p: classifier.logits(encoded.input_ids, p) for p in C.PROTOCOLS}
     out = {}
     for i, cid in enumerate(encoded.claim_ids):
-        out[cid] = {protocol: {"logits": logits[i].tolist(), "verdict": C.LABELS[int(np.argmax(logits[i]))]}
-                    for protocol, logits in by_protocol.items()}
+        out[cid] = {
+            protocol: {"logits": logits[i].tolist(), "verdict": C.LABELS[int(np.argmax(logits[i]))]}
+            for protocol, logits in by_protocol.items()
+        }
     return out
 
 
@@ -88,13 +94,19 @@ def accuracy_and_confusion(labels: Sequence[str], verdicts: Sequence[str]) -> di
     for label, verdict in zip(labels, verdicts, strict=True):
         matrix[C.LABEL_IDS[label], C.LABEL_IDS[verdict]] += 1
     correct = int(np.trace(matrix))
-    return {"accuracy": correct / len(labels) if len(labels) else 0.0, "correct": correct,
-            "claims": len(labels), "confusion": matrix.tolist()}
+    return {
+        "accuracy": correct / len(labels) if len(labels) else 0.0,
+        "correct": correct,
+        "claims": len(labels),
+        "confusion": matrix.tolist(),
+    }
 
 
 def protocol_figures(labels: Mapping[str, str], verdicts: Mapping[str, Mapping[str, str]]) -> dict:
     """:func:`accuracy_and_confusion` per protocol. ``labels``: claim id -> gold label;
     ``verdicts``: claim id -> {protocol: verdict}."""
     ids = list(labels)
-    return {protocol: accuracy_and_confusion([labels[c] for c in ids], [verdicts[c][protocol] for c in ids])
-            for protocol in C.PROTOCOLS}
+    return {
+        protocol: accuracy_and_confusion([labels[c] for c in ids], [verdicts[c][protocol] for c in ids])
+        for protocol in C.PROTOCOLS
+    }

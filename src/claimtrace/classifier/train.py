@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -82,21 +82,22 @@ def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BA
     labels = torch.from_numpy(data.labels)
     loss_fn = nn.CrossEntropyLoss()
     losses = [
-        loss_fn(logits[start:start + batch_size], labels[start:start + batch_size]).item()
+        loss_fn(logits[start : start + batch_size], labels[start : start + batch_size]).item()
         for start in range(0, len(data), batch_size)
     ]
     correct = int((logits.argmax(dim=1) == labels).sum())
     return float(np.mean(losses)), correct
 
 
-def train_epoch(model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BATCH_SIZE,
-                progress: Callable | None = None) -> tuple[float, int]:
+def train_epoch(
+    model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BATCH_SIZE, progress: Callable | None = None
+) -> tuple[float, int]:
     """The notebook's train_epoch: dropout on, one Adam step per batch of 16 in file order."""
     model.train()
     losses, correct = [], 0
     all_ids, all_labels = torch.from_numpy(data.input_ids), torch.from_numpy(data.labels)
     for start in range(0, len(data), batch_size):
-        ids, labels = all_ids[start:start + batch_size], all_labels[start:start + batch_size]
+        ids, labels = all_ids[start : start + batch_size], all_labels[start : start + batch_size]
         outputs = model(ids)
         loss = loss_fn(outputs, labels)
         correct += int((outputs.argmax(dim=1) == labels).sum())
@@ -192,10 +193,11 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
     started = time.perf_counter()
     for epoch in range(1, epochs + 1):
         epoch_start = time.perf_counter()
-        bar = tqdm(total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim",
-                   disable=not show_progress, leave=False)
+        bar = tqdm(
+            total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim", disable=not show_progress, leave=False
+        )
 
-        def progress(n: int, loss: float) -> None:
+        def progress(n: int, loss: float, bar=bar) -> None:  # this epoch's bar
             bar.update(n)
             bar.set_postfix(loss=f"{loss:.4f}")
 
@@ -207,10 +209,17 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
             best_correct = dev_correct
             log["best_epoch"], log["best_dev_accuracy"] = epoch, dev_correct / len(data.dev)
             if checkpoint is not None:
-                save_checkpoint(model, checkpoint, metadata={
-                    "variant": variant, "seed": str(seed), "epoch": str(epoch), "dev_correct": str(dev_correct),
-                    "dev_claims": str(len(data.dev)),
-                })
+                save_checkpoint(
+                    model,
+                    checkpoint,
+                    metadata={
+                        "variant": variant,
+                        "seed": str(seed),
+                        "epoch": str(epoch),
+                        "dev_correct": str(dev_correct),
+                        "dev_claims": str(len(data.dev)),
+                    },
+                )
         record = {
             "epoch": epoch,
             "train_loss": train_loss,

@@ -14,11 +14,14 @@ __all__ = ["create_app", "write_site", "Tracer"]
 def __getattr__(name):
     if name == "create_app":
         from .app import create_app
+
         return create_app
     if name == "write_site":
         from .site import write_site
+
         return write_site
     if name == "Tracer":
         from .tracer import Tracer
+
         return Tracer
     raise AttributeError(name)

@@ -22,9 +22,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .render import STATIC, Renderer, root_for
 from .. import constants as C
 from ..artifacts import Build
+from .render import STATIC, Renderer, root_for
 from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
@@ -47,11 +47,11 @@ class _BytesCache:
     identity: the object is kept with its bytes, so a key never outlives its value."""
 
     def __init__(self, size: int = 1024):
-        from collections import OrderedDict
         import threading
+        from collections import OrderedDict
 
         self.size = size
-        self.items: "OrderedDict[int, tuple[object, bytes]]" = OrderedDict()
+        self.items: OrderedDict[int, tuple[object, bytes]] = OrderedDict()
         self.lock = threading.Lock()
 
     def response(self, value) -> Response:
@@ -103,7 +103,8 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     def unknown_claim(request: Request, claim_id: str, as_json: bool):
         return not_found(
-            request, as_json,
+            request,
+            as_json,
             f"There is no claim “{claim_id}” in the train, dev or test file.",
             "Claim ids look like claim-752. Explore lists every claim of each split.",
         )
@@ -144,14 +145,16 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     def explore_response(request: Request, split: str, kind: str):
         if split not in C.SPLITS:
-            return not_found(request, kind == "json", f"There is no split “{split}”.",
-                             "The splits are dev, train and test.")
+            return not_found(
+                request, kind == "json", f"There is no split “{split}”.", "The splits are dev, train and test."
+            )
         result = tracer.explore_when_ready(split, app.state.explore_wait)
         if result is None:
             progress = {k: v for k, v in tracer.progress.items() if k.startswith(split + "/")}
             if kind == "json":
-                return _json({"status": "computing", "split": split, "progress": progress,
-                              "retry_after_seconds": 10}, 202)
+                return _json(
+                    {"status": "computing", "split": split, "progress": progress, "retry_after_seconds": 10}, 202
+                )
             page = renderer.computing_page(root_for(request.url.path), split, progress)
             return HTMLResponse(page, status_code=202, headers={"Retry-After": "10"})
         if kind == "json":
@@ -188,8 +191,15 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
             return unknown_claim(request, claim_id or "", kind == "json")
         if kind == "json":
             return _json({"error": error, "status": status} if error else result, status)
-        return html(renderer.live_page(root, result, text=shown_text if shown_text is not None else
-                                       (result["claim"]["text"] if result else ""), error=error), status)
+        return html(
+            renderer.live_page(
+                root,
+                result,
+                text=shown_text if shown_text is not None else (result["claim"]["text"] if result else ""),
+                error=error,
+            ),
+            status,
+        )
 
     @app.get("/live")
     def live(request: Request, text: str | None = None, claim: str | None = None):
@@ -207,13 +217,23 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
         """The ``text`` of a POST body (JSON or form): (text, None, 200), or (None, error, status)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return None, (f"That request is {int(declared):,} bytes; a claim here may have at most "
-                          f"{MAX_TEXT_CHARS:,} characters."), 413
+            return (
+                None,
+                (
+                    f"That request is {int(declared):,} bytes; a claim here may have at most "
+                    f"{MAX_TEXT_CHARS:,} characters."
+                ),
+                413,
+            )
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY_BYTES:
-                return None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
+                return (
+                    None,
+                    f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.",
+                    413,
+                )
         try:
             raw = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -225,7 +245,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
             except json.JSONDecodeError as err:
                 return None, f"The request body is not valid JSON ({err.msg}).", 400
             if not isinstance(value, dict):
-                return None, "The request body must be a JSON object like {\"text\": \"...\"}.", 400
+                return None, 'The request body must be a JSON object like {"text": "..."}.', 400
             text = value.get("text")
             if text is not None and not isinstance(text, str):
                 return None, "“text” must be a string.", 400
@@ -271,13 +291,16 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
     async def http_error(request: Request, exc: StarletteHTTPException):
         as_json = request.url.path.endswith(".json") or request.url.path.startswith("/api/")
         if exc.status_code == 404:
-            return not_found(request, as_json, f"Nothing here: {request.url.path}",
-                             "The walkthrough is at the top of the site, Explore lists every claim.")
+            return not_found(
+                request,
+                as_json,
+                f"Nothing here: {request.url.path}",
+                "The walkthrough is at the top of the site, Explore lists every claim.",
+            )
         message = str(exc.detail)
         if as_json:
             return _json({"error": message, "status": exc.status_code}, exc.status_code)
-        return html(renderer.error_page(root_for(request.url.path), exc.status_code, "Error", message),
-                    exc.status_code)
+        return html(renderer.error_page(root_for(request.url.path), exc.status_code, "Error", message), exc.status_code)
 
     @app.exception_handler(StageMissing)
     async def stage_missing(request: Request, exc: StageMissing):

@@ -19,8 +19,13 @@ def explore(build: Build, split: str) -> dict:
 
     claims = build.claims(split)
     labelled = all(c.label is not None for c in claims.values())
-    out: dict[str, Any] = {"split": split, "labels": list(C.LABELS), "labelled": labelled,
-                           "claims": [], "build": build_info(build, brief=True)}
+    out: dict[str, Any] = {
+        "split": split,
+        "labels": list(C.LABELS),
+        "labelled": labelled,
+        "claims": [],
+        "build": build_info(build, brief=True),
+    }
     try:
         records = build.retrieval(split)
         out["retrieval"] = {"status": "ok", "source": "build"}
@@ -35,8 +40,13 @@ def explore(build: Build, split: str) -> dict:
         verdicts = None
         out["classifier"] = missing(err.stage, err.reason)
     for position, (cid, claim) in enumerate(claims.items()):
-        row: dict[str, Any] = {"id": cid, "position": position, "text": claim.text, "label": claim.label,
-                               "gold_count": len(claim.evidences) if labelled else None}
+        row: dict[str, Any] = {
+            "id": cid,
+            "position": position,
+            "text": claim.text,
+            "label": claim.label,
+            "gold_count": len(claim.evidences) if labelled else None,
+        }
         if records is not None:
             record = records[cid]
             row["fallback"] = bool(record["fallback"])
@@ -53,13 +63,21 @@ def explore(build: Build, split: str) -> dict:
         if verdicts is None or not labelled:
             accuracy[source] = None
             continue
-        accuracy[source] = protocol_figures({row["id"]: row["label"] for row in out["claims"]},
-                                            {row["id"]: row[source] for row in out["claims"]})
+        accuracy[source] = protocol_figures(
+            {row["id"]: row["label"] for row in out["claims"]}, {row["id"]: row[source] for row in out["claims"]}
+        )
     out["accuracy"] = accuracy
-    out["verdict_counts"] = {} if verdicts is None else {
-        source: {p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
-                 for p in C.PROTOCOLS}
-        for source in sources}
+    out["verdict_counts"] = (
+        {}
+        if verdicts is None
+        else {
+            source: {
+                p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
+                for p in C.PROTOCOLS
+            }
+            for source in sources
+        }
+    )
     out["retrieval_variants"] = None
     if split == "dev" and records is not None:
         out["retrieval_variants"] = build.retrieval_summary().get("variants_dev")
@@ -71,8 +89,12 @@ def explore(build: Build, split: str) -> dict:
     if labelled and records is not None and verdicts is not None:
         course = {}
         for protocol in C.PROTOCOLS:
-            predicted = {row["id"]: Claim(row["id"], row["text"], row["retrieved"][protocol],
-                                          tuple(records[row["id"]]["evidences"])) for row in out["claims"]}
+            predicted = {
+                row["id"]: Claim(
+                    row["id"], row["text"], row["retrieved"][protocol], tuple(records[row["id"]]["evidences"])
+                )
+                for row in out["claims"]
+            }
             result = evaluate(predicted, claims)
             course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
         out["course_scores"] = course

@@ -29,8 +29,13 @@ def json_for_script(value: Any) -> Markup:
     """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``
     or line separators survive literally, so no text can close the script element."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return Markup(text)
 
@@ -72,11 +77,17 @@ def _bar(value: float, scale: float) -> Markup:
 
 
 def make_env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=False, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=True,
+    )
     env.filters.update(num=_num, signed=_signed, pct=_pct, commas=_commas, sci=_sci, script_json=json_for_script)
-    env.globals.update(bar=_bar, C=C, LABELS=C.LABELS, SPLITS=C.SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM,
-                       MAX_TEXT_CHARS=MAX_TEXT_CHARS)
+    env.globals.update(
+        bar=_bar, C=C, LABELS=C.LABELS, SPLITS=C.SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM, MAX_TEXT_CHARS=MAX_TEXT_CHARS
+    )
     return env
 
 
@@ -118,31 +129,56 @@ class Renderer:
     def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
         ids = list(self.tracer.claims(split))
         i = ids.index(claim_id)
-        return {"prev": ids[i - 1] if i > 0 else None, "next": ids[i + 1] if i + 1 < len(ids) else None,
-                "count": len(ids)}
+        return {
+            "prev": ids[i - 1] if i > 0 else None,
+            "next": ids[i + 1] if i + 1 < len(ids) else None,
+            "count": len(ids),
+        }
 
     def claim_page(self, trace: dict, root: str) -> str:
         head = trace["claim"]
 
         def make():
             nav = self._neighbours_in_file(head["id"], head["split"])
-            return self._render("claim.html", root, t=trace, nav=nav, page="claim",
-                                title=f"{head['id']}: one claim through every stage")
+            return self._render(
+                "claim.html", root, t=trace, nav=nav, page="claim", title=f"{head['id']}: one claim through every stage"
+            )
+
         return self._cached(("claim", head["id"], root, id(trace)), make)
 
     def explore_page(self, explore: dict, root: str) -> str:
-        return self._cached(("explore", explore["split"], root, id(explore)), lambda: self._render(
-            "explore.html", root, x=explore, page="explore", title=f"Explore: every {explore['split']} claim"))
+        return self._cached(
+            ("explore", explore["split"], root, id(explore)),
+            lambda: self._render(
+                "explore.html", root, x=explore, page="explore", title=f"Explore: every {explore['split']} claim"
+            ),
+        )
 
-    def live_page(self, root: str, trace: dict | None, text: str = "", error: str | None = None,
-                  table: dict | None = None) -> str:
-        return self._render("live.html", root, t=trace, text=text, error=error, page="live",
-                            table=table, title="Live: trace your own claim")
+    def live_page(
+        self, root: str, trace: dict | None, text: str = "", error: str | None = None, table: dict | None = None
+    ) -> str:
+        return self._render(
+            "live.html",
+            root,
+            t=trace,
+            text=text,
+            error=error,
+            page="live",
+            table=table,
+            title="Live: trace your own claim",
+        )
 
     def computing_page(self, root: str, split: str, progress: dict) -> str:
-        return self._render("computing.html", root, split=split, progress=progress, page="explore",
-                            title=f"Explore {split}: being computed")
+        return self._render(
+            "computing.html",
+            root,
+            split=split,
+            progress=progress,
+            page="explore",
+            title=f"Explore {split}: being computed",
+        )
 
     def error_page(self, root: str, status: int, heading: str, message: str, hint: str | None = None) -> str:
-        return self._render("error.html", root, status=status, heading=heading, message=message, hint=hint,
-                            page="error", title=heading)
+        return self._render(
+            "error.html", root, status=status, heading=heading, message=message, hint=hint, page="error", title=heading
+        )

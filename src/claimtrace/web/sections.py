@@ -39,15 +39,23 @@ def _scale(values) -> float:
 # --- a whole trace --------------------------------------------------------------------------------
 
 
-def assemble(build: Build, text: str, claim: Claim | None = None, split: str | None = None,
-             position: int | None = None) -> dict:
+def assemble(
+    build: Build, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
+) -> dict:
     """One claim (or any text) through every stage: the page's whole data."""
     notes: list[str] = []
     pre = preprocess(text, data_dir=build.data_dir)
     gold = list(claim.evidences) if claim is not None and claim.label is not None else []
     if claim is not None:
-        head = {"kind": "claim", "id": claim.id, "split": split, "position": position,
-                "text": claim.text, "label": claim.label, "gold": gold}
+        head = {
+            "kind": "claim",
+            "id": claim.id,
+            "split": split,
+            "position": position,
+            "text": claim.text,
+            "label": claim.label,
+            "gold": gold,
+        }
     else:
         head = {"kind": "text", "id": None, "split": None, "position": None, "text": text, "label": None, "gold": []}
     result: dict[str, Any] = {"claim": head, "build": build_info(build, brief=True)}
@@ -70,8 +78,11 @@ def assemble(build: Build, text: str, claim: Claim | None = None, split: str | N
     result["vectorisation"] = vectorisation_section(build, pre.tags(), vector_id, vector_role)
     result["classifier"] = classifier_section(build, text, claim, split, retrieval, notes)
     if not pre.stems:
-        notes.insert(0, "No word survived the preprocessing (stopwords, digits and punctuation are dropped): "
-                        "the claim has no tags.")
+        notes.insert(
+            0,
+            "No word survived the preprocessing (stopwords, digits and punctuation are dropped): "
+            "the claim has no tags.",
+        )
     result["notes"] = notes
     return result
 
@@ -85,8 +96,14 @@ def preprocess_section(pre, drop: frozenset[str] | set[str]) -> dict:
     for token in pre.tokens:
         why = "stopword" if token in drop else ("not alphabetic" if not token.isalpha() else None)
         fates.append({"token": token, "dropped": why})
-    return {"status": "ok", "tokens": pre.tokens, "token_fates": fates, "kept": pre.kept, "stems": pre.stems,
-            "tags": sorted(pre.stems)}
+    return {
+        "status": "ok",
+        "tokens": pre.tokens,
+        "token_fates": fates,
+        "kept": pre.kept,
+        "stems": pre.stems,
+        "tags": sorted(pre.stems),
+    }
 
 
 # --- 2. tagging -----------------------------------------------------------------------------------
@@ -103,11 +120,25 @@ def passage_top(build: Build, text: str) -> dict:
     top = []
     for rank, (index, weight) in enumerate(zip(tagged.top, tagged.weights), 1):
         name = str(names[index])
-        top.append({"rank": rank, "feature": name, "index": int(index), "weight": float(weight),
-                    "padding": weight == 0.0, "alphabetic": name.isalpha(), "tag": name.isalpha()})
-    return {"stems": stems, "top": top, "tags": tagged.tags, "nopad": tagged.nopad,
-            "nonzero": int(sum(w > 0.0 for w in tagged.weights)),
-            "zero_weight_tags": [row["feature"] for row in top if row["padding"] and row["tag"]]}
+        top.append(
+            {
+                "rank": rank,
+                "feature": name,
+                "index": int(index),
+                "weight": float(weight),
+                "padding": weight == 0.0,
+                "alphabetic": name.isalpha(),
+                "tag": name.isalpha(),
+            }
+        )
+    return {
+        "stems": stems,
+        "top": top,
+        "tags": tagged.tags,
+        "nopad": tagged.nopad,
+        "nonzero": int(sum(w > 0.0 for w in tagged.weights)),
+        "zero_weight_tags": [row["feature"] for row in top if row["padding"] and row["tag"]],
+    }
 
 
 def stored_tags(build: Build, passage_id: str) -> list[str] | None:
@@ -153,11 +184,20 @@ def tagging_section(build: Build, passage_id: str | None, role: str, notes: list
         else:
             detail = passage_top(build, text)
             stored = stored_tags(build, passage_id) if passage_id in build.passages() else None
-            detail.update({"id": passage_id, "text": text, "role": role, "build_tags": stored,
-                           "matches_build": stored is None or stored == detail["tags"]})
+            detail.update(
+                {
+                    "id": passage_id,
+                    "text": text,
+                    "role": role,
+                    "build_tags": stored,
+                    "matches_build": stored is None or stored == detail["tags"],
+                }
+            )
             if stored is not None and stored != detail["tags"]:
-                notes.append(f"The tags recomputed here for {passage_id} differ from the build's: "
-                             f"{' '.join(detail['tags'])} vs {' '.join(stored)}.")
+                notes.append(
+                    f"The tags recomputed here for {passage_id} differ from the build's: "
+                    f"{' '.join(detail['tags'])} vs {' '.join(stored)}."
+                )
             section["passage"] = detail
     return section
 
@@ -216,8 +256,10 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
     passage_tags = [] if position is None else retriever.tags[position].split()
     row = notebook_weights(retriever.vectorizer.counts([" ".join(passage_tags)]), retriever.idf)
     passage_terms = {str(names[i]): float(v) for i, v in zip(row.indices.tolist(), row.data.tolist())}
-    products = [{"term": t, "claim": claim_terms[t], "passage": passage_terms[t],
-                 "product": claim_terms[t] * passage_terms[t]} for t in sorted(set(claim_terms) & set(passage_terms))]
+    products = [
+        {"term": t, "claim": claim_terms[t], "passage": passage_terms[t], "product": claim_terms[t] * passage_terms[t]}
+        for t in sorted(set(claim_terms) & set(passage_terms))
+    ]
     claim_set, passage_set = set(tags), set(passage_tags)
     shared = claim_set & passage_set
     cosine = overlap = score = 0.0
@@ -225,7 +267,10 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
         cos, ov, sc, _ = retriever.point_columns(claim_tags, [position])
         cosine, overlap, score = float(cos[0]), float(ov[0]), float(sc[0])
     section["passage"] = {
-        "id": passage_id, "role": role, "in_build": True, "retrievable": position is not None,
+        "id": passage_id,
+        "role": role,
+        "in_build": True,
+        "retrievable": position is not None,
         "tags": passage_tags,
         "terms": [{"term": k, "weight": v} for k, v in sorted(passage_terms.items())],
         "products": products,
@@ -244,8 +289,9 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
 # --- 4. retrieval ---------------------------------------------------------------------------------
 
 
-def retrieval_section(build: Build, claim_tags: str, claim: Claim | None, split: str | None, gold: list[str],
-                      notes: list[str]) -> dict:
+def retrieval_section(
+    build: Build, claim_tags: str, claim: Claim | None, split: str | None, gold: list[str], notes: list[str]
+) -> dict:
     """The filter, the sorts, the cut and the fallback for one claim: the build's record, and
     the rows around it (every passage that passed, the nearest misses)."""
     from ..evaluate import evidence_scores
@@ -272,9 +318,16 @@ def retrieval_section(build: Build, claim_tags: str, claim: Claim | None, split:
 
     def describe(k: int) -> dict:
         pid = retriever.ids[int(positions[k])]
-        return {"id": pid, "text": build.passage_text(pid), "tags": retriever.tags[int(positions[k])].split(),
-                "cosine": float(cosine[k]), "overlap": float(overlap[k]), "score": float(score[k]),
-                "shared": int(shared[k]), "gold": pid in gold_set}
+        return {
+            "id": pid,
+            "text": build.passage_text(pid),
+            "tags": retriever.tags[int(positions[k])].split(),
+            "cosine": float(cosine[k]),
+            "overlap": float(overlap[k]),
+            "score": float(score[k]),
+            "shared": int(shared[k]),
+            "gold": pid in gold_set,
+        }
 
     passed_rows = []
     for k in display[:MAX_PASSED_ROWS].tolist():
@@ -299,18 +352,31 @@ def retrieval_section(build: Build, claim_tags: str, claim: Claim | None, split:
     evidences = []
     for rank, pid in enumerate(record["evidences"], 1):
         kept = by_id.get(pid, {})
-        evidences.append({"rank": rank, "id": pid, "text": build.passage_text(pid), "gold": pid in gold_set,
-                          "cosine": kept.get("cosine"), "overlap": kept.get("overlap"),
-                          "score": kept.get("score"), "shared": kept.get("shared")})
+        evidences.append(
+            {
+                "rank": rank,
+                "id": pid,
+                "text": build.passage_text(pid),
+                "gold": pid in gold_set,
+                "cosine": kept.get("cosine"),
+                "overlap": kept.get("overlap"),
+                "score": kept.get("score"),
+                "shared": kept.get("shared"),
+            }
+        )
     max_shared = max((r["shared"] for r in record["kept"]), default=0) if not record["fallback"] else None
     passages = build.passages()
     section: dict[str, Any] = {
         "status": "ok",
         "source": source,
         "claim_tags": record["tags"],
-        "thresholds": {"cosine": C.COSINE_THRESHOLD, "overlap": C.OVERLAP_THRESHOLD,
-                       "score": C.SCORE_THRESHOLD, "max_evidences": C.MAX_EVIDENCES,
-                       "cosine_in_score": C.COSINE_WEIGHT_IN_SCORE},
+        "thresholds": {
+            "cosine": C.COSINE_THRESHOLD,
+            "overlap": C.OVERLAP_THRESHOLD,
+            "score": C.SCORE_THRESHOLD,
+            "max_evidences": C.MAX_EVIDENCES,
+            "cosine_in_score": C.COSINE_WEIGHT_IN_SCORE,
+        },
         "candidates": int(len(positions)),
         "passages": len(retriever),
         "passed": int(record["passed"]),
@@ -327,32 +393,45 @@ def retrieval_section(build: Build, claim_tags: str, claim: Claim | None, split:
     }
     if claim is not None and claim.label is not None:
         precision, recall, f = evidence_scores(record["evidences"], gold)
-        section["scores"] = {"precision": precision, "recall": recall, "F": f,
-                             "gold_retrieved": sum(g in set(record["evidences"]) for g in gold),
-                             "gold_total": len(gold)}
+        section["scores"] = {
+            "precision": precision,
+            "recall": recall,
+            "F": f,
+            "gold_retrieved": sum(g in set(record["evidences"]) for g in gold),
+            "gold_total": len(gold),
+        }
     if split is not None:
         records = build.retrieval(split).values()
         fallbacks = sum(bool(r["fallback"]) for r in records)
-        section["split"] = {"name": split, "claims": len(records), "fallbacks": fallbacks,
-                            "fallback_share": fallbacks / len(records) if records else 0.0}
+        section["split"] = {
+            "name": split,
+            "claims": len(records),
+            "fallbacks": fallbacks,
+            "fallback_share": fallbacks / len(records) if records else 0.0,
+        }
     if record["fallback"]:
-        notes.append("Nothing passed the filter: the retrieved passages are the notebook's fallback, "
-                     "the top six by score over every passage.")
+        notes.append(
+            "Nothing passed the filter: the retrieved passages are the notebook's fallback, "
+            "the top six by score over every passage."
+        )
     return section
 
 
 # --- 5. the classifier ----------------------------------------------------------------------------
 
 
-def classifier_section(build: Build, text: str, claim: Claim | None, split: str | None, retrieval: dict,
-                       notes: list[str]) -> dict:
+def classifier_section(
+    build: Build, text: str, claim: Claim | None, split: str | None, retrieval: dict, notes: list[str]
+) -> dict:
     """The model input, both protocols' verdicts and each token's share (:mod:`claimtrace.explain`)."""
     from ..classifier.inputs import row_text
     from ..explain import explain_claim, explain_input
 
     if retrieval.get("status") != "ok":
-        return missing("retrieval", "the model reads the retrieved passages, and retrieval is not built yet: "
-                       + retrieval.get("reason", ""))
+        return missing(
+            "retrieval",
+            "the model reads the retrieved passages, and retrieval is not built yet: " + retrieval.get("reason", ""),
+        )
     try:
         classifier = build.classifier()
         if claim is not None:
@@ -366,22 +445,45 @@ def classifier_section(build: Build, text: str, claim: Claim | None, split: str 
     contributions = explained["contributions"]
     unknown = explained["unknown_tokens"]
     if unknown and unknown == len(contributions["tokens"]) - 2:
-        notes.append("None of the model input's words is in the classifier's 5,886-word vocabulary: "
-                     "every one became <unk>.")
+        notes.append(
+            "None of the model input's words is in the classifier's 5,886-word vocabulary: every one became <unk>."
+        )
     section: dict[str, Any] = {
         "status": "ok",
         "checkpoint": Path(str(classifier.checkpoint)).name,
         "checkpoint_path": str(classifier.checkpoint),
         "evidence_source": "retrieved",
         "vocabulary": len(classifier.vocab),
-        **{key: explained[key] for key in ("text", "words", "tokens", "input_ids", "real_tokens", "pad_tokens",
-                                            "unknown_tokens", "truncated", "dropped_words", "alone", "notebook")},
+        **{
+            key: explained[key]
+            for key in (
+                "text",
+                "words",
+                "tokens",
+                "input_ids",
+                "real_tokens",
+                "pad_tokens",
+                "unknown_tokens",
+                "truncated",
+                "dropped_words",
+                "alone",
+                "notebook",
+            )
+        },
         "architecture": {**architecture(), "parameters": int(sum(p.numel() for p in classifier.model.parameters()))},
         "contributions": contributions,
         "bar_scales": {
-            "summary": max(_scale([contributions["bias"][i], contributions["words_total"][i],
-                                   contributions["padding"]["contribution"][i], explained["alone"]["logits"][i]])
-                           for i in range(len(C.LABELS))),
+            "summary": max(
+                _scale(
+                    [
+                        contributions["bias"][i],
+                        contributions["words_total"][i],
+                        contributions["padding"]["contribution"][i],
+                        explained["alone"]["logits"][i],
+                    ]
+                )
+                for i in range(len(C.LABELS))
+            ),
             "tokens": _scale(v for t in contributions["tokens"] for v in t["contribution"]),
             "margin": _scale(p["push"] for p in contributions["margin"]["for"] + contributions["margin"]["against"]),
         },
@@ -395,10 +497,21 @@ def classifier_section(build: Build, text: str, claim: Claim | None, split: str 
 
 def architecture() -> dict:
     """The classifier as the notebook configured it (constants), for the page's summary."""
-    return {"vocabulary": C.VOCAB_SIZE, "embedding": C.EMBED_DIM, "layers": C.N_LAYERS, "heads": C.N_HEADS,
-            "feed_forward": C.FF_DIM, "dropout": C.DROPOUT, "max_len": C.MAX_LEN, "epochs": C.EPOCHS,
-            "optimizer": "Adam", "learning_rate": C.LEARNING_RATE, "batch_size": C.BATCH_SIZE,
-            "labels": list(C.LABELS), "batch_first_bug": True}
+    return {
+        "vocabulary": C.VOCAB_SIZE,
+        "embedding": C.EMBED_DIM,
+        "layers": C.N_LAYERS,
+        "heads": C.N_HEADS,
+        "feed_forward": C.FF_DIM,
+        "dropout": C.DROPOUT,
+        "max_len": C.MAX_LEN,
+        "epochs": C.EPOCHS,
+        "optimizer": "Adam",
+        "learning_rate": C.LEARNING_RATE,
+        "batch_size": C.BATCH_SIZE,
+        "labels": list(C.LABELS),
+        "batch_first_bug": True,
+    }
 
 
 # --- the build and the browser's table ------------------------------------------------------------
@@ -431,8 +544,11 @@ def build_info(build: Build, brief: bool = False) -> dict:
     except Missing as err:
         corpus = None
         stages["build"] = missing(err.stage, err.reason)
-    for name, probe in (("tagging", build.tagging_summary), ("retrieval", build.retriever),
-                        ("classifier", build.classifier_summary)):
+    for name, probe in (
+        ("tagging", build.tagging_summary),
+        ("retrieval", build.retriever),
+        ("classifier", build.classifier_summary),
+    ):
         try:
             probe()
             stages[name] = {"status": "ok"}

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-from ..data import write_atomic
-from .render import STATIC, Renderer
 from .. import constants as C
 from ..artifacts import Build
+from ..data import write_atomic
+from .render import STATIC, Renderer
 from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
 
 
@@ -34,9 +34,15 @@ def _dump(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_site(build: Build | None, out, splits: Iterable[str] = C.SPLITS,
-               tracer: Tracer | None = None, echo: Callable[[str], None] | None = None,
-               progress: bool = False, limit: int | None = None) -> dict:
+def write_site(
+    build: Build | None,
+    out,
+    splits: Iterable[str] = C.SPLITS,
+    tracer: Tracer | None = None,
+    echo: Callable[[str], None] | None = None,
+    progress: bool = False,
+    limit: int | None = None,
+) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts and seconds.
 
@@ -70,8 +76,12 @@ def write_site(build: Build | None, out, splits: Iterable[str] = C.SPLITS,
         table = None
     put("api/build.json", _dump(tracer.build_info()))
     put("live.html", renderer.live_page("", front, text=front["claim"]["text"], table=table))
-    put("404.html", renderer.error_page("", 404, "Not found", "There is no page here.",
-                                        "Claim pages are named claim/claim-N.html."))
+    put(
+        "404.html",
+        renderer.error_page(
+            "", 404, "Not found", "There is no page here.", "Claim pages are named claim/claim-N.html."
+        ),
+    )
 
     for split in splits:
         explore = tracer.explore(split)
