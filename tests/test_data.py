@@ -630,3 +630,18 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
     from claimtrace.preprocess import preprocess
 
     assert preprocess("Glaciers are melting").stems == ["glacier", "melt"]
+
+
+# --- strings found by offset ------------------------------------------------------------------------
+
+
+def test_packed_strings_and_their_index_round_trip():
+    strings = ["evidence-1", "cf:Global warming:14", "", "محمد", "evidence-1", "b"]
+    buffer, offsets = data.PackedStrings.pack(strings)
+    packed = data.PackedStrings(buffer, offsets)
+    assert len(packed) == 6 and list(packed) == strings and packed[-1] == "b" and packed[1:3] == strings[1:3]
+    with pytest.raises(IndexError):
+        packed[6]
+    index = data.StringIndex.of(strings)
+    assert [index.position(s) for s in strings] == [0, 1, 2, 3, 0, 5]  # the first of a repeated string
+    assert index.position("evidence-2") is None

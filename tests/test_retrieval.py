@@ -320,7 +320,7 @@ def test_a_saved_retriever_loads_and_retrieves_the_same(tmp_path, dev_claims, re
     ours = retrievers["padded"]
     ours.save(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
     loaded = R.Retriever.load(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
-    assert loaded.ids == ours.ids and loaded.tags == ours.tags and loaded.excluded == ours.excluded
+    assert list(loaded.ids) == ours.ids and list(loaded.tags) == ours.tags and loaded.excluded == ours.excluded
     assert loaded.idf.tobytes() == ours.idf.tobytes()
     assert R.retrieve_all(loaded, dev_claims) == R.retrieve_all(ours, dev_claims)
     assert loaded.position(ours.ids[7]) == 7 and loaded.position("no-such-passage") is None

@@ -147,54 +147,44 @@ def _rebuild_hint(work: Workdir) -> str:
 
 
 class PassageStore:
-    """Every passage's text, found by id: a UTF-8 file of the texts end to end, and an index of
-    ids (sorted, fixed-width bytes), their file positions and byte offsets. The texts stay on
-    disk (memory-mapped); a look-up is a binary search and one slice."""
+    """Every passage's text, found by id: a UTF-8 file of the texts end to end
+    (:class:`~claimtrace.data.PackedStrings`, memory-mapped) and an index of the ids sorted
+    (:class:`~claimtrace.data.StringIndex`) with the texts' byte offsets. The texts stay on disk;
+    a look-up is a binary search and one slice."""
 
     def __init__(self, texts_path: Path, index_path: Path):
         with np.load(index_path) as stored:
-            self._ids = stored["ids"]  # (n,) sorted UTF-8 ids
-            self._rank = stored["rank"]  # (n,) file position of each sorted id
-            self._offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
+            self._index = data_layer.StringIndex(stored["ids"], stored["rank"])
+            offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
         with open(texts_path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            self._texts = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        if size != int(self._offsets[-1]):
+            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        if size != int(offsets[-1]):
             raise DataError(
-                f"{texts_path}: {size} bytes but its index says {int(self._offsets[-1])}: "
-                "run `claimtrace build` to repair"
+                f"{texts_path}: {size} bytes but its index says {int(offsets[-1])}: run `claimtrace build` to repair"
             )
+        self._texts = data_layer.PackedStrings(buffer, offsets)
 
     @staticmethod
     def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
         """Write the store for ``passages`` (id -> text, file order), each file atomically."""
-        encoded = [text.encode("utf-8") for text in passages.values()]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        ids = np.array([i.encode("utf-8") for i in passages], dtype=bytes)
-        rank = np.argsort(ids, kind="stable")
-        with data_layer.atomic_output(texts_path) as temporary, open(temporary, "wb") as handle:
-            for block in encoded:
-                handle.write(block)
+        buffer, offsets = data_layer.PackedStrings.pack(passages.values())
+        index = data_layer.StringIndex.of(passages)
+        with data_layer.atomic_output(texts_path) as temporary:
+            temporary.write_bytes(buffer.tobytes())
         with data_layer.atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, ids=ids[rank], rank=rank.astype(np.int64), offsets=offsets)
+            np.savez(handle, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
 
     def __len__(self) -> int:
-        return len(self._rank)
+        return len(self._texts)
 
     def position(self, passage_id: str) -> int | None:
-        key = passage_id.encode("utf-8")
-        at = int(np.searchsorted(self._ids, key))
-        if at < len(self._ids) and self._ids[at] == key:
-            return int(self._rank[at])
-        return None
+        return self._index.position(passage_id)
 
     def get(self, passage_id: str) -> str | None:
         """The text of a passage, or None when the corpus has no such id."""
         p = self.position(passage_id)
-        if p is None:
-            return None
-        return self._texts[int(self._offsets[p]) : int(self._offsets[p + 1])].decode("utf-8")
+        return None if p is None else self._texts[p]
 
     def __contains__(self, passage_id: str) -> bool:
         return self.position(passage_id) is not None

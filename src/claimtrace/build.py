@@ -232,9 +232,13 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     started = time.perf_counter()
     rows = list(reader.iter_tags())
     ids = [r["id"] for r in rows]
+    retriever = None
     if work.retrieval_index.is_file() and work.retrieval_vectorizer.is_file():
-        retriever = retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
-    else:
+        try:
+            retriever = retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
+        except DataError:  # an older claimtrace's format: fit and save it again
+            retriever = None
+    if retriever is None:
         retriever = retrieval.Retriever(ids, [r["tags"] for r in rows])
         retriever.save(work.retrieval_vectorizer, work.retrieval_index)
     if work.retrieval_summary.is_file():  # a build made before the model was saved

@@ -27,11 +27,13 @@ import tempfile
 import warnings
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import numpy as np
 
 from . import constants as C
 
@@ -758,6 +760,82 @@ def _closing_quote_after(text: str, start: int) -> bool:
             return True
         index += 1
     return False
+
+
+# --- Strings found by offset -------------------------------------------------------------------
+
+
+class PackedStrings(Sequence):
+    """Strings laid end to end in one UTF-8 buffer, decoded one at a time on access.
+
+    A build keeps large string lists (1.2M passage ids, texts, tag strings) this way, so that a
+    reader maps or loads one buffer and two arrays instead of building a million Python strings.
+
+    Parameters
+    ----------
+    buffer : bytes-like (a memory map, bytes, or a uint8 ndarray)
+        The strings' UTF-8 bytes, end to end.
+    offsets : ndarray of shape (n + 1,), int64
+        Item ``i`` is ``buffer[offsets[i]:offsets[i + 1]]``.
+    """
+
+    def __init__(self, buffer, offsets: np.ndarray):
+        self._buffer = buffer.tobytes() if isinstance(buffer, np.ndarray) else buffer
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+
+    @staticmethod
+    def pack(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer (total bytes,) uint8, offsets (n + 1,) int64) of ``strings``."""
+        encoded = [s.encode("utf-8") for s in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return bytes(self._buffer[int(self._offsets[i]) : int(self._offsets[i + 1])]).decode("utf-8")
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._offsets[-1])
+
+
+class StringIndex:
+    """Positions of strings found by binary search over their sorted UTF-8 bytes.
+
+    Parameters
+    ----------
+    sorted_keys : ndarray of shape (n,), fixed-width bytes (``S``), ascending
+    rank : ndarray of shape (n,), int64
+        The position of each sorted key in the original sequence.
+    """
+
+    def __init__(self, sorted_keys: np.ndarray, rank: np.ndarray):
+        self.sorted_keys = sorted_keys
+        self.rank = rank
+
+    @classmethod
+    def of(cls, strings: Iterable[str]) -> StringIndex:
+        keys = np.array([s.encode("utf-8") for s in strings], dtype=bytes)
+        rank = np.argsort(keys, kind="stable").astype(np.int64)
+        return cls(keys[rank], rank)
+
+    def position(self, key: str) -> int | None:
+        """Where ``key`` stands in the original sequence (the first, if repeated), or None."""
+        wanted = key.encode("utf-8")
+        at = int(np.searchsorted(self.sorted_keys, wanted))
+        if at < len(self.sorted_keys) and self.sorted_keys[at] == wanted:
+            return int(self.rank[at])
+        return None
 
 
 # --- Writing artifacts ------------------------------------------------------------------------

@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 from . import constants as C
 from . import npsort
-from .data import Claim
+from .data import Claim, DataError, PackedStrings, StringIndex
 from .preprocess import preprocess
 from .tagging import final_stems, restem
 from .tfidf import NotebookTfidf
@@ -498,8 +498,8 @@ class Retriever:
         if len(ids) != len(strings):
             raise ValueError(f"{len(ids)} passage ids but {len(strings)} tag entries")
         keep = [i for i, s in enumerate(strings) if s not in C.CSV_NA_TAGS and s.split()]
-        self.ids: list[str] = [ids[i] for i in keep]
-        self.tags: list[str] = [strings[i] for i in keep]
+        self.ids: Sequence[str] = [ids[i] for i in keep]
+        self.tags: Sequence[str] = [strings[i] for i in keep]
         self.excluded = len(ids) - len(keep)
         n = len(self.ids)
         if n == 0:
@@ -548,7 +548,7 @@ class Retriever:
         self._g_ptr = np.asarray(g_ptr, np.int64)
         self._g_doc = np.asarray(g_doc, np.int64)
         self._scratch: _Scratch | None = None
-        self._positions: dict[str, int] | None = None
+        self._positions: StringIndex | None = None
 
     # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
 
@@ -563,6 +563,10 @@ class Retriever:
         save_vectorizer(self.vectorizer, vectorizer_path)
         tokenizer = "restem" if self.vectorizer.tokenizer is restem else "final_stems"
         tags_by_id = sorted(self._tag_ids, key=self._tag_ids.__getitem__)
+        # ids and tag strings packed (a reader maps two arrays instead of parsing 1.2M strings)
+        ids_buffer, ids_offsets = PackedStrings.pack(self.ids)
+        tags_buffer, tags_offsets = PackedStrings.pack(self.tags)
+        index = StringIndex.of(self.ids)
         with atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
             np.savez(
                 handle,
@@ -572,8 +576,12 @@ class Retriever:
                 sizes=self._tag_sizes,
                 g_ptr=self._g_ptr,
                 g_doc=self._g_doc,
-                ids=np.array(json.dumps(self.ids, ensure_ascii=False)),
-                tags=np.array(json.dumps(self.tags, ensure_ascii=False)),
+                ids_buffer=ids_buffer,
+                ids_offsets=ids_offsets,
+                ids_sorted=index.sorted_keys,
+                ids_rank=index.rank,
+                tags_buffer=tags_buffer,
+                tags_offsets=tags_offsets,
                 tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
                 meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})),
             )
@@ -586,12 +594,15 @@ class Retriever:
         from .tfidf import load as load_vectorizer
 
         with np.load(index_path) as stored:
+            if "ids_buffer" not in stored.files:
+                raise DataError(f"{index_path}: written by an older claimtrace: run `claimtrace build` to rewrite it")
             meta = json.loads(str(stored["meta"]))
             self = cls.__new__(cls)
             tokenizer = restem if meta["tokenizer"] == "restem" else final_stems
             self.vectorizer = load_vectorizer(vectorizer_path, tokenizer)
-            self.ids = json.loads(str(stored["ids"]))
-            self.tags = json.loads(str(stored["tags"]))
+            self.ids = PackedStrings(stored["ids_buffer"], stored["ids_offsets"])
+            self.tags = PackedStrings(stored["tags_buffer"], stored["tags_offsets"])
+            positions = StringIndex(stored["ids_sorted"], stored["ids_rank"])
             self.excluded = int(meta["excluded"])
             tag_ids = {tag: i for i, tag in enumerate(json.loads(str(stored["tag_ids"])))}
             self._set_index(
@@ -603,13 +614,14 @@ class Retriever:
                 stored["g_ptr"],
                 stored["g_doc"],
             )
+            self._positions = positions
         return self
 
     def position(self, passage_id: str) -> int | None:
         """Frame position of a retrievable passage (None for one without tags)."""
         if self._positions is None:
-            self._positions = {pid: p for p, pid in enumerate(self.ids)}
-        return self._positions.get(passage_id)
+            self._positions = StringIndex.of(self.ids)
+        return self._positions.position(passage_id)
 
     def __len__(self) -> int:
         return len(self.ids)
