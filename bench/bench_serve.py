@@ -1,6 +1,6 @@
 """How fast the site starts and answers over a large build, and what it holds.
 
-    .venv/bin/python bench/bench_serve.py --workdir BUILD [--claims 10] [--command CMD ...]
+    .venv/bin/python bench/bench_serve.py --workdir BUILD [--claims 10] [--command 'CMD']
 
 Starts ``claimtrace serve --workdir BUILD`` in its own process on 127.0.0.1 (a free port) and
 measures, against the targets of the one-source-of-truth work (on the 1,208,827-passage
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import socket
 import statistics
 import subprocess
@@ -56,13 +57,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--claims", type=int, default=10)
     parser.add_argument(
-        "--command", nargs="+", default=None, help="the server command line ({workdir} and {port} are filled in)"
+        "--command", default=None, help="the server command line, one string ({workdir} and {port} are filled in)"
     )
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()
 
     port = free_port()
-    command = args.command or [
+    command = shlex.split(args.command) if args.command else [
         str(REPO / ".venv" / "bin" / "claimtrace"),
         "--data",
         str(args.data),
