@@ -559,12 +559,12 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
     import uvicorn
 
     from .preprocess import stopwords
-    from .web.app import create_app
+    from .web.app import create_app, server_config
 
     stopwords(_data_dir(ctx))  # every trace preprocesses: a bad stopword list stops the server now
     app = create_app(_open_build(ctx, workdir), warm=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.Server(server_config(app, port)).run()
 
 
 @main.command("site")

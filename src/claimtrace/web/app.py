@@ -450,3 +450,73 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     app.add_middleware(Guard, renderer=renderer)
     return app
+
+
+# -- serving ---------------------------------------------------------------------------------------
+
+#: A connection must deliver a request's headers within this many seconds of opening, or of its
+#: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
+#: connection longer. Browsers send the headers in one packet.
+HEADER_TIMEOUT_SECONDS = 5.0
+#: Idle keep-alive connections are closed after this many seconds (uvicorn's setting).
+KEEP_ALIVE_SECONDS = 5
+#: Connections at once beyond which uvicorn answers 503 at once, rather than queue without bound.
+MAX_CONNECTIONS = 1024
+
+
+def _header_deadline_protocol():
+    """uvicorn's HTTP protocol class with a deadline for each request's headers (made on first
+    use: uvicorn is only needed to serve)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeaderDeadline(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        """Closes the connection when no request has started (its headers all read) within
+        HEADER_TIMEOUT_SECONDS of the connection opening or of the last response."""
+
+        _deadline = None
+        _waiting_since_cycle = None
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._waiting_since_cycle = self.cycle  # a new request replaces the cycle
+            self._deadline = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._expire)
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self.cycle is self._waiting_since_cycle and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+    return HeaderDeadline
+
+
+def server_config(app, port: int, **options):
+    """The uvicorn settings the site is served with: 127.0.0.1 only, the header deadline, the
+    keep-alive and connection limits above; ``options`` add to or override them."""
+    import uvicorn
+
+    settings = {
+        "host": "127.0.0.1",
+        "port": port,
+        "log_level": "warning",
+        "http": _header_deadline_protocol(),
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "limit_concurrency": MAX_CONNECTIONS,
+        "h11_max_incomplete_event_size": 16 * 1024,
+        **options,
+    }
+    return uvicorn.Config(app, **settings)
