@@ -28,7 +28,9 @@ import json
 import mmap
 import os
 import threading
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,14 +131,66 @@ class Workdir:
         return read_json(self.manifest)
 
 
+#: What reading a damaged file raises: a truncated or garbage npz (BadZipFile, EOFError,
+#: ValueError), JSON (JSONDecodeError is a ValueError), safetensors (SafetensorError), a file
+#: with a field missing or of the wrong type (KeyError, IndexError, TypeError), or torch refusing
+#: the weights (RuntimeError); OSError for a file that cannot be read at all.
+_LOAD_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    EOFError,
+    RuntimeError,
+    zipfile.BadZipFile,
+)
+
+#: What to run when a build file is damaged.
+REPAIR_HINT = "run `claimtrace build` to repair"
+
+
+def _safetensors_error() -> tuple[type[BaseException], ...]:
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # pragma: no cover - safetensors is a dependency
+        return ()
+    return (SafetensorError,)
+
+
+@contextmanager
+def damaged(path: Path, hint: str = REPAIR_HINT) -> Iterator[None]:
+    """Turn any failure to read ``path`` inside the block into a DataError naming the file,
+    what was wrong and ``hint``: one message instead of a numpy, JSON or safetensors traceback.
+    A DataError raised inside (already naming its file) passes unchanged."""
+    try:
+        yield
+    except DataError:
+        raise
+    except (*_LOAD_ERRORS, *_safetensors_error()) as err:
+        what = str(err) or type(err).__name__
+        raise DataError(f"{path}: damaged ({what}): {hint}") from None
+
+
 def read_json(path: Path) -> Any:
     """A build's JSON file, or a DataError naming it."""
-    try:
+    with damaged(path):
         return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(f"{path}: damaged ({err}): run `claimtrace build` to repair") from None
+
+
+def _json_lines(path: Path) -> list[dict]:
+    """Every line of a JSON-lines file, each a JSON object; a damaged line raises a ValueError
+    saying which (:func:`damaged` turns it into a DataError naming the file)."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise ValueError(f"line {number}: {err}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"line {number} is not a JSON object")
+        rows.append(row)
+    return rows
 
 
 def _rebuild_hint(work: Workdir) -> str:
@@ -153,10 +207,10 @@ class PassageStore:
     a look-up is a binary search and one slice."""
 
     def __init__(self, texts_path: Path, index_path: Path):
-        with np.load(index_path) as stored:
+        with damaged(index_path), np.load(index_path) as stored:
             self._index = data_layer.StringIndex(stored["ids"], stored["rank"])
             offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
-        with open(texts_path, "rb") as handle:
+        with damaged(texts_path), open(texts_path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         if size != int(offsets[-1]):
@@ -246,6 +300,13 @@ class Build:
             raise Missing(stage, path, f"not built: {_rebuild_hint(self.work)}")
         return path
 
+    def _load(self, stage: str, path: Path, load: Callable[[Path], Any]) -> Any:
+        """``load(path)`` of a file the build must hold: Missing when it is not there, a
+        DataError naming it when it cannot be read."""
+        self._require(stage, path)
+        with damaged(path):
+            return load(path)
+
     # -- the course data -------------------------------------------------------------------------
 
     def claims(self, split: str) -> dict[str, Claim]:
@@ -291,15 +352,15 @@ class Build:
         """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
         n = self.manifest()["corpus"]["passages"]
         for index in range((n + CHUNK - 1) // CHUNK):
-            path = self._require("tagging", self.work.chunk(self.work.tags_dir, index, ".jsonl"))
-            for line in path.read_text(encoding="utf-8").splitlines():
-                yield json.loads(line)
+            rows = self._load("tagging", self.work.chunk(self.work.tags_dir, index, ".jsonl"), _json_lines)
+            yield from rows
 
     def tagging_vectorizer(self):
         from . import tagging, tfidf
 
         return self._once(
-            "tagging_vectorizer", lambda: tfidf.load(self._require("tagging", self.work.vectorizer), tagging.restem)
+            "tagging_vectorizer",
+            lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, tagging.restem)),
         )
 
     def tagging_summary(self) -> dict:
@@ -311,27 +372,26 @@ class Build:
         """The fitted retrieval model the build saved (nothing is refitted)."""
         from .retrieval import Retriever
 
-        return self._once(
-            "retriever",
-            lambda: Retriever.load(
-                self._require("retrieval", self.work.retrieval_vectorizer),
-                self._require("retrieval", self.work.retrieval_index),
-            ),
-        )
+        vectorizer, index = self.work.retrieval_vectorizer, self.work.retrieval_index
+
+        def load():
+            self._require("retrieval", vectorizer)
+            # Retriever.load reads both files: a failure names the pair
+            return self._load("retrieval", index, lambda path: Retriever.load(vectorizer, path))
+
+        return self._once("retriever", load)
 
     def retrieval(self, split: str) -> dict[str, dict]:
         """Each claim's retrieval record of one split, claim id -> record, in file order."""
 
         def read():
-            path = self._require("retrieval", self.work.retrieval(split))
-            records = {}
-            with open(path, encoding="utf-8") as handle:
-                for number, line in enumerate(handle, 1):
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError:
-                        raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
-                    records[record["claim_id"]] = record
+            path = self.work.retrieval(split)
+            records = self._load("retrieval", path, lambda p: {row["claim_id"]: row for row in _json_lines(p)})
+            if len(records) != len(self.claims(split)):  # cut at a line's end: whole lines, too few
+                raise DataError(
+                    f"{path}: damaged ({len(records)} records for {len(self.claims(split))} {split} claims): "
+                    f"{REPAIR_HINT}"
+                )
             return records
 
         return self._once(("retrieval", split), read)
@@ -359,8 +419,7 @@ class Build:
         from .classifier.inputs import Encoded
 
         return self._once(
-            ("inputs", split, source),
-            lambda: Encoded.load(self._require("classifier", self.work.inputs(split, source))),
+            ("inputs", split, source), lambda: self._load("classifier", self.work.inputs(split, source), Encoded.load)
         )
 
     def verdicts(self, split: str) -> dict[str, dict]:

@@ -20,8 +20,17 @@ from . import data as data_layer
 from .data import DataError
 
 
+def _os_error_message(err: OSError) -> str:
+    """``path: No space left on device``: the file, then what the system said."""
+    what = err.strerror or str(err) or type(err).__name__
+    files = [str(name) for name in (err.filename, err.filename2) if name is not None]
+    return f"{' -> '.join(files)}: {what}" if files else what
+
+
 class _Group(click.Group):
-    """Turns DataError into one clear line on stderr and exit status 2."""
+    """One line on stderr instead of a traceback: a bad input (DataError) or a file the system
+    would not read or write (OSError: disk full, permission, not a folder) exits 2; anything else
+    is a bug in claimtrace and exits 1 (CLAIMTRACE_DEBUG=1 shows its traceback)."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -29,6 +38,20 @@ class _Group(click.Group):
         except DataError as err:
             click.echo(f"claimtrace: error: {err}", err=True)
             ctx.exit(2)
+        except OSError as err:
+            click.echo(f"claimtrace: error: {_os_error_message(err)}", err=True)
+            ctx.exit(2)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001 - the last resort: a bug, said in one line
+            if os.environ.get("CLAIMTRACE_DEBUG") or ctx.parent is not None:
+                raise  # the outer group reports it once (nested groups: data, export)
+            click.echo(
+                f"claimtrace: internal error ({type(err).__name__}: {err}); please report it "
+                "(CLAIMTRACE_DEBUG=1 shows the traceback)",
+                err=True,
+            )
+            ctx.exit(1)
 
 
 def _data_dir(ctx: click.Context) -> Path:
@@ -202,6 +225,10 @@ def build_command(
 
     if demo == (evidence is not None):
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
+    if checkpoint is not None:  # a damaged checkpoint fails now, not after the first stages' minutes or hours
+        from .classifier.predict import load_classifier
+
+        load_classifier(Path(checkpoint))
     summary = build(
         workdir,
         _data_dir(ctx),
@@ -532,12 +559,12 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
     import uvicorn
 
     from .preprocess import stopwords
-    from .web.app import create_app
+    from .web.app import create_app, server_config
 
     stopwords(_data_dir(ctx))  # every trace preprocesses: a bad stopword list stops the server now
     app = create_app(_open_build(ctx, workdir), warm=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.Server(server_config(app, port)).run()
 
 
 @main.command("site")

@@ -861,8 +861,11 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as err:
         temporary.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
+            # a failed write (a full disk) names no file: name the one that was being written
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .. import constants as C
+from ..artifacts import damaged
 from ..data import DataError
 from .inputs import Encoded, Vocabulary, load_vocab
 from .model import TransformerClassifier, load_model, notebook_logits
@@ -55,23 +56,20 @@ def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
     """
     folder = ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)
     checkpoint, vocab_path = folder / C.CHECKPOINT_FILE, folder / C.VOCAB_FILE
+    hint = f"train it again with `claimtrace train --checkpoint {folder}`" if checkpoint_dir else "reinstall claimtrace"
     for path in (checkpoint, vocab_path):
         if not path.is_file():
-            hint = (
-                "train one with `claimtrace train --checkpoint DIR`"
-                if checkpoint_dir is not None
-                else "reinstall claimtrace"
-            )
             raise DataError(f"{path}: file is missing ({hint})")
-    model = load_model(checkpoint)
-    vocab = load_vocab(vocab_path)
+    with damaged(checkpoint, hint):
+        model = load_model(checkpoint)
+    with damaged(vocab_path, hint):
+        vocab = load_vocab(vocab_path)
     if len(vocab) != model.embedding.num_embeddings:
         raise DataError(f"{vocab_path}: {len(vocab)} tokens but {checkpoint} embeds {model.embedding.num_embeddings}")
     table_path = folder / C.TABLE_FILE
-    if table_path.is_file() and table_metadata(table_path).get("checkpoint_sha256") == sha256_file(checkpoint):
-        table = load_table(table_path)
-    else:
-        table = export_table(model)
+    with damaged(table_path, hint):
+        recorded = table_metadata(table_path).get("checkpoint_sha256") if table_path.is_file() else None
+        table = load_table(table_path) if recorded == sha256_file(checkpoint) else export_table(model)
     return Classifier(model, vocab, table, checkpoint)
 
 

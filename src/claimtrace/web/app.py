@@ -10,11 +10,19 @@ Routes (docs/web.md has the JSON shapes):
 * ``/api/trace`` (GET ``?text=``, or POST JSON ``{"text": ...}`` / a form) — a text's trace
 * ``/api/table.json`` — the classifier's table for the browser; ``/api/build.json`` — the build
 * ``/static/app.js``, ``/static/style.css``
+
+Every answer is checked before it is trusted (docs/web.md, "Security and limits"): a request
+whose Host is not the loopback is refused (DNS rebinding); bad input gets a 4xx with a JSON or
+HTML error, never a 500; a damaged build file gets a 503 naming it; every response carries the
+security headers; HEAD works wherever GET does; :func:`serve` closes connections whose request
+headers do not arrive in time (slowloris).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -24,18 +32,62 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import constants as C
 from ..artifacts import Build
+from ..data import DataError
 from .render import STATIC, Renderer, root_for
 from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
 
-#: Request bodies larger than this are refused before they are read whole.
-MAX_BODY_BYTES = 4 * MAX_TEXT_CHARS + 4096
+#: Request bodies larger than this are refused before they are read whole. The character limit
+#: decides, counted after decoding: a character takes at most 12 bytes on the wire (a 4-byte UTF-8
+#: character percent-encoded in a form, or a JSON surrogate pair ``\\ud83d\\ude00``), so no text
+#: within MAX_TEXT_CHARS is refused for its bytes; 4 KB more for the field name and the JSON.
+MAX_BODY_BYTES = 12 * MAX_TEXT_CHARS + 4096
+
+#: Host names the server answers to: the loopback it listens on, and the TestClient's name. Any
+#: other Host is a page of another site reaching 127.0.0.1 through DNS rebinding.
+ALLOWED_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "testserver"})
+
+#: Sent with every response. No inline script runs (app.js is the only script; the JSON data
+#: blocks are not run); style attributes stay allowed for the inline CSS bars of the charts.
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
+        b"img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _encode(value) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate echoed back (an unknown id): \uXXXX escapes are valid JSON
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` in UTF-8, a lone surrogate (which UTF-8 cannot carry) shown as U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def text_problem(text: str) -> str | None:
+    """Why a typed text cannot be traced as Unicode text, or None: a lone surrogate (JSON's
+    ``"\\ud800"`` decodes to one) is not a character, and no stage could print it."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"The text holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start() + 1}), which is not Unicode text."
 
 
 def _json(value, status: int = 200) -> Response:
@@ -69,6 +121,76 @@ class _BytesCache:
         return Response(body, media_type="application/json")
 
 
+#: An absolute path inside a message: a slash not preceded by a word (so "and/or" is not one),
+#: then path characters; the last part is its name.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"`()]+/)*([^\s/:'\"`()]+)")
+
+
+def public_paths(value, root: Path):
+    """``value`` (JSON data) with the machine's folders taken out of every string: a path in the
+    workdir becomes relative to it (the workdir itself ``.``), any other absolute path its file
+    name. The site shows what a build holds, not where this machine keeps it."""
+    if isinstance(value, dict):
+        return {key: public_paths(item, root) for key, item in value.items()}
+    if isinstance(value, list):
+        return [public_paths(item, root) for item in value]
+    if not isinstance(value, str):
+        return value
+    for prefix in dict.fromkeys((str(root.resolve()), str(root))):
+        value = re.sub(re.escape(prefix) + r"(/|(?![^\s:'\"`()]))", lambda found: "" if found.group(1) else ".", value)
+    return _ABSOLUTE_PATH.sub(lambda found: found.group(1), value)
+
+
+def _host_name(host: str) -> str:
+    """``"127.0.0.1:8000"`` -> ``"127.0.0.1"``, ``"[::1]:8000"`` -> ``"[::1]"``, lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.split(":", 1)[0]
+
+
+class Guard:
+    """ASGI middleware in front of every route: refuses a Host that is not the loopback (400),
+    answers HEAD as GET without the body, and adds SECURITY_HEADERS to every response.
+
+    Plain ASGI rather than a BaseHTTPMiddleware: it adds no task or copy per request.
+    """
+
+    def __init__(self, app, renderer: Renderer):
+        self.app = app
+        self.renderer = renderer
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = {**scope, "method": "GET"}
+
+        async def secured(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
+            elif head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}  # Content-Length stays the GET body's, as HEAD wants
+            await send(message)
+
+        host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
+        if _host_name(host) not in ALLOWED_HOSTS:
+            return await self.refuse(scope, host)(scope, receive, secured)
+        return await self.app(scope, receive, secured)
+
+    def refuse(self, scope, host: str) -> Response:
+        path = scope.get("path", "/")
+        message = (
+            f"This server answers only to 127.0.0.1, localhost and [::1], not to the host “{host[:100]}”: "
+            "open it at http://127.0.0.1:PORT/."
+        )
+        if path.endswith(".json") or path.startswith("/api/"):
+            return _json({"error": message, "status": 400}, 400)
+        page = self.renderer.error_page(root_for(path), 400, "Wrong host", message)
+        return HTMLResponse(_utf8(page), status_code=400)
+
+
 def _split_name(name: str) -> tuple[str, str]:
     """``"claim-752.json"`` -> ``("claim-752", "json")``; no suffix or ``.html`` -> ``"html"``."""
     for suffix in (".json", ".html"):
@@ -94,7 +216,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
         threading.Thread(target=tracer.warm, name="claimtrace-warm", daemon=True).start()
 
     def html(body: str, status: int = 200) -> HTMLResponse:
-        return HTMLResponse(body, status_code=status)
+        return HTMLResponse(_utf8(body), status_code=status)
 
     def not_found(request: Request, as_json: bool, message: str, hint: str | None = None):
         if as_json:
@@ -180,7 +302,10 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
         root = root_for(request.url.path)
         error, status, result = None, 200, None
         shown_text = None if text is None else text[:MAX_TEXT_CHARS]
+        problem = None if text is None else text_problem(text)
         try:
+            if problem is not None:
+                raise BadText(problem)
             if text is not None:
                 result = tracer.trace_text(text)
             else:
@@ -244,6 +369,10 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
                 value = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as err:
                 return None, f"The request body is not valid JSON ({err.msg}).", 400
+            except ValueError as err:  # an integer of more than 4,300 digits
+                return None, f"The request body is not JSON this server reads ({err}).", 400
+            except RecursionError:
+                return None, "The request body nests too deeply to be a claim.", 400
             if not isinstance(value, dict):
                 return None, 'The request body must be a JSON object like {"text": "..."}.', 400
             text = value.get("text")
@@ -283,7 +412,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     @app.get("/api/build.json")
     def api_build():
-        return _json(tracer.build_info())
+        return _json(public_paths(tracer.build_info(), tracer.build.root))
 
     # -- errors ----------------------------------------------------------------------------------
 
@@ -310,4 +439,84 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
             return _json({"error": message, "status": 503, "stage": exc.stage}, 503)
         return html(renderer.error_page(root_for(request.url.path), 503, "Not built yet", message), 503)
 
+    @app.exception_handler(DataError)
+    async def damaged(request: Request, exc: DataError):
+        """A build file that cannot be read (StageMissing is a DataError, answered above)."""
+        as_json = request.url.path.endswith(".json") or request.url.path.startswith("/api/")
+        message = f"The build cannot be read: {exc}"
+        if as_json:
+            return _json({"error": message, "status": 503}, 503)
+        return html(renderer.error_page(root_for(request.url.path), 503, "The build is damaged", message), 503)
+
+    app.add_middleware(Guard, renderer=renderer)
     return app
+
+
+# -- serving ---------------------------------------------------------------------------------------
+
+#: A connection must deliver a request's headers within this many seconds of opening, or of its
+#: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
+#: connection longer. Browsers send the headers in one packet.
+HEADER_TIMEOUT_SECONDS = 5.0
+#: Idle keep-alive connections are closed after this many seconds (uvicorn's setting).
+KEEP_ALIVE_SECONDS = 5
+#: Connections at once beyond which uvicorn answers 503 at once, rather than queue without bound.
+MAX_CONNECTIONS = 1024
+
+
+def _header_deadline_protocol():
+    """uvicorn's HTTP protocol class with a deadline for each request's headers (made on first
+    use: uvicorn is only needed to serve)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeaderDeadline(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        """Closes the connection when no request has started (its headers all read) within
+        HEADER_TIMEOUT_SECONDS of the connection opening or of the last response."""
+
+        _deadline = None
+        _waiting_since_cycle = None
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._waiting_since_cycle = self.cycle  # a new request replaces the cycle
+            self._deadline = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._expire)
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self.cycle is self._waiting_since_cycle and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+    return HeaderDeadline
+
+
+def server_config(app, port: int, **options):
+    """The uvicorn settings the site is served with: 127.0.0.1 only, the header deadline, the
+    keep-alive and connection limits above; ``options`` add to or override them."""
+    import uvicorn
+
+    settings = {
+        "host": "127.0.0.1",
+        "port": port,
+        "log_level": "warning",
+        "http": _header_deadline_protocol(),
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "limit_concurrency": MAX_CONNECTIONS,
+        "h11_max_incomplete_event_size": 16 * 1024,
+        **options,
+    }
+    return uvicorn.Config(app, **settings)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import constants as C
 from ..artifacts import Build, Missing
-from ..data import Claim
+from ..data import Claim, DataError
 from ..preprocess import preprocess, stopwords
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
@@ -536,33 +536,46 @@ def table_payload(build: Build) -> dict:
     }
 
 
+def _stage_problem(stage: str, err: DataError) -> dict:
+    """A stage's status when reading it failed: not built (Missing), or a file there but
+    unreadable ("damaged", the reason naming it); the other stages still report."""
+    if isinstance(err, Missing):
+        return missing(err.stage, err.reason)
+    return {"status": "damaged", "stage": stage, "reason": str(err)}
+
+
 def build_info(build: Build, brief: bool = False) -> dict:
     """What the build holds: its corpus and each stage's status."""
     stages: dict[str, Any] = {}
     try:
         corpus = build.manifest().get("corpus")
-    except Missing as err:
+    except DataError as err:
         corpus = None
-        stages["build"] = missing(err.stage, err.reason)
-    for name, probe in (
-        ("tagging", build.tagging_summary),
-        ("retrieval", build.retriever),
-        ("classifier", build.classifier_summary),
-    ):
+        stages["build"] = _stage_problem("build", err)
+    probes = {
+        "tagging": [build.tagging_summary],
+        "retrieval": [build.retriever],
+        "classifier": [build.classifier_summary],
+    }
+    if not brief:  # the whole report also reads each split's files, so that a damaged one shows here
+        probes["retrieval"] += [lambda s=s: build.retrieval(s) for s in C.SPLITS]
+        probes["classifier"] += [lambda s=s: build.verdicts(s) for s in C.SPLITS]
+    for name, checks in probes.items():
         try:
-            probe()
+            for probe in checks:
+                probe()
             stages[name] = {"status": "ok"}
-        except Missing as err:
-            stages[name] = missing(err.stage, err.reason)
+        except DataError as err:
+            stages[name] = _stage_problem(name, err)
     info = {"workdir": str(build.root), "corpus": corpus, "stages": stages}
     if not brief:
         info["retrieval_files"] = {s: build.work.retrieval(s).is_file() for s in C.SPLITS}
         try:
             info["checkpoint"] = build.classifier_summary()["checkpoint"]
-        except Missing:
+        except DataError:
             info["checkpoint"] = None
         try:
             info["tagging_summary"] = build.tagging_summary()
-        except Missing:
+        except DataError:
             info["tagging_summary"] = None
     return info

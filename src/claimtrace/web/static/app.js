@@ -447,7 +447,18 @@
     });
   }
 
+  /* ---------------------------------------------------------------- forms that filter in place */
+
+  /* Enter in a filter box must not send the form (the page would reload). Here, not in an
+     onsubmit attribute: the server's Content-Security-Policy allows no inline script. */
+  function initInPlaceForms() {
+    Array.prototype.forEach.call(document.querySelectorAll("form.filters"), function (form) {
+      form.addEventListener("submit", function (event) { event.preventDefault(); });
+    });
+  }
+
   initExplore();
   initEditor();
   initForm();
+  initInPlaceForms();
 })();

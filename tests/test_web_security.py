@@ -1,0 +1,201 @@
+"""The site's limits and HTTP hygiene (docs/web.md, "Security and limits"): input checked before
+it is trusted, HEAD, security headers, the Host check, no absolute path shown, a damaged build
+answered 503, slowloris connections closed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from claimtrace.artifacts import Build
+from claimtrace.web.app import HEADER_TIMEOUT_SECONDS, MAX_BODY_BYTES, create_app, public_paths, server_config
+from claimtrace.web.render import STATIC, TEMPLATES
+from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+
+PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]
+
+
+# --- input -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", ["/api/trace", "/live", "/live.html"])
+def test_a_lone_surrogate_is_a_400_not_a_500(web_client, route):
+    response = web_client.post(route, content=b'{"text": "\\ud800 sea"}', headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert "surrogate" in response.text
+
+
+def test_a_number_of_5000_digits_is_a_400(web_client):
+    body = b'{"text": 1' + b"0" * 5000 + b"}"
+    response = web_client.post("/api/trace", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and response.json()["status"] == 400
+
+
+def test_json_nested_too_deep_is_a_400(web_client):
+    response = web_client.post("/api/trace", content=b"[" * 50_000, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+
+
+def test_an_encoded_surrogate_in_a_path_or_query_is_answered(web_client):
+    assert web_client.get("/claim/%ED%A0%80.json").status_code == 404
+    assert web_client.get("/api/trace?claim=%ED%A0%80").status_code == 404
+    assert web_client.get("/live.json?text=%ED%A0%80%00").status_code == 200
+
+
+@pytest.mark.parametrize("how", ["json", "escaped json", "form"])
+def test_the_character_limit_decides_not_the_bytes(web_client, how):
+    """15,000 CJK characters are within the 20,000-character limit however they are sent (a
+    form takes 9 bytes a character, escaped JSON 6); 20,001 are refused for their characters."""
+    import json
+
+    def send(text):
+        if how == "form":
+            return web_client.post("/api/trace", data={"text": text})
+        body = json.dumps({"text": text}, ensure_ascii=how == "escaped json").encode()
+        assert len(body) < MAX_BODY_BYTES
+        return web_client.post("/api/trace", content=body, headers={"content-type": "application/json"})
+
+    assert send("海" * 15_000).status_code == 200
+    refused = send("海" * (MAX_TEXT_CHARS + 1))
+    assert refused.status_code == 413 and "characters" in refused.json()["error"]
+
+
+def test_a_body_over_the_byte_cap_is_refused_before_it_is_read(web_client):
+    response = web_client.post("/api/trace", content=b"x" * (MAX_BODY_BYTES + 1))
+    assert response.status_code == 413
+
+
+# --- HTTP hygiene ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [*PAGES, "/index.json", "/api/build.json", "/static/app.js"])
+def test_head_answers_wherever_get_does(web_client, path):
+    head, get = web_client.head(path), web_client.get(path)
+    assert head.status_code == get.status_code == 200, path
+    assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+
+
+@pytest.mark.parametrize("path", [*PAGES, "/api/build.json", "/static/style.css", "/no/such/page", "/claim/x.json"])
+def test_every_response_has_the_security_headers(web_client, path):
+    headers = web_client.get(path).headers
+    csp = headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in csp
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "no-referrer"
+
+
+def test_no_template_has_inline_script():
+    """The Content-Security-Policy allows no inline script: no on* handler attribute, no
+    <script> with code (JSON data blocks and app.js itself are fine)."""
+    for template in Path(TEMPLATES).glob("*.html"):
+        text = template.read_text(encoding="utf-8")
+        assert not re.search(r"<[^>]*\son[a-z]+\s*=", text, re.IGNORECASE), template.name
+        for tag in re.findall(r"<script\b[^>]*>", text, re.IGNORECASE):
+            assert "application/json" in tag or "src=" in tag, (template.name, tag)
+        assert "javascript:" not in text.lower(), template.name
+    assert "preventDefault" in (STATIC / "app.js").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "10.0.0.1", ""])
+def test_a_foreign_host_gets_400(web_client, host):
+    for path in ("/", "/api/build.json"):
+        response = web_client.get(path, headers={"host": host})
+        assert response.status_code == 400, (host, path)
+        assert "127.0.0.1" in response.text
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:8000", "localhost:1", "[::1]:8000", "LOCALHOST"])
+def test_the_loopback_hosts_are_answered(web_client, host):
+    assert web_client.get("/api/build.json", headers={"host": host}).status_code == 200
+
+
+def test_build_json_shows_no_absolute_path(web_client, web_tracer):
+    text = web_client.get("/api/build.json").text
+    root = str(web_tracer.build.root.resolve())
+    assert root not in text and str(web_tracer.build.root) not in text
+    assert '"workdir":"."' in text
+
+
+def test_public_paths_keeps_names_and_relative_paths():
+    root = Path("/srv/work/demo")
+    assert public_paths("/srv/work/demo", root) == "."
+    assert public_paths("/srv/work/demo/classifier/dev.json: damaged", root) == "classifier/dev.json: damaged"
+    assert public_paths({"x": ["/home/me/ckpt/classifier.safetensors"]}, root) == {"x": ["classifier.safetensors"]}
+    assert public_paths("and/or 3/4", root) == "and/or 3/4"
+
+
+# --- a damaged build -------------------------------------------------------------------------------
+
+
+def test_a_damaged_build_file_is_a_503_naming_it(demo_build, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(demo_build.root, work, copy_function=os.symlink)
+    verdicts = work / "classifier" / "dev.json"
+    content = verdicts.read_bytes()
+    verdicts.unlink()
+    verdicts.write_bytes(content[: len(content) // 2])
+    with TestClient(create_app(tracer=Tracer(Build(work, demo_build.data_dir)))) as client:
+        page = client.get("/claim/claim-752.html")
+        assert page.status_code == 503 and "classifier/dev.json" in page.text and "claimtrace build" in page.text
+        data = client.get("/claim/claim-752.json")
+        assert data.status_code == 503 and "classifier/dev.json" in data.json()["error"]
+        info = client.get("/api/build.json").json()
+        assert info["stages"]["classifier"]["status"] == "damaged"
+        assert "classifier/dev.json" in info["stages"]["classifier"]["reason"]
+        assert info["stages"]["retrieval"]["status"] == "ok"
+
+
+# --- slowloris -------------------------------------------------------------------------------------
+
+
+def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer):
+    """A client that sends its request a byte every 0.2 s is cut off after the header deadline
+    (loopback only; bounded to 3 x the deadline)."""
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(server_config(create_app(tracer=web_tracer), port, lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+            slow.settimeout(0.2)
+            start = time.monotonic()
+            closed_after = None
+            request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 10_000
+            for byte in request:
+                if time.monotonic() - start > 3 * HEADER_TIMEOUT_SECONDS:
+                    break
+                try:
+                    slow.send(bytes([byte]))
+                    if slow.recv(1024) == b"":
+                        closed_after = time.monotonic() - start
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed_after = time.monotonic() - start
+                    break
+        assert closed_after is not None and closed_after < HEADER_TIMEOUT_SECONDS + 2, closed_after
+        # a normal client is still served at once
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as normal:
+            normal.sendall(b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert normal.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
