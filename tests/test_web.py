@@ -613,3 +613,118 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
             max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
             < 1e-9
         )
+
+
+# --- the course's figures beside the build's (claimtrace.course) ----------------------------------
+
+
+def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tracer):
+    from claimtrace import course
+
+    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    r, c, tg = t["retrieval"], t["classifier"], t["tagging"]
+    assert (r["course"]["passed"]["course"], r["course"]["passed"]["build"]) == (8, r["passed"])
+    assert (r["course"]["kept"]["course"], r["course"]["kept"]["build"]) == (4, r["kept"])
+    assert (r["course"]["F"]["course"], r["course"]["F"]["build"]) == (0.67, r["scores"]["F"])
+    assert r["course"]["fallback_share"]["course"] == 0.47
+    assert r["course"]["fallback_share"]["build"] == r["split"]["fallback_share"]
+    assert (c["course"]["real_tokens"]["course"], c["course"]["real_tokens"]["build"]) == (37, c["real_tokens"])
+    assert (c["course"]["pad_tokens"]["course"], c["course"]["pad_tokens"]["build"]) == (91, c["pad_tokens"])
+    assert tg["course"]["passages_with_last_feature"]["course"] == 167_592
+    assert tg["course"]["last_feature"]["course"] == "محمد"
+    assert all(p["source"].startswith("notebook.md §") for p in r["course"].values())
+    # the demo corpus is not the course's evidence.json: the page says the figures need not match
+    assert t["build"]["course"]["course_corpus"] is False
+    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    assert "course run 8" in page and "course run 37" in page and "course run 167,592" in page
+    assert "notebook.md §4 (Retrieval)" in page and "not of the course’s evidence.json" in page
+    # another claim has no claim-752 pairs
+    other = web_client.get("/claim/claim-375.json").json()
+    assert "passed" not in other["retrieval"]["course"] and "real_tokens" not in other["classifier"]["course"]
+    assert course.is_course_corpus({"kind": "evidence", "md5": C.EVIDENCE_MD5, "passages": 1})
+    assert course.is_course_corpus({"kind": "evidence", "source": "x", "passages": C.EVIDENCE_PASSAGES})
+    assert not course.is_course_corpus({"kind": "demo", "source": "x", "passages": C.EVIDENCE_PASSAGES})
+    assert "should coincide" in course.corpus_note({"kind": "evidence", "md5": C.EVIDENCE_MD5})["note"]
+
+
+def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_client, web_tracer):
+    build = web_tracer.build
+    retriever = build.retriever()
+    seen_rules = set()
+    for claim_id in ("claim-375", DEFAULT_CLAIM, *list(build.claims("dev"))[:40]):
+        t = web_client.get(f"/claim/{claim_id}.json").json()
+        r = t["retrieval"]
+        missed = [g["id"] for g in r["gold"] if not g["retrieved"]]
+        assert [row["id"] for row in r["missed_gold"]] == missed
+        for row in r["missed_gold"]:
+            seen_rules.add(row["stopped_by"])
+            position = retriever.position(row["id"])
+            if position is None:
+                assert row["stopped_by"] in ("no tags", "not in the build")
+                continue
+            cosine, overlap, score, shared = (x[0] for x in retriever.point_columns(r["claim_tags"], [position]))
+            assert (row["cosine"], row["overlap"], row["score"], row["shared"]) == (cosine, overlap, score, shared)
+            assert row["tags"] == retriever.tags[position].split()
+            assert row["shared_tags"] == sorted(set(r["claim_tags"].split()) & set(row["tags"]))
+            if r["fallback"]:
+                assert row["stopped_by"] == "fallback" and "below the sixth" in row["why"]
+            elif shared == 0:
+                assert row["stopped_by"] == "no shared tag"
+            elif cosine <= C.COSINE_THRESHOLD:
+                assert row["stopped_by"] == "cosine"
+            elif overlap <= C.OVERLAP_THRESHOLD:
+                assert row["stopped_by"] == "overlap"
+            else:
+                assert row["stopped_by"] in ("max shared", "past the sixth")
+    assert seen_rules  # the demo build misses gold passages
+    page = web_client.get("/claim/claim-375.html").text
+    t = web_client.get("/claim/claim-375.json").json()
+    for row in t["retrieval"]["missed_gold"]:
+        assert f'data-id="{row["id"]}" data-stopped-by="{row["stopped_by"]}"' in page
+
+
+def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(web_client, web_tracer):
+    retriever = web_tracer.build.retriever()
+    t = web_client.get("/claim/claim-375.json").json()
+    p = t["vectorisation"]["passage"]
+    assert len(p["tag_terms"]) == p["passage_tag_count"] == len(set(p["tags"]))
+    assert len(t["vectorisation"]["claim"]["tag_terms"]) == p["claim_tag_count"]
+    for row in p["tag_terms"]:
+        assert row["in_vocabulary"] == (row["term"] in retriever.vocabulary)
+        assert row["shared"] == (row["tag"] in p["shared_tags"])
+    page = web_client.get("/claim/claim-375.html").text
+    section = page[page.index('id="vectors"') : page.index('id="filter"')]
+    for row in p["tag_terms"]:
+        assert row["tag"] in section
+    assert section.count("(not a term)") == sum(not r["in_vocabulary"] for r in p["tag_terms"]) + sum(
+        not r["in_vocabulary"] for r in t["vectorisation"]["claim"]["tag_terms"]
+    )
+    assert f"{p['shared']} ÷ min({p['claim_tag_count']}, {p['passage_tag_count']})" in section
+
+
+def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, web_tracer):
+    whole = web_tracer.build.classifier_summary()["table_vs_torch"]
+    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    assert t["classifier"]["table_vs_torch"] == whole
+    assert t["classifier"]["course"]["table_vs_torch"]["course"] == 7.7e-7
+    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    assert f"{whole['max_abs_diff_float32']:.1e} over all 5,886 rows × 4 labels" in page
+
+
+def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_client, web_tracer):
+    from claimtrace import course
+
+    x = web_client.get("/explore/dev.json").json()
+    k = x["course"]
+    assert {m: v["course"] for m, v in k["table2"].items()} == course.TABLE2["dev"]
+    assert {m: v["build"] for m, v in k["table2"].items()} == x["course_scores"]["notebook"]
+    gold, retrieved = k["accuracy"]["gold"], k["accuracy"]["retrieved"]
+    assert (gold["course"], gold["build"]) == (89, x["accuracy"]["gold"]["notebook"]["correct"])
+    assert (retrieved["course"], retrieved["build"]) == (59, x["accuracy"]["retrieved"]["notebook"]["correct"])
+    assert [row["course_dev"] for row in k["training"]] == [v[1] for v in course.ORIGINAL_LOG.values()]
+    assert "89/154" in k["accuracy_note"] and "seed" in k["accuracy_note"]
+    page = web_client.get("/explore/dev.html").text
+    assert 'id="table2"' in page and "0.04299" in page and "course run 89/154" in page
+    test = web_client.get("/explore/test.json").json()["course"]
+    assert test["table2"]["F"]["course"] == 0.03310 and test["table2"]["F"]["build"] is None
+    assert "0.03310" in web_client.get("/explore/test.html").text

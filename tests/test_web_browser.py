@@ -213,3 +213,55 @@ def test_static_site_works_from_files(page, web_tracer, tmp_path):
     assert page.locator("#editor-out .verdict").first.inner_text() != before
     _shot(page, "static-live")
     assert not page.problems, page.problems
+
+
+def test_course_figures_beside_the_builds_on_claim_752(page, web_server, web_tracer):
+    page.goto(web_server + "/", wait_until="load")
+    pairs = page.locator("section#filter .vs")
+    assert pairs.count() >= 3
+    texts = [pairs.nth(i).inner_text() for i in range(pairs.count())]
+    passed = web_tracer.trace(DEFAULT_CLAIM)["retrieval"]["passed"]
+    assert any("course run 8" in t and f"this build {passed}" in t for t in texts), texts
+    assert page.locator("section#input .vs").first.inner_text().startswith("course run 37")
+    assert "course run 167,592" in page.locator("section#tags .quirk").inner_text()
+    page.locator("section#filter .pairs").last.scroll_into_view_if_needed()
+    _shot(page, "course-pairs-claim-752")
+    page.goto(web_server + "/explore/dev.html", wait_until="load")
+    assert "0.04299" in page.locator("#table2").inner_text()
+    assert "89/154" in page.locator("#course-figures").inner_text()
+    page.locator("#course-figures").scroll_into_view_if_needed()
+    _shot(page, "course-figures-explore")
+    assert not page.problems, page.problems
+
+
+def test_missed_gold_rows_on_claim_375(page, web_server, web_tracer):
+    page.goto(web_server + "/claim/claim-375.html", wait_until="load")
+    missed = web_tracer.trace("claim-375")["retrieval"]["missed_gold"]
+    rows = page.locator("#missed-gold tbody tr")
+    assert rows.count() == len(missed) > 0
+    for i, row in enumerate(missed):
+        text = rows.nth(i).inner_text()
+        assert row["id"] in text and row["why"] in text
+        assert all(tag in text for tag in row["tags"])
+    tags = page.locator("#passage-tags .tok")
+    assert tags.count() == 7  # the seven tags behind "2 ÷ min(13, 7)"
+    page.locator("#missed-gold").scroll_into_view_if_needed()
+    _shot(page, "missed-gold-claim-375")
+    assert not page.problems, page.problems
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/claim/claim-375.html", "/explore/dev.html", "/explore/train.html", "/live.html", "/nowhere.html"]
+)
+def test_nothing_scrolls_sideways_at_390_px(browser, web_server, path):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(web_server + path, wait_until="load")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width} px wide at 390 px"
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = path.strip("/").replace("/", "-").replace(".html", "") or "index"
+        page.screenshot(path=str(ARTIFACTS / f"390-{name}.png"), full_page=False)
+    finally:
+        context.close()
