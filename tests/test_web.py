@@ -522,7 +522,7 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2)
+    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2, json_twins=True)
     assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
     for name in (
         "index.html",
@@ -535,6 +535,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         "explore/dev.json",
         "static/app.js",
         "static/style.css",
+        "static/table.js",
+        "live/7.js",
         f"claim/{DEFAULT_CLAIM}.html",
         f"claim/{DEFAULT_CLAIM}.json",
         "claim/claim-375.json",
@@ -542,7 +544,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         assert (out / name).is_file(), name
     assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(DEFAULT_CLAIM)))
     live = (out / "live.html").read_text()
-    assert 'id="table-data"' in live and 'data-mode="static"' in live and "needs the server" in live
+    # the table is shared (static/table.js), not embedded in a page
+    assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
     # every relative link resolves to a written file, except pages this preview chose not to write
     not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
     for page in (
@@ -555,7 +558,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
             if link.startswith("data:"):
                 continue
             target = (page.parent / link).resolve()
-            assert target.is_file() or not_written.search(target.as_posix()), (page.name, link)
+            assert target.is_file(), (page.name, link)  # links to pages not written are disabled
+        assert all(not_written.search(p) for p in re.findall(r'data-not-exported="([^"]+)"', page.read_text()))
 
 
 def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):

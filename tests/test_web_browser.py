@@ -265,3 +265,50 @@ def test_nothing_scrolls_sideways_at_390_px(browser, web_server, path):
         page.screenshot(path=str(ARTIFACTS / f"390-{name}.png"), full_page=False)
     finally:
         context.close()
+
+
+def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path):
+    """A `--limit` export from file://: every link of every page reached from the front page
+    leads to a written file (links to what was not exported are disabled and marked), and the
+    live page shows a non-default claim's own model input and verdict."""
+    from urllib.parse import unquote
+
+    from claimtrace.web.site import write_site
+
+    out = tmp_path / "site"
+    write_site(None, out, tracer=web_tracer, limit=2)
+    start = (out / "index.html").as_uri()
+    seen, queue = {start}, [start]
+    while queue:
+        url = queue.pop()
+        page.goto(url, wait_until="load")
+        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        for href in hrefs:
+            target = href.split("#")[0].split("?")[0]
+            assert target.startswith("file://"), (url, href)
+            path = Path(unquote(urlparse(target).path))
+            assert path.is_file(), (url, href)
+            if path.suffix == ".html" and target not in seen:
+                seen.add(target)
+                queue.append(target)
+        disabled = page.locator("a[aria-disabled=true]")
+        if disabled.count():
+            assert page.locator(".export-note").count() == 1 and "--json" in page.locator(".export-note").inner_text()
+    written = {p.as_uri() for p in out.rglob("*.html")}
+    assert seen == written - {(out / "404.html").as_uri()}, written - seen
+
+    claim_id = next(
+        p.stem
+        for p in sorted((out / "claim").glob("*.html"))
+        if p.stem != DEFAULT_CLAIM and p.stem in web_tracer.claims("train")
+    )
+    trace = web_tracer.trace(claim_id)
+    page.goto((out / "live.html").as_uri() + f"?claim={claim_id}")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    assert page.locator("#model-input").input_value() == trace["classifier"]["text"]
+    assert page.locator("[data-live-claim]").first.inner_text() == claim_id
+    assert page.locator("#editor-out .verdict").first.inner_text() == trace["classifier"]["alone"]["verdict"]
+    assert page.locator("#live-trace").is_hidden()
+    assert page.locator("#live-other-claim a").get_attribute("href").endswith(f"claim/{claim_id}.html")
+    _shot(page, "static-live-other-claim")
+    assert not page.problems, page.problems

@@ -137,12 +137,30 @@
     };
   }
 
+  /* A script file beside the page (works from file://, where fetch does not). */
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var script = document.createElement("script");
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(script);
+    });
+  }
+
   function loadTable() {
     if (TABLE) return Promise.resolve(TABLE);
     var embedded = document.getElementById("table-data");
     if (embedded) {
       TABLE = decodeTable(JSON.parse(embedded.textContent));
       return Promise.resolve(TABLE);
+    }
+    /* the static site's one shared copy of the table: static/table.js */
+    if (body.getAttribute("data-mode") === "static") {
+      return loadScript(root + "static/table.js").then(function () {
+        TABLE = decodeTable(window.claimtraceTable);
+        return TABLE;
+      });
     }
     return fetch(root + "api/table.json").then(function (response) {
       if (!response.ok) throw new Error("the table is not available (" + response.status + ")");
@@ -413,17 +431,17 @@
     var wanted = new URLSearchParams(window.location.search).get("claim");
     var preload = Promise.resolve();
     if (body.getAttribute("data-mode") === "static" && wanted && wanted !== reference.claim_id && /^claim-\d+$/.test(wanted)) {
-      preload = fetch(root + "claim/" + wanted + ".json").then(function (r) {
-        if (!r.ok) throw new Error("no such claim");
-        return r.json();
-      }).then(function (trace) {
-        if (trace.classifier && trace.classifier.status === "ok") {
-          reference = { claim_id: trace.claim.id, label: trace.claim.label, text: trace.classifier.text, alone: trace.classifier.alone };
-          input.value = original = trace.classifier.text;
-          status.textContent = "loaded " + trace.claim.id;
-        }
+      /* the static site writes the editor data of claim-<n> into live/<floor(n / 100)>.js */
+      var bucket = Math.floor(parseInt(wanted.slice(6), 10) / 100);
+      preload = loadScript(root + "live/" + bucket + ".js").then(function () {
+        var data = (window.claimtraceLive || {})[wanted];
+        if (!data) throw new Error("no such claim");
+        reference = data;
+        input.value = original = data.text;
+        status.textContent = "loaded " + wanted;
+        showStaticClaim(data);
       }).catch(function () {
-        status.textContent = "could not load " + wanted + " (open the site through a web server); showing " + reference.claim_id;
+        status.textContent = wanted + " is not in this export; showing " + reference.claim_id;
       });
     }
     preload.then(loadTable).then(function () {
@@ -434,6 +452,19 @@
       status.textContent = "The table could not be loaded: " + err.message + ".";
       body.setAttribute("data-editor", "failed");
     });
+  }
+
+  /* The static live page holds one claim's whole trace; for another claim, point at its page. */
+  function showStaticClaim(data) {
+    var trace = document.getElementById("live-trace");
+    var other = document.getElementById("live-other-claim");
+    if (trace) trace.hidden = true;
+    document.querySelectorAll("[data-live-claim]").forEach(function (node) { node.textContent = data.claim_id; });
+    if (other) {
+      other.hidden = false;
+      var link = other.querySelector("a");
+      if (link) { link.href = root + "claim/" + data.claim_id + ".html"; link.textContent = data.claim_id + "’s walkthrough"; }
+    }
   }
 
   /* ---------------------------------------------------------------- the claim form */
