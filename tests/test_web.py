@@ -732,3 +732,41 @@ def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_cl
     test = web_client.get("/explore/test.json").json()["course"]
     assert test["table2"]["F"]["course"] == 0.03310 and test["table2"]["F"]["build"] is None
     assert "0.03310" in web_client.get("/explore/test.html").text
+
+
+# --- shareable state, downloads and small wording -----------------------------------------------
+
+
+def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, web_tracer):
+    for split in C.SPLITS:
+        answer = web_client.get(f"/predictions/{split}.json")
+        assert answer.status_code == 200
+        assert answer.json() == web_tracer.build.course_predictions(split)
+        assert f'href="../predictions/{split}.json" download=' in web_client.get(f"/explore/{split}.html").text
+    assert web_client.get("/predictions/nope.json").status_code == 404
+
+
+def test_a_typed_trace_has_a_link_that_reproduces_it(web_client):
+    text = "Sea levels are rising & “fast”"
+    page = web_client.get("/live", params={"text": text}).text
+    link = re.search(r'id="share-link" href="([^"]+)"', page).group(1)
+    again = web_client.get("/" + link.replace("&amp;", "&")).text
+    assert re.search(r'id="share-link" href="([^"]+)"', again).group(1) == link
+    assert web_client.get("/live.json", params={"text": text}).json()["claim"]["text"] == text
+
+
+def test_quotes_are_never_nested_and_invisible_characters_are_shown():
+    from claimtrace.web.render import _quoted, _visible
+
+    assert _quoted('"South Australia has the highest power prices in the world".') == (
+        '"South Australia has the highest power prices in the world".'
+    )
+    assert _quoted("Sea levels rise.") == "“Sea levels rise.”"
+    shown = str(_visible("elec\u00adtricity\u200b<b>"))
+    assert "U+00AD" in shown and "U+200B" in shown and "&lt;b&gt;" in shown and "\u00ad" not in shown
+
+
+def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
+    page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
+    section = page[page.index('id="preprocess"') : page.index('id="tags"')]
+    assert 'title="dropped: not alphabetic"' in section and "U+00AD" in section

@@ -312,3 +312,19 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     assert page.locator("#live-other-claim a").get_attribute("href").endswith(f"claim/{claim_id}.html")
     _shot(page, "static-live-other-claim")
     assert not page.problems, page.problems
+
+
+def test_explore_filters_and_sort_live_in_the_url(page, web_server):
+    page.goto(web_server + "/explore/dev.html", wait_until="load")
+    page.select_option("#f-fallback", "yes")
+    page.click("#claims-table thead th[data-key=f]")
+    page.click("#claims-table thead th[data-key=f]")  # descending
+    assert "fallback=yes" in page.url and "sort=f" in page.url and "dir=desc" in page.url
+    shown = page.locator("#claims-table tbody tr:visible").count()
+    first = page.locator("#claims-table tbody tr:visible").first.get_attribute("data-id")
+    page.goto(page.url, wait_until="load")  # the shared link gives the same view
+    assert page.locator("#f-fallback").input_value() == "yes"
+    assert page.locator("#claims-table tbody tr:visible").count() == shown
+    assert page.locator("#claims-table tbody tr:visible").first.get_attribute("data-id") == first
+    assert page.locator("th[data-key=f]").get_attribute("aria-sort") == "descending"
+    assert not page.problems, page.problems

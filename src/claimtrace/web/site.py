@@ -10,6 +10,7 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
                                         needs the server
     live/<n>.js                         the editor data of claims claim-<100n> … claim-<100n+99>
                                         (a script, so file:// works; few files, not 1,535 tiny ones)
+    predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
     api/table.json, api/build.json      the classifier's table; what the build holds
     static/app.js, static/style.css
     static/table.js                     the table once, as a script every page shares
@@ -69,7 +70,7 @@ def live_data(trace: dict) -> dict | None:
 
 
 #: A relative link to a site file: (quote, path).
-_LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore)/[^"#?]+)"')
+_LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
 NOT_EXPORTED_NOTE = (
     '<p class="export-note" role="note">This export leaves some pages out (a preview, or no JSON twins): '
     "their links are disabled and marked “not exported”. "
@@ -171,6 +172,10 @@ def write_site(
         explore = tracer.explore(split)
         put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
         put(f"explore/{split}.json", _dump(explore))
+        try:
+            put(f"predictions/{split}.json", _dump(tracer.build.course_predictions(split)))
+        except StageMissing:
+            pass
         written["explore"] += 1
         _write_claims(tracer, renderer, claim_ids[split], put, json_twins, split if progress else None, editors)
         written["claims"] += len(claim_ids[split])
@@ -193,6 +198,7 @@ def _chosen(ids: list[str], limit: int | None) -> list[str]:
 def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
     """Every claim, live and explore file an export will write (for disabling other links)."""
     paths = {f"explore/{split}.{ext}" for split in claim_ids for ext in ("html", "json")}
+    paths |= {f"predictions/{split}.json" for split in claim_ids}
     for ids in claim_ids.values():
         for claim_id in ids:
             paths |= {f"claim/{claim_id}.html", live_bucket(claim_id)}

@@ -106,13 +106,43 @@
         sortType = th.getAttribute("data-type") || "str";
         sort();
       }
-      th.addEventListener("click", go);
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+      th.addEventListener("click", function () { go(); saveState(); });
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); saveState(); } });
     });
+
+    /* The filters and the sort live in the URL (?label=…&sort=f&dir=desc), so a view can be shared. */
+    function saveState() {
+      var params = new URLSearchParams();
+      Object.keys(controls).forEach(function (k) {
+        var c = controls[k];
+        if (c && c.value !== c.getAttribute("data-default")) params.set(k, c.value);
+      });
+      if (sortKey !== "position" || sortDir !== 1) { params.set("sort", sortKey); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+      var query = params.toString();
+      try { history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash); } catch (e) { /* some file:// setups refuse */ }
+    }
+
+    function loadState() {
+      var params = new URLSearchParams(window.location.search);
+      Object.keys(controls).forEach(function (k) {
+        var c = controls[k];
+        if (!c) return;
+        c.setAttribute("data-default", c.value);
+        if (params.has(k)) c.value = params.get(k);
+      });
+      var key = params.get("sort");
+      var th = key && table.tHead.querySelector('th[data-key="' + key.replace(/[^a-z-]/g, "") + '"]');
+      if (th) {
+        sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1;
+        sort();
+      }
+    }
+
     Object.keys(controls).forEach(function (k) {
       var c = controls[k];
-      if (c) c.addEventListener(k === "text" ? "input" : "change", apply);
+      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { apply(); saveState(); });
     });
+    loadState();
     apply();
   }
 
