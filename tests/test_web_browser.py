@@ -294,6 +294,15 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
         disabled = page.locator("a[aria-disabled=true]")
         if disabled.count():
             assert page.locator(".export-note").count() == 1 and "--json" in page.locator(".export-note").inner_text()
+        if "/claim/" in url:  # the verdict's charts, drawn from static/table.js
+            page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+            claim_id = Path(urlparse(url).path).stem
+            real = web_tracer.trace(claim_id)["classifier"]["real_tokens"]
+            assert page.locator("#static-charts-out table.chart.tokens tbody tr").count() >= real
+            assert (
+                page.locator("#static-charts-out .verdict").first.inner_text()
+                == (web_tracer.trace(claim_id)["classifier"]["alone"]["verdict"])
+            )
     written = {p.as_uri() for p in out.rglob("*.html")}
     assert seen == written - {(out / "404.html").as_uri()}, written - seen
 
@@ -307,6 +316,7 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     assert page.locator("#model-input").input_value() == trace["classifier"]["text"]
     assert page.locator("[data-live-claim]").first.inner_text() == claim_id
+    assert page.locator("#claim-text").input_value() == trace["claim"]["text"]
     assert page.locator("#editor-out .verdict").first.inner_text() == trace["classifier"]["alone"]["verdict"]
     assert page.locator("#live-trace").is_hidden()
     assert page.locator("#live-other-claim a").get_attribute("href").endswith(f"claim/{claim_id}.html")

@@ -564,6 +564,7 @@ def retrieval_section(
             {
                 "passed": course.pair("claim752_passed", section["passed"]),
                 "kept": course.pair("claim752_kept", section["kept"]),
+                "max_shared": course.pair("claim752_max_shared", section["max_shared"]),
                 "F": course.pair("claim752_F", section["scores"]["F"] if section["scores"] else None, close=0.005),
             }
         )

@@ -66,9 +66,17 @@ def live_data(trace: dict) -> dict | None:
     if c.get("status") != "ok":
         return None
     head = trace["claim"]
-    return {"claim_id": head["id"], "label": head["label"], "text": c["text"], "alone": c["alone"]}
+    return {
+        "claim_id": head["id"],
+        "label": head["label"],
+        "claim_text": head["text"],
+        "text": c["text"],
+        "alone": c["alone"],
+    }
 
 
+#: Indentation at the start of a line (3% of a claim page).
+_LEADING_SPACE = re.compile(r"\n[ \t]+")
 #: A relative link to a site file: (quote, path).
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
 NOT_EXPORTED_NOTE = (
@@ -140,6 +148,8 @@ def write_site(
     def put(relative: str, text: str) -> None:
         if relative.endswith(".html"):
             text = disable_unexported(text, written_paths)
+        if relative.startswith("claim/") or relative == "index.html":
+            text = _LEADING_SPACE.sub("\n", text)  # template indentation; claim pages have no <pre>
         write_atomic(out / relative, text)
         written["files"] += 1
         written["bytes"] += len(text.encode("utf-8"))

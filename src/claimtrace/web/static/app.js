@@ -484,11 +484,31 @@
     });
   }
 
+  /* A static claim page's verdict charts: drawn here, with the editor's code, from the shared table. */
+  function initStaticCharts() {
+    var out = document.getElementById("static-charts-out");
+    var data = document.getElementById("static-charts-data");
+    var status = document.getElementById("static-charts-status");
+    if (!out || !data || document.getElementById("model-input")) return;
+    var reference = JSON.parse(data.textContent);
+    loadTable().then(function () {
+      render(out, compute(TABLE, reference.text), reference);
+      VIEW.full.open = true; // every token's share, open as on the server's pages
+      status.hidden = true;
+      body.setAttribute("data-charts", "ready");
+    }).catch(function (err) {
+      status.textContent = "The charts could not be drawn: " + err.message + ".";
+      body.setAttribute("data-charts", "failed");
+    });
+  }
+
   /* The static live page holds one claim's whole trace; for another claim, point at its page. */
   function showStaticClaim(data) {
     var trace = document.getElementById("live-trace");
     var other = document.getElementById("live-other-claim");
+    var claimText = document.getElementById("claim-text");
     if (trace) trace.hidden = true;
+    if (claimText && data.claim_text) claimText.value = data.claim_text;
     document.querySelectorAll("[data-live-claim]").forEach(function (node) { node.textContent = data.claim_id; });
     if (other) {
       other.hidden = false;
@@ -510,5 +530,6 @@
 
   initExplore();
   initEditor();
+  initStaticCharts();
   initForm();
 })();
