@@ -522,7 +522,7 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2)
+    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2, json_twins=True)
     assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
     for name in (
         "index.html",
@@ -535,6 +535,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         "explore/dev.json",
         "static/app.js",
         "static/style.css",
+        "static/table.js",
+        "live/7.js",
         f"claim/{DEFAULT_CLAIM}.html",
         f"claim/{DEFAULT_CLAIM}.json",
         "claim/claim-375.json",
@@ -542,7 +544,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         assert (out / name).is_file(), name
     assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(DEFAULT_CLAIM)))
     live = (out / "live.html").read_text()
-    assert 'id="table-data"' in live and 'data-mode="static"' in live and "needs the server" in live
+    # the table is shared (static/table.js), not embedded in a page
+    assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
     # every relative link resolves to a written file, except pages this preview chose not to write
     not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
     for page in (
@@ -555,7 +558,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
             if link.startswith("data:"):
                 continue
             target = (page.parent / link).resolve()
-            assert target.is_file() or not_written.search(target.as_posix()), (page.name, link)
+            assert target.is_file(), (page.name, link)  # links to pages not written are disabled
+        assert all(not_written.search(p) for p in re.findall(r'data-not-exported="([^"]+)"', page.read_text()))
 
 
 def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):
@@ -613,3 +617,156 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
             max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
             < 1e-9
         )
+
+
+# --- the course's figures beside the build's (claimtrace.course) ----------------------------------
+
+
+def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tracer):
+    from claimtrace import course
+
+    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    r, c, tg = t["retrieval"], t["classifier"], t["tagging"]
+    assert (r["course"]["passed"]["course"], r["course"]["passed"]["build"]) == (8, r["passed"])
+    assert (r["course"]["kept"]["course"], r["course"]["kept"]["build"]) == (4, r["kept"])
+    assert (r["course"]["F"]["course"], r["course"]["F"]["build"]) == (0.67, r["scores"]["F"])
+    assert r["course"]["fallback_share"]["course"] == 0.47
+    assert r["course"]["fallback_share"]["build"] == r["split"]["fallback_share"]
+    assert (c["course"]["real_tokens"]["course"], c["course"]["real_tokens"]["build"]) == (37, c["real_tokens"])
+    assert (c["course"]["pad_tokens"]["course"], c["course"]["pad_tokens"]["build"]) == (91, c["pad_tokens"])
+    assert tg["course"]["passages_with_last_feature"]["course"] == 167_592
+    assert tg["course"]["last_feature"]["course"] == "محمد"
+    assert all(p["source"].startswith("notebook.md §") for p in r["course"].values())
+    # the demo corpus is not the course's evidence.json: the page says the figures need not match
+    assert t["build"]["course"]["course_corpus"] is False
+    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    assert "course run 8" in page and "course run 37" in page and "course run 167,592" in page
+    assert "notebook.md §4 (Retrieval)" in page and "not of the course’s evidence.json" in page
+    # another claim has no claim-752 pairs
+    other = web_client.get("/claim/claim-375.json").json()
+    assert "passed" not in other["retrieval"]["course"] and "real_tokens" not in other["classifier"]["course"]
+    assert course.is_course_corpus({"kind": "evidence", "md5": C.EVIDENCE_MD5, "passages": 1})
+    assert course.is_course_corpus({"kind": "evidence", "source": "x", "passages": C.EVIDENCE_PASSAGES})
+    assert not course.is_course_corpus({"kind": "demo", "source": "x", "passages": C.EVIDENCE_PASSAGES})
+    assert "should coincide" in course.corpus_note({"kind": "evidence", "md5": C.EVIDENCE_MD5})["note"]
+
+
+def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_client, web_tracer):
+    build = web_tracer.build
+    retriever = build.retriever()
+    seen_rules = set()
+    for claim_id in ("claim-375", DEFAULT_CLAIM, *list(build.claims("dev"))[:40]):
+        t = web_client.get(f"/claim/{claim_id}.json").json()
+        r = t["retrieval"]
+        missed = [g["id"] for g in r["gold"] if not g["retrieved"]]
+        assert [row["id"] for row in r["missed_gold"]] == missed
+        for row in r["missed_gold"]:
+            seen_rules.add(row["stopped_by"])
+            position = retriever.position(row["id"])
+            if position is None:
+                assert row["stopped_by"] in ("no tags", "not in the build")
+                continue
+            cosine, overlap, score, shared = (x[0] for x in retriever.point_columns(r["claim_tags"], [position]))
+            assert (row["cosine"], row["overlap"], row["score"], row["shared"]) == (cosine, overlap, score, shared)
+            assert row["tags"] == retriever.tags[position].split()
+            assert row["shared_tags"] == sorted(set(r["claim_tags"].split()) & set(row["tags"]))
+            if r["fallback"]:
+                assert row["stopped_by"] == "fallback" and "below the sixth" in row["why"]
+            elif shared == 0:
+                assert row["stopped_by"] == "no shared tag"
+            elif cosine <= C.COSINE_THRESHOLD:
+                assert row["stopped_by"] == "cosine"
+            elif overlap <= C.OVERLAP_THRESHOLD:
+                assert row["stopped_by"] == "overlap"
+            else:
+                assert row["stopped_by"] in ("max shared", "past the sixth")
+    assert seen_rules  # the demo build misses gold passages
+    page = web_client.get("/claim/claim-375.html").text
+    t = web_client.get("/claim/claim-375.json").json()
+    for row in t["retrieval"]["missed_gold"]:
+        assert f'data-id="{row["id"]}" data-stopped-by="{row["stopped_by"]}"' in page
+
+
+def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(web_client, web_tracer):
+    retriever = web_tracer.build.retriever()
+    t = web_client.get("/claim/claim-375.json").json()
+    p = t["vectorisation"]["passage"]
+    assert len(p["tag_terms"]) == p["passage_tag_count"] == len(set(p["tags"]))
+    assert len(t["vectorisation"]["claim"]["tag_terms"]) == p["claim_tag_count"]
+    for row in p["tag_terms"]:
+        assert row["in_vocabulary"] == (row["term"] in retriever.vocabulary)
+        assert row["shared"] == (row["tag"] in p["shared_tags"])
+    page = web_client.get("/claim/claim-375.html").text
+    section = page[page.index('id="vectors"') : page.index('id="filter"')]
+    for row in p["tag_terms"]:
+        assert row["tag"] in section
+    assert section.count("(not a term)") == sum(not r["in_vocabulary"] for r in p["tag_terms"]) + sum(
+        not r["in_vocabulary"] for r in t["vectorisation"]["claim"]["tag_terms"]
+    )
+    assert f"{p['shared']} ÷ min({p['claim_tag_count']}, {p['passage_tag_count']})" in section
+
+
+def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, web_tracer):
+    whole = web_tracer.build.classifier_summary()["table_vs_torch"]
+    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    assert t["classifier"]["table_vs_torch"] == whole
+    assert t["classifier"]["course"]["table_vs_torch"]["course"] == 7.7e-7
+    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    assert f"{whole['max_abs_diff_float32']:.1e} over all 5,886 rows × 4 labels" in page
+
+
+def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_client, web_tracer):
+    from claimtrace import course
+
+    x = web_client.get("/explore/dev.json").json()
+    k = x["course"]
+    assert {m: v["course"] for m, v in k["table2"].items()} == course.TABLE2["dev"]
+    assert {m: v["build"] for m, v in k["table2"].items()} == x["course_scores"]["notebook"]
+    gold, retrieved = k["accuracy"]["gold"], k["accuracy"]["retrieved"]
+    assert (gold["course"], gold["build"]) == (89, x["accuracy"]["gold"]["notebook"]["correct"])
+    assert (retrieved["course"], retrieved["build"]) == (59, x["accuracy"]["retrieved"]["notebook"]["correct"])
+    assert [row["course_dev"] for row in k["training"]] == [v[1] for v in course.ORIGINAL_LOG.values()]
+    assert "89/154" in k["accuracy_note"] and "seed" in k["accuracy_note"]
+    page = web_client.get("/explore/dev.html").text
+    assert 'id="table2"' in page and "0.04299" in page and "course run 89/154" in page
+    test = web_client.get("/explore/test.json").json()["course"]
+    assert test["table2"]["F"]["course"] == 0.03310 and test["table2"]["F"]["build"] is None
+    assert "0.03310" in web_client.get("/explore/test.html").text
+
+
+# --- shareable state, downloads and small wording -----------------------------------------------
+
+
+def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, web_tracer):
+    for split in C.SPLITS:
+        answer = web_client.get(f"/predictions/{split}.json")
+        assert answer.status_code == 200
+        assert answer.json() == web_tracer.build.course_predictions(split)
+        assert f'href="../predictions/{split}.json" download=' in web_client.get(f"/explore/{split}.html").text
+    assert web_client.get("/predictions/nope.json").status_code == 404
+
+
+def test_a_typed_trace_has_a_link_that_reproduces_it(web_client):
+    text = "Sea levels are rising & “fast”"
+    page = web_client.get("/live", params={"text": text}).text
+    link = re.search(r'id="share-link" href="([^"]+)"', page).group(1)
+    again = web_client.get("/" + link.replace("&amp;", "&")).text
+    assert re.search(r'id="share-link" href="([^"]+)"', again).group(1) == link
+    assert web_client.get("/live.json", params={"text": text}).json()["claim"]["text"] == text
+
+
+def test_quotes_are_never_nested_and_invisible_characters_are_shown():
+    from claimtrace.web.render import _quoted, _visible
+
+    assert _quoted('"South Australia has the highest power prices in the world".') == (
+        '"South Australia has the highest power prices in the world".'
+    )
+    assert _quoted("Sea levels rise.") == "“Sea levels rise.”"
+    shown = str(_visible("elec\u00adtricity\u200b<b>"))
+    assert "U+00AD" in shown and "U+200B" in shown and "&lt;b&gt;" in shown and "\u00ad" not in shown
+
+
+def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
+    page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
+    section = page[page.index('id="preprocess"') : page.index('id="tags"')]
+    assert 'title="dropped: not alphabetic"' in section and "U+00AD" in section

@@ -213,3 +213,128 @@ def test_static_site_works_from_files(page, web_tracer, tmp_path):
     assert page.locator("#editor-out .verdict").first.inner_text() != before
     _shot(page, "static-live")
     assert not page.problems, page.problems
+
+
+def test_course_figures_beside_the_builds_on_claim_752(page, web_server, web_tracer):
+    page.goto(web_server + "/", wait_until="load")
+    pairs = page.locator("section#filter .vs")
+    assert pairs.count() >= 3
+    texts = [pairs.nth(i).inner_text() for i in range(pairs.count())]
+    passed = web_tracer.trace(DEFAULT_CLAIM)["retrieval"]["passed"]
+    assert any("course run 8" in t and f"this build {passed}" in t for t in texts), texts
+    assert page.locator("section#input .vs").first.inner_text().startswith("course run 37")
+    assert "course run 167,592" in page.locator("section#tags .quirk").inner_text()
+    page.locator("section#filter .pairs").last.scroll_into_view_if_needed()
+    _shot(page, "course-pairs-claim-752")
+    page.goto(web_server + "/explore/dev.html", wait_until="load")
+    assert "0.04299" in page.locator("#table2").inner_text()
+    assert "89/154" in page.locator("#course-figures").inner_text()
+    page.locator("#course-figures").scroll_into_view_if_needed()
+    _shot(page, "course-figures-explore")
+    assert not page.problems, page.problems
+
+
+def test_missed_gold_rows_on_claim_375(page, web_server, web_tracer):
+    page.goto(web_server + "/claim/claim-375.html", wait_until="load")
+    missed = web_tracer.trace("claim-375")["retrieval"]["missed_gold"]
+    rows = page.locator("#missed-gold tbody tr")
+    assert rows.count() == len(missed) > 0
+    for i, row in enumerate(missed):
+        text = rows.nth(i).inner_text()
+        assert row["id"] in text and row["why"] in text
+        assert all(tag in text for tag in row["tags"])
+    tags = page.locator("#passage-tags .tok")
+    assert tags.count() == 7  # the seven tags behind "2 ÷ min(13, 7)"
+    page.locator("#missed-gold").scroll_into_view_if_needed()
+    _shot(page, "missed-gold-claim-375")
+    assert not page.problems, page.problems
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/claim/claim-375.html", "/explore/dev.html", "/explore/train.html", "/live.html", "/nowhere.html"]
+)
+def test_nothing_scrolls_sideways_at_390_px(browser, web_server, path):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(web_server + path, wait_until="load")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width} px wide at 390 px"
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = path.strip("/").replace("/", "-").replace(".html", "") or "index"
+        page.screenshot(path=str(ARTIFACTS / f"390-{name}.png"), full_page=False)
+    finally:
+        context.close()
+
+
+def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path):
+    """A `--limit` export from file://: every link of every page reached from the front page
+    leads to a written file (links to what was not exported are disabled and marked), and the
+    live page shows a non-default claim's own model input and verdict."""
+    from urllib.parse import unquote
+
+    from claimtrace.web.site import write_site
+
+    out = tmp_path / "site"
+    write_site(None, out, tracer=web_tracer, limit=2)
+    start = (out / "index.html").as_uri()
+    seen, queue = {start}, [start]
+    while queue:
+        url = queue.pop()
+        page.goto(url, wait_until="load")
+        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        for href in hrefs:
+            target = href.split("#")[0].split("?")[0]
+            assert target.startswith("file://"), (url, href)
+            path = Path(unquote(urlparse(target).path))
+            assert path.is_file(), (url, href)
+            if path.suffix == ".html" and target not in seen:
+                seen.add(target)
+                queue.append(target)
+        disabled = page.locator("a[aria-disabled=true]")
+        if disabled.count():
+            assert page.locator(".export-note").count() == 1 and "--json" in page.locator(".export-note").inner_text()
+        if "/claim/" in url:  # the verdict's charts, drawn from static/table.js
+            page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+            claim_id = Path(urlparse(url).path).stem
+            real = web_tracer.trace(claim_id)["classifier"]["real_tokens"]
+            assert page.locator("#static-charts-out table.chart.tokens tbody tr").count() >= real
+            assert (
+                page.locator("#static-charts-out .verdict").first.inner_text()
+                == (web_tracer.trace(claim_id)["classifier"]["alone"]["verdict"])
+            )
+    written = {p.as_uri() for p in out.rglob("*.html")}
+    assert seen == written - {(out / "404.html").as_uri()}, written - seen
+
+    claim_id = next(
+        p.stem
+        for p in sorted((out / "claim").glob("*.html"))
+        if p.stem != DEFAULT_CLAIM and p.stem in web_tracer.claims("train")
+    )
+    trace = web_tracer.trace(claim_id)
+    page.goto((out / "live.html").as_uri() + f"?claim={claim_id}")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    assert page.locator("#model-input").input_value() == trace["classifier"]["text"]
+    assert page.locator("[data-live-claim]").first.inner_text() == claim_id
+    assert page.locator("#claim-text").input_value() == trace["claim"]["text"]
+    assert page.locator("#editor-out .verdict").first.inner_text() == trace["classifier"]["alone"]["verdict"]
+    assert page.locator("#live-trace").is_hidden()
+    assert page.locator("#live-other-claim a").get_attribute("href").endswith(f"claim/{claim_id}.html")
+    _shot(page, "static-live-other-claim")
+    assert not page.problems, page.problems
+
+
+def test_explore_filters_and_sort_live_in_the_url(page, web_server):
+    page.goto(web_server + "/explore/dev.html", wait_until="load")
+    page.select_option("#f-fallback", "yes")
+    page.click("#claims-table thead th[data-key=f]")
+    page.click("#claims-table thead th[data-key=f]")  # descending
+    assert "fallback=yes" in page.url and "sort=f" in page.url and "dir=desc" in page.url
+    shown = page.locator("#claims-table tbody tr:visible").count()
+    first = page.locator("#claims-table tbody tr:visible").first.get_attribute("data-id")
+    page.goto(page.url, wait_until="load")  # the shared link gives the same view
+    assert page.locator("#f-fallback").input_value() == "yes"
+    assert page.locator("#claims-table tbody tr:visible").count() == shown
+    assert page.locator("#claims-table tbody tr:visible").first.get_attribute("data-id") == first
+    assert page.locator("th[data-key=f]").get_attribute("aria-sort") == "descending"
+    assert not page.problems, page.problems

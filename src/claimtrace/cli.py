@@ -580,9 +580,12 @@ def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
 @click.option(
     "--limit", type=int, default=None, help="Write only the first N claim pages of each split (a quick preview)."
 )
+@click.option("--json", "json_twins", is_flag=True, help="Also write every claim page's JSON twin (most of the size).")
 @click.pass_context
-def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], limit: int | None) -> None:
-    """Write the explainer site as static files (relative links, JSON beside every page)."""
+def site_command(
+    ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], limit: int | None, json_twins: bool
+) -> None:
+    """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
     from .web.site import write_site
 
     result = write_site(
@@ -592,6 +595,7 @@ def site_command(ctx: click.Context, workdir: str, out: str, splits: tuple[str, 
         echo=lambda line: click.echo(line, err=True),
         progress=True,
         limit=limit,
+        json_twins=json_twins,
     )
     click.echo(json.dumps(result, ensure_ascii=False))
 

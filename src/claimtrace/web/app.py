@@ -410,6 +410,19 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
         except StageMissing as err:
             return _json({"error": err.reason, "status": 503, "stage": err.stage}, 503)
 
+    @app.get("/predictions/{name}")
+    def predictions(request: Request, name: str):
+        """The build's predictions for a split, in the course's shape (a download on Explore)."""
+        split, kind = _split_name(name)
+        if split not in C.SPLITS or kind != "json":
+            return not_found(
+                request,
+                True,
+                f"There are no predictions “{name}”.",
+                "They are predictions/<split>.json: dev, train, test.",
+            )
+        return _json(tracer.build.course_predictions(split))
+
     @app.get("/api/build.json")
     def api_build():
         return _json(public_paths(tracer.build_info(), tracer.build.root))

@@ -98,4 +98,59 @@ def explore(build: Build, split: str) -> dict:
             result = evaluate(predicted, claims)
             course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
         out["course_scores"] = course
+    out["course"] = course_figures(build, split, out)
+    return out
+
+
+def course_figures(build: Build, split: str, page: dict) -> dict:
+    """The course's figures beside this build's for one split: Table 2, the notebook-protocol
+    accuracies (dev), the training curve, and why the accuracies differ.
+
+    Parameters
+    ----------
+    build : Build
+    split : str
+    page : dict
+        The Explore data computed so far (its ``accuracy`` and ``course_scores``).
+
+    Returns
+    -------
+    dict
+        ``{"note", "table2": {metric: pair} | None, "accuracy": {source: pair} | None,
+        "accuracy_note", "training": [rows] | None}``.
+    """
+    from .. import course
+
+    out: dict[str, Any] = {"note": course.corpus_note(build_info(build, brief=True)["corpus"])["note"]}
+    table2 = course.TABLE2.get(split)
+    scores = (page.get("course_scores") or {}).get("notebook")
+    out["table2"] = (
+        None
+        if table2 is None
+        else {
+            metric: {
+                "course": value,
+                "course_shown": f"{value:.5f}",
+                "source": course.REPORT_TABLE2,
+                "build": None if scores is None else scores[metric],
+                "same": None if scores is None else abs(scores[metric] - value) < 5e-6,
+            }
+            for metric, value in table2.items()
+        }
+    )
+    out["accuracy"] = out["accuracy_note"] = out["training"] = None
+    if split != "dev":
+        return out
+    accuracy = page.get("accuracy") or {}
+    correct = {s: (accuracy.get(s) or {}).get("notebook", {}).get("correct") for s in ("gold", "retrieved")}
+    out["accuracy"] = {
+        "gold": course.pair("dev_gold_notebook_correct", correct["gold"]),
+        "retrieved": course.pair("dev_retrieved_notebook_correct", correct["retrieved"]),
+    }
+    try:
+        provenance = course.checkpoint_provenance(build.checkpoint_dir())
+    except Missing:
+        provenance = None
+    out["accuracy_note"] = course.accuracy_note(provenance, correct["gold"], len(page["claims"]))
+    out["training"] = course.training_curve(None if provenance is None else provenance.get("history"))
     return out

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import math
 import threading
+import unicodedata
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import constants as C
 from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
@@ -64,6 +65,33 @@ def _sci(value) -> str:
     return "—" if value is None else f"{value:.1e}"
 
 
+#: Quotation marks that may already open or close a text.
+_OPENING, _CLOSING = "\"“‘'«„", "\"”’'»“"
+
+
+def _quoted(text: str) -> str:
+    """A text in “curly quotes”, unless it is already quoted from end to end (a passage that
+    is itself a quotation): never “"…"”."""
+    stripped = text.strip()
+    if len(stripped) > 1 and stripped[0] in _OPENING and any(ch in _CLOSING for ch in stripped[-2:]):
+        return stripped
+    return f"“{stripped}”"
+
+
+def _visible(text: str) -> Markup:
+    """A token with its invisible characters (soft hyphen, zero-width space, joiners, BOM,
+    bidi marks: Unicode categories Cf, Cc, Co, Cn) shown as marked code points, so that a token
+    struck through as "not alphabetic" shows why."""
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) in ("Cf", "Cc", "Co", "Cn"):
+            name = unicodedata.name(ch, "unnamed character").lower()
+            out.append(Markup('<span class="invisible" title="{}">U+{:04X}</span>').format(name, ord(ch)))
+        else:
+            out.append(escape(ch))
+    return Markup("").join(out)
+
+
 def _bar(value: float, scale: float) -> Markup:
     """A diverging CSS bar: zero in the middle, ``scale`` = half the width; clipped beyond."""
     if value is None or not scale:
@@ -84,7 +112,16 @@ def make_env() -> Environment:
         trim_blocks=False,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, signed=_signed, pct=_pct, commas=_commas, sci=_sci, script_json=json_for_script)
+    env.filters.update(
+        num=_num,
+        signed=_signed,
+        pct=_pct,
+        commas=_commas,
+        sci=_sci,
+        script_json=json_for_script,
+        quoted=_quoted,
+        visible=_visible,
+    )
     env.globals.update(
         bar=_bar, C=C, LABELS=C.LABELS, SPLITS=C.SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM, MAX_TEXT_CHARS=MAX_TEXT_CHARS
     )

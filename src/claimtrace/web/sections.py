@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import constants as C
+from .. import course
 from ..artifacts import Build, Missing
 from ..data import Claim, DataError
 from ..preprocess import preprocess, stopwords
@@ -176,6 +177,17 @@ def tagging_section(build: Build, passage_id: str | None, role: str, notes: list
         "max_features_cut": summary.get("max_features_cut"),
         "passage": None,
         "padding_example": padding_example(build),
+        "course": {
+            "last_feature": course.pair("last_feature", last),
+            "passages_with_last_feature": course.pair(
+                "passages_with_last_feature", summary.get("passages_with_last_feature")
+            ),
+            # The course printed 14.1%: one decimal place.
+            "share_with_last_feature": course.pair(
+                "share_with_last_feature", summary.get("share_with_last_feature"), close=0.0005
+            ),
+            "passages": course.pair("passages", summary.get("passages")),
+        },
     }
     if passage_id is not None:
         text = build.passage_text(passage_id)
@@ -217,6 +229,41 @@ def padding_example(build: Build) -> dict | None:
 # --- 3. vectorisation -----------------------------------------------------------------------------
 
 
+def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
+    """Each distinct tag as the retrieval model reads it, so overlap and cosine can be checked by
+    hand: overlap counts the raw tags, cosine only the re-stemmed terms in the vocabulary.
+
+    Parameters
+    ----------
+    vocabulary : Mapping[str, int]
+        The retrieval vectorizer's term -> column.
+    tags : list of str
+        A tag string split on whitespace (duplicates are dropped: overlap uses sets).
+    shared : set of str
+        The tags the other side also has.
+
+    Returns
+    -------
+    list of dict
+        ``{"tag", "term", "in_vocabulary", "shared"}`` per distinct tag, sorted; ``term`` is the
+        tag stemmed again (empty when nothing survives).
+    """
+    from ..tagging import final_stems
+
+    rows = []
+    for tag in sorted(set(tags)):
+        terms = final_stems(tag.lower())
+        rows.append(
+            {
+                "tag": tag,
+                "term": " ".join(terms),
+                "in_vocabulary": bool(terms) and all(t in vocabulary for t in terms),
+                "shared": tag in shared,
+            }
+        )
+    return rows
+
+
 def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None, role: str = "gold") -> dict:
     """The claim's and one passage's tag vectors under the retrieval model, and their cosine,
     overlap and score as the build's model computes them."""
@@ -244,6 +291,7 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
             "restem_changes": changes,
             "out_of_vocabulary": [t for t in restemmed if t not in retriever.vocabulary],
             "terms": [{"term": k, "weight": v} for k, v in sorted(claim_terms.items())],
+            "tag_terms": tag_terms(retriever.vocabulary, tags, set()),
         },
         "passage": None,
     }
@@ -262,6 +310,7 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
     ]
     claim_set, passage_set = set(tags), set(passage_tags)
     shared = claim_set & passage_set
+    section["claim"]["tag_terms"] = tag_terms(retriever.vocabulary, tags, shared)
     cosine = overlap = score = 0.0
     if position is not None:
         cos, ov, sc, _ = retriever.point_columns(claim_tags, [position])
@@ -272,6 +321,7 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
         "in_build": True,
         "retrievable": position is not None,
         "tags": passage_tags,
+        "tag_terms": tag_terms(retriever.vocabulary, passage_tags, shared),
         "terms": [{"term": k, "weight": v} for k, v in sorted(passage_terms.items())],
         "products": products,
         "cosine": cosine,
@@ -287,6 +337,98 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
 
 
 # --- 4. retrieval ---------------------------------------------------------------------------------
+
+
+def missed_gold(build: Build, record: dict, gold: list[str], max_shared: int | None, fallback_scores) -> list[dict]:
+    """Every gold passage the claim did not get back, with its numbers and the first rule that
+    stopped it, from the build's retrieval model (nothing refit).
+
+    Parameters
+    ----------
+    build : Build
+    record : dict
+        The claim's retrieval record (``tags``, ``evidences``, ``fallback``, ``kept``).
+    gold : list of str
+        The claim's gold ids.
+    max_shared : int or None
+        The most tags any passing passage shares with the claim (None for a fallback claim).
+    fallback_scores : numpy.ndarray, shape (n_candidates,)
+        The scores of every passage with a non-zero score, to rank a passage in the fallback.
+
+    Returns
+    -------
+    list of dict
+        ROW + ``{"in_build", "retrievable", "shared_tags", "stopped_by", "why"}`` per missed gold
+        passage, in gold order.
+    """
+    retriever = build.retriever()
+    passages = build.passages()
+    claim_tags = set(record["tags"].split())
+    kept_rank = {k["id"]: rank for rank, k in enumerate(record["kept"], 1)}
+    rows = []
+    for pid in gold:
+        if pid in record["evidences"]:
+            continue
+        row: dict[str, Any] = {"id": pid, "text": build.passage_text(pid), "gold": True, "in_build": pid in passages}
+        position = retriever.position(pid)
+        row["retrievable"] = position is not None
+        if not row["in_build"] or position is None:
+            rule = "not in the build" if not row["in_build"] else "no tags"
+            why = (
+                "not in this build’s corpus"
+                if not row["in_build"]
+                else "it has no usable tag, so it is never a candidate"
+            )
+            row.update({"tags": [], "shared_tags": [], "cosine": None, "overlap": None, "score": None, "shared": None})
+            row.update({"stopped_by": rule, "why": why})
+            rows.append(row)
+            continue
+        tags = retriever.tags[position].split()
+        cosine, overlap, score, shared = (float(x[0]) for x in retriever.point_columns(record["tags"], [position]))
+        row.update(
+            {
+                "tags": tags,
+                "shared_tags": sorted(claim_tags & set(tags)),
+                "cosine": cosine,
+                "overlap": overlap,
+                "score": score,
+                "shared": int(shared),
+            }
+        )
+        row["stopped_by"], row["why"] = _first_stop(row, record, max_shared, kept_rank, fallback_scores)
+        rows.append(row)
+    return rows
+
+
+def _filter_stop(row: dict) -> tuple[str, str] | None:
+    """The first of the filter's tests a passage fails (None when it passes)."""
+    if row["shared"] == 0:
+        return "no shared tag", "it shares no tag with the claim (overlap 0)"
+    if row["cosine"] <= C.COSINE_THRESHOLD:
+        return "cosine", f"cosine {row['cosine']:.3f} ≤ {C.COSINE_THRESHOLD}"
+    if row["overlap"] <= C.OVERLAP_THRESHOLD:
+        return "overlap", f"overlap {row['overlap']:.3f} ≤ {C.OVERLAP_THRESHOLD}"
+    return None
+
+
+def _first_stop(row: dict, record: dict, max_shared: int | None, kept_rank: dict, fallback_scores) -> tuple[str, str]:
+    """The rule that kept a scored gold passage out of the returned six: the filter, the
+    max-shared cut, the six-passage limit, or its rank in the fallback."""
+    failed = _filter_stop(row)
+    if record["fallback"]:
+        # Nothing passed, so the fallback's ranking by score is what decided, whatever the filter said.
+        higher = int(np.count_nonzero(fallback_scores > row["score"]))
+        because = failed[1] if failed else "it passes"
+        return "fallback", (
+            f"below the sixth in the fallback: nothing passed the filter (here: {because}), so the "
+            f"{C.MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one"
+        )
+    if failed:
+        return failed
+    if max_shared is not None and row["shared"] < max_shared:
+        return "max shared", f"cut by the max-shared rule: it shares {row['shared']} tags, the kept ones {max_shared}"
+    rank = kept_rank.get(row["id"])
+    return "past the sixth", f"kept #{rank}, past the {C.MAX_EVIDENCES} returned"
 
 
 def retrieval_section(
@@ -366,6 +508,7 @@ def retrieval_section(
         )
     max_shared = max((r["shared"] for r in record["kept"]), default=0) if not record["fallback"] else None
     passages = build.passages()
+    missed = missed_gold(build, record, gold, max_shared, score)
     section: dict[str, Any] = {
         "status": "ok",
         "source": source,
@@ -388,8 +531,10 @@ def retrieval_section(
         "near_misses": near_misses,
         "evidences": evidences,
         "gold": [{"id": g, "retrieved": g in record["evidences"], "in_build": g in passages} for g in gold],
+        "missed_gold": missed,
         "scores": None,
         "split": None,
+        "course": {},
     }
     if claim is not None and claim.label is not None:
         precision, recall, f = evidence_scores(record["evidences"], gold)
@@ -409,6 +554,20 @@ def retrieval_section(
             "fallbacks": fallbacks,
             "fallback_share": fallbacks / len(records) if records else 0.0,
         }
+        if split == "dev":
+            # The course printed 47%: a whole percent.
+            section["course"]["fallback_share"] = course.pair(
+                "dev_fallback_share", section["split"]["fallback_share"], close=0.005
+            )
+    if claim is not None and claim.id == course.WALKTHROUGH_CLAIM:
+        section["course"].update(
+            {
+                "passed": course.pair("claim752_passed", section["passed"]),
+                "kept": course.pair("claim752_kept", section["kept"]),
+                "max_shared": course.pair("claim752_max_shared", section["max_shared"]),
+                "F": course.pair("claim752_F", section["scores"]["F"] if section["scores"] else None, close=0.005),
+            }
+        )
     if record["fallback"]:
         notes.append(
             "Nothing passed the filter: the retrieved passages are the notebook's fallback, "
@@ -488,7 +647,16 @@ def classifier_section(
             "margin": _scale(p["push"] for p in contributions["margin"]["for"] + contributions["margin"]["against"]),
         },
         "gold_evidence": None,
+        # The whole table against PyTorch, computed once at build time (every row, every label).
+        "table_vs_torch": build.classifier_summary().get("table_vs_torch"),
+        "course": {"table_vs_torch": course.pair("table_vs_torch", None)},
     }
+    whole = section["table_vs_torch"]
+    if whole is not None:
+        section["course"]["table_vs_torch"] = course.pair("table_vs_torch", whole["max_abs_diff_float32"])
+    if claim is not None and claim.id == course.WALKTHROUGH_CLAIM:
+        section["course"]["real_tokens"] = course.pair("claim752_real_tokens", explained["real_tokens"])
+        section["course"]["pad_tokens"] = course.pair("claim752_pad_tokens", explained["pad_tokens"])
     if claim is not None and claim.label is not None:
         verdicts = build.verdicts(split)[claim.id]["gold"]
         section["gold_evidence"] = {p: verdicts[p]["verdict"] for p in C.PROTOCOLS}
@@ -567,7 +735,7 @@ def build_info(build: Build, brief: bool = False) -> dict:
             stages[name] = {"status": "ok"}
         except DataError as err:
             stages[name] = _stage_problem(name, err)
-    info = {"workdir": str(build.root), "corpus": corpus, "stages": stages}
+    info = {"workdir": str(build.root), "corpus": corpus, "stages": stages, "course": course.corpus_note(corpus)}
     if not brief:
         info["retrieval_files"] = {s: build.work.retrieval(s).is_file() for s in C.SPLITS}
         try:

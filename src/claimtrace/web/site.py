@@ -5,19 +5,27 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
     index.html, index.json              the walkthrough of claim-752
     claim/<id>.html, claim/<id>.json    every claim of the chosen splits
     explore/<split>.html, .json         every claim of a split, accuracies, confusions
-    live.html                           the model-input editor (claim-752; the table embedded,
-                                        so it also works from file://); typing a new claim
+    live.html                           the model-input editor: claim-752, or any exported claim
+                                        with ?claim=<id> (from live/<id>.js); typing a new claim
                                         needs the server
+    live/<n>.js                         the editor data of claims claim-<100n> … claim-<100n+99>
+                                        (a script, so file:// works; few files, not 1,535 tiny ones)
+    predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
     api/table.json, api/build.json      the classifier's table; what the build holds
     static/app.js, static/style.css
+    static/table.js                     the table once, as a script every page shares
     404.html
 
-Every file is written through a temporary name and renamed.
+Claim pages' JSON twins are written only with ``json=True`` (``claimtrace site --json``): they
+are most of an export's size. A page written from a preview (``limit``) or without its twin keeps
+no link to what was not written: such links are disabled and marked, and the page says how to
+export everything. Every file is written through a temporary name and renamed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable
@@ -26,12 +34,87 @@ from pathlib import Path
 from .. import constants as C
 from ..artifacts import Build
 from ..data import write_atomic
-from .render import STATIC, Renderer
+from .render import STATIC, Renderer, json_for_script
 from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
 
 
 def _dump(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _script(name: str, key: str | None, value) -> str:
+    """A script file that hands ``value`` to app.js (``window[name]``, or its entry ``key``):
+    the static site's way to share data without fetch, which file:// pages cannot use."""
+    data = str(json_for_script(value))
+    if key is None:
+        return f"window.{name} = {data};\n"
+    return f"(window.{name} = window.{name} || {{}})[{json.dumps(key)}] = {data};\n"
+
+
+#: Claims per live/<n>.js file (by the number in the claim id); app.js uses the same number.
+LIVE_BUCKET = 100
+
+
+def live_bucket(claim_id: str) -> str:
+    """The live/ script holding a claim's editor data: ``live/<n // 100>.js`` for ``claim-<n>``."""
+    return f"live/{int(claim_id.rsplit('-', 1)[1]) // LIVE_BUCKET}.js"
+
+
+def live_data(trace: dict) -> dict | None:
+    """What the live editor needs of one claim (the reference the page compares edits with)."""
+    c = trace.get("classifier", {})
+    if c.get("status") != "ok":
+        return None
+    head = trace["claim"]
+    return {
+        "claim_id": head["id"],
+        "label": head["label"],
+        "claim_text": head["text"],
+        "text": c["text"],
+        "alone": c["alone"],
+    }
+
+
+#: Indentation at the start of a line (3% of a claim page).
+_LEADING_SPACE = re.compile(r"\n[ \t]+")
+#: A relative link to a site file: (quote, path).
+_LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
+NOT_EXPORTED_NOTE = (
+    '<p class="export-note" role="note">This export leaves some pages out (a preview, or no JSON twins): '
+    "their links are disabled and marked “not exported”. "
+    "<code>claimtrace site --workdir DIR --out DIR --json</code> exports every page.</p>"
+)
+
+
+def disable_unexported(html: str, written: set[str]) -> str:
+    """Disable every relative link of a page to a claim, live or explore file not in ``written``
+    (paths relative to the site's top folder), and say so once at the top of the page.
+
+    Parameters
+    ----------
+    html : str
+        A rendered page.
+    written : set of str
+        Every file the export writes, e.g. ``"claim/claim-752.html"``.
+
+    Returns
+    -------
+    str
+        The page, each such ``<a href=...>`` turned into ``<a aria-disabled="true" class=...>``.
+    """
+    missing = False
+
+    def replace(match: re.Match) -> str:
+        nonlocal missing
+        if match.group(2) in written:
+            return match.group(0)
+        missing = True
+        return f'data-not-exported="{match.group(2)}" aria-disabled="true" title="not exported"'
+
+    html = _LINK.sub(replace, html)
+    if missing:
+        html = html.replace("<main>", "<main>\n" + NOT_EXPORTED_NOTE, 1)
+    return html
 
 
 def write_site(
@@ -42,12 +125,14 @@ def write_site(
     echo: Callable[[str], None] | None = None,
     progress: bool = False,
     limit: int | None = None,
+    json_twins: bool = False,
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
-    counts and seconds.
+    counts, bytes and seconds.
 
     ``limit``: write only the first ``limit`` claim pages of each split (a preview: links to the
-    other claims then lead nowhere). claim-752's page is always written (it is the front page's).
+    other claims are disabled). claim-752's page is always written (it is the front page's).
+    ``json_twins``: also write each claim page's JSON twin (``claim/<id>.json``).
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -55,11 +140,19 @@ def write_site(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
-    written = {"claims": 0, "explore": 0, "files": 0}
+    claim_ids = {split: _chosen(list(tracer.claims(split)), limit) for split in splits}
+    written_paths = _planned(claim_ids, json_twins)
+    written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
+    editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
 
     def put(relative: str, text: str) -> None:
+        if relative.endswith(".html"):
+            text = disable_unexported(text, written_paths)
+        if relative.startswith("claim/") or relative == "index.html":
+            text = _LEADING_SPACE.sub("\n", text)  # template indentation; claim pages have no <pre>
         write_atomic(out / relative, text)
         written["files"] += 1
+        written["bytes"] += len(text.encode("utf-8"))
 
     (out / "static").mkdir(exist_ok=True)
     for name in ("app.js", "style.css"):
@@ -72,10 +165,12 @@ def write_site(
     try:
         table = tracer.table()
         put("api/table.json", _dump(table))
+        put("static/table.js", _script("claimtraceTable", None, table))
     except StageMissing:
-        table = None
+        pass
     put("api/build.json", _dump(tracer.build_info()))
-    put("live.html", renderer.live_page("", front, text=front["claim"]["text"], table=table))
+    # The table is not embedded: app.js loads static/table.js, one copy for every page.
+    put("live.html", renderer.live_page("", front, text=front["claim"]["text"], table=None))
     put(
         "404.html",
         renderer.error_page(
@@ -87,26 +182,59 @@ def write_site(
         explore = tracer.explore(split)
         put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
         put(f"explore/{split}.json", _dump(explore))
+        try:
+            put(f"predictions/{split}.json", _dump(tracer.build.course_predictions(split)))
+        except StageMissing:
+            pass
         written["explore"] += 1
-        ids = list(tracer.claims(split))
-        if limit is not None:
-            ids = ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(ids), desc=f"site {split}", unit="claim", disable=None)
-        for claim_id in ids:
-            result = tracer.trace(claim_id)
-            put(f"claim/{claim_id}.html", renderer.claim_page(result, "../"))
-            put(f"claim/{claim_id}.json", _dump(result))
-            written["claims"] += 1
-            if bar is not None:
-                bar.update(1)
-        if bar is not None:
-            bar.close()
+        _write_claims(tracer, renderer, claim_ids[split], put, json_twins, split if progress else None, editors)
+        written["claims"] += len(claim_ids[split])
         if echo:
-            echo(f"{split}: {len(ids)} claim pages")
+            echo(f"{split}: {len(claim_ids[split])} claim pages")
+    for path, entries in sorted(editors.items()):
+        put(path, "".join(_script("claimtraceLive", claim_id, data) for claim_id, data in entries.items()))
     written["seconds"] = round(time.perf_counter() - started, 1)
     written["out"] = str(out)
     return written
+
+
+def _chosen(ids: list[str], limit: int | None) -> list[str]:
+    """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
+    if limit is None:
+        return ids
+    return ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])
+
+
+def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
+    """Every claim, live and explore file an export will write (for disabling other links)."""
+    paths = {f"explore/{split}.{ext}" for split in claim_ids for ext in ("html", "json")}
+    paths |= {f"predictions/{split}.json" for split in claim_ids}
+    for ids in claim_ids.values():
+        for claim_id in ids:
+            paths |= {f"claim/{claim_id}.html", live_bucket(claim_id)}
+            if json_twins:
+                paths.add(f"claim/{claim_id}.json")
+    return paths
+
+
+def _write_claims(
+    tracer: Tracer, renderer: Renderer, ids: list[str], put, json_twins: bool, bar_name, editors: dict
+) -> None:
+    """One split's claim pages and their JSON twins if asked; their editor data go to ``editors``."""
+    bar = None
+    if bar_name is not None:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(ids), desc=f"site {bar_name}", unit="claim", disable=None)
+    for claim_id in ids:
+        result = tracer.trace(claim_id)
+        put(f"claim/{claim_id}.html", renderer.claim_page(result, "../"))
+        editor = live_data(result)
+        if editor is not None:
+            editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
+        if json_twins:
+            put(f"claim/{claim_id}.json", _dump(result))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()

@@ -106,13 +106,43 @@
         sortType = th.getAttribute("data-type") || "str";
         sort();
       }
-      th.addEventListener("click", go);
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+      th.addEventListener("click", function () { go(); saveState(); });
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); saveState(); } });
     });
+
+    /* The filters and the sort live in the URL (?label=…&sort=f&dir=desc), so a view can be shared. */
+    function saveState() {
+      var params = new URLSearchParams();
+      Object.keys(controls).forEach(function (k) {
+        var c = controls[k];
+        if (c && c.value !== c.getAttribute("data-default")) params.set(k, c.value);
+      });
+      if (sortKey !== "position" || sortDir !== 1) { params.set("sort", sortKey); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+      var query = params.toString();
+      try { history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash); } catch (e) { /* some file:// setups refuse */ }
+    }
+
+    function loadState() {
+      var params = new URLSearchParams(window.location.search);
+      Object.keys(controls).forEach(function (k) {
+        var c = controls[k];
+        if (!c) return;
+        c.setAttribute("data-default", c.value);
+        if (params.has(k)) c.value = params.get(k);
+      });
+      var key = params.get("sort");
+      var th = key && table.tHead.querySelector('th[data-key="' + key.replace(/[^a-z-]/g, "") + '"]');
+      if (th) {
+        sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1;
+        sort();
+      }
+    }
+
     Object.keys(controls).forEach(function (k) {
       var c = controls[k];
-      if (c) c.addEventListener(k === "text" ? "input" : "change", apply);
+      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { apply(); saveState(); });
     });
+    loadState();
     apply();
   }
 
@@ -137,12 +167,30 @@
     };
   }
 
+  /* A script file beside the page (works from file://, where fetch does not). */
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var script = document.createElement("script");
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(script);
+    });
+  }
+
   function loadTable() {
     if (TABLE) return Promise.resolve(TABLE);
     var embedded = document.getElementById("table-data");
     if (embedded) {
       TABLE = decodeTable(JSON.parse(embedded.textContent));
       return Promise.resolve(TABLE);
+    }
+    /* the static site's one shared copy of the table: static/table.js */
+    if (body.getAttribute("data-mode") === "static") {
+      return loadScript(root + "static/table.js").then(function () {
+        TABLE = decodeTable(window.claimtraceTable);
+        return TABLE;
+      });
     }
     return fetch(root + "api/table.json").then(function (response) {
       if (!response.ok) throw new Error("the table is not available (" + response.status + ")");
@@ -413,17 +461,17 @@
     var wanted = new URLSearchParams(window.location.search).get("claim");
     var preload = Promise.resolve();
     if (body.getAttribute("data-mode") === "static" && wanted && wanted !== reference.claim_id && /^claim-\d+$/.test(wanted)) {
-      preload = fetch(root + "claim/" + wanted + ".json").then(function (r) {
-        if (!r.ok) throw new Error("no such claim");
-        return r.json();
-      }).then(function (trace) {
-        if (trace.classifier && trace.classifier.status === "ok") {
-          reference = { claim_id: trace.claim.id, label: trace.claim.label, text: trace.classifier.text, alone: trace.classifier.alone };
-          input.value = original = trace.classifier.text;
-          status.textContent = "loaded " + trace.claim.id;
-        }
+      /* the static site writes the editor data of claim-<n> into live/<floor(n / 100)>.js */
+      var bucket = Math.floor(parseInt(wanted.slice(6), 10) / 100);
+      preload = loadScript(root + "live/" + bucket + ".js").then(function () {
+        var data = (window.claimtraceLive || {})[wanted];
+        if (!data) throw new Error("no such claim");
+        reference = data;
+        input.value = original = data.text;
+        status.textContent = "loaded " + wanted;
+        showStaticClaim(data);
       }).catch(function () {
-        status.textContent = "could not load " + wanted + " (open the site through a web server); showing " + reference.claim_id;
+        status.textContent = wanted + " is not in this export; showing " + reference.claim_id;
       });
     }
     preload.then(loadTable).then(function () {
@@ -434,6 +482,39 @@
       status.textContent = "The table could not be loaded: " + err.message + ".";
       body.setAttribute("data-editor", "failed");
     });
+  }
+
+  /* A static claim page's verdict charts: drawn here, with the editor's code, from the shared table. */
+  function initStaticCharts() {
+    var out = document.getElementById("static-charts-out");
+    var data = document.getElementById("static-charts-data");
+    var status = document.getElementById("static-charts-status");
+    if (!out || !data || document.getElementById("model-input")) return;
+    var reference = JSON.parse(data.textContent);
+    loadTable().then(function () {
+      render(out, compute(TABLE, reference.text), reference);
+      VIEW.full.open = true; // every token's share, open as on the server's pages
+      status.hidden = true;
+      body.setAttribute("data-charts", "ready");
+    }).catch(function (err) {
+      status.textContent = "The charts could not be drawn: " + err.message + ".";
+      body.setAttribute("data-charts", "failed");
+    });
+  }
+
+  /* The static live page holds one claim's whole trace; for another claim, point at its page. */
+  function showStaticClaim(data) {
+    var trace = document.getElementById("live-trace");
+    var other = document.getElementById("live-other-claim");
+    var claimText = document.getElementById("claim-text");
+    if (trace) trace.hidden = true;
+    if (claimText && data.claim_text) claimText.value = data.claim_text;
+    document.querySelectorAll("[data-live-claim]").forEach(function (node) { node.textContent = data.claim_id; });
+    if (other) {
+      other.hidden = false;
+      var link = other.querySelector("a");
+      if (link) { link.href = root + "claim/" + data.claim_id + ".html"; link.textContent = data.claim_id + "’s walkthrough"; }
+    }
   }
 
   /* ---------------------------------------------------------------- the claim form */
@@ -459,6 +540,7 @@
 
   initExplore();
   initEditor();
+  initStaticCharts();
   initForm();
   initInPlaceForms();
 })();
