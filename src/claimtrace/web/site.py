@@ -75,8 +75,8 @@ def live_data(trace: dict) -> dict | None:
     }
 
 
-#: Indentation at the start of a line (3% of a claim page).
-_LEADING_SPACE = re.compile(r"\n[ \t]+")
+#: Indentation and blank lines (5% of a claim page).
+_LEADING_SPACE = re.compile(r"\n\s+")
 #: A relative link to a site file: (quote, path).
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
 NOT_EXPORTED_NOTE = (
