@@ -63,16 +63,20 @@ def main() -> None:
     args = parser.parse_args()
 
     port = free_port()
-    command = shlex.split(args.command) if args.command else [
-        str(REPO / ".venv" / "bin" / "claimtrace"),
-        "--data",
-        str(args.data),
-        "serve",
-        "--workdir",
-        "{workdir}",
-        "--port",
-        "{port}",
-    ]
+    command = (
+        shlex.split(args.command)
+        if args.command
+        else [
+            str(REPO / ".venv" / "bin" / "claimtrace"),
+            "--data",
+            str(args.data),
+            "serve",
+            "--workdir",
+            "{workdir}",
+            "--port",
+            "{port}",
+        ]
+    )
     command = [part.format(workdir=args.workdir, port=port) for part in command]
     started = time.monotonic()
     server = subprocess.Popen(
