@@ -155,7 +155,7 @@ _FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json
 #: Whole answers kept (claim pages are about 50 KB; every claim of every split fits) ...
 ANSWER_CACHE_ENTRIES = 4096
 #: ... within this many bytes.
-ANSWER_CACHE_BYTES = 256 * 2**20
+ANSWER_CACHE_BYTES = 128 * 2**20
 
 
 class _AnswerCache:
