@@ -199,3 +199,31 @@ def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+# --- answers kept ----------------------------------------------------------------------------------
+
+
+def test_a_page_already_served_is_answered_without_the_tracer(web_tracer):
+    """A walkthrough page, once served, is answered from its copy (under load it stays instant
+    while new traces wait); an answer that is not a 200 is never kept."""
+    app = create_app(tracer=Tracer(web_tracer.build))
+    with TestClient(app) as client:
+        first = client.get("/claim/claim-752.json")
+        assert client.get("/claim/claim-9999.json").status_code == 404
+        app.state.tracer.trace = None  # any call to it would now fail
+        again = client.get("/claim/claim-752.json")
+        assert again.status_code == 200 and again.content == first.content
+        assert again.headers["x-frame-options"] == "DENY"
+        assert client.head("/claim/claim-752.json").content == b""
+
+
+def test_the_answer_cache_is_bounded_in_entries_and_bytes():
+    from claimtrace.web.app import _AnswerCache
+
+    cache = _AnswerCache(entries=3, size=1600)
+    for i in range(10):
+        cache.put(f"/p{i}", [], b"x" * 90)
+    assert len(cache.items) == 3 and cache.get("/p9") is not None and cache.get("/p0") is None
+    cache.put("/big", [], b"x" * 1000)  # more than a sixteenth of the bytes: not kept
+    assert cache.get("/big") is None and cache.bytes == 270

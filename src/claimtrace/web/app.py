@@ -149,9 +149,45 @@ def _host_name(host: str) -> str:
     return host.split(":", 1)[0]
 
 
+#: Paths whose 200 answer never changes while the server runs (a build is read, never changed,
+#: and a trace or an Explore once computed is final): kept whole by :class:`Guard`.
+_FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json|/[^/]+)?")
+#: Whole answers kept (claim pages are about 50 KB; every claim of every split fits) ...
+ANSWER_CACHE_ENTRIES = 4096
+#: ... within this many bytes.
+ANSWER_CACHE_BYTES = 128 * 2**20
+
+
+class _AnswerCache:
+    """Whole answers (status 200, headers, body) by path, least recently used dropped first,
+    bounded in count and bytes. Read and written in the event loop only: no lock."""
+
+    def __init__(self, entries: int = ANSWER_CACHE_ENTRIES, size: int = ANSWER_CACHE_BYTES):
+        from collections import OrderedDict
+
+        self.entries, self.size, self.bytes = entries, size, 0
+        self.items: OrderedDict[str, tuple[list, bytes]] = OrderedDict()
+
+    def get(self, path: str) -> tuple[list, bytes] | None:
+        hit = self.items.get(path)
+        if hit is not None:
+            self.items.move_to_end(path)
+        return hit
+
+    def put(self, path: str, headers: list, body: bytes) -> None:
+        if len(body) > self.size // 16 or path in self.items:
+            return
+        self.items[path] = (headers, body)
+        self.bytes += len(body)
+        while len(self.items) > self.entries or self.bytes > self.size:
+            self.bytes -= len(self.items.popitem(last=False)[1][1])
+
+
 class Guard:
     """ASGI middleware in front of every route: refuses a Host that is not the loopback (400),
-    answers HEAD as GET without the body, and adds SECURITY_HEADERS to every response.
+    answers HEAD as GET without the body, adds SECURITY_HEADERS to every response, and answers
+    a walkthrough or Explore page already served from its copy, in the event loop: under load,
+    those stay instant while new traces wait for the CPU.
 
     Plain ASGI rather than a BaseHTTPMiddleware: it adds no task or copy per request.
     """
@@ -159,6 +195,7 @@ class Guard:
     def __init__(self, app, renderer: Renderer):
         self.app = app
         self.renderer = renderer
+        self.answers = _AnswerCache()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -177,7 +214,27 @@ class Guard:
         host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
         if _host_name(host) not in ALLOWED_HOSTS:
             return await self.refuse(scope, host)(scope, receive, secured)
-        return await self.app(scope, receive, secured)
+        path = scope["path"]
+        if scope["method"] != "GET" or scope.get("query_string") or not _FINAL_ANSWER.fullmatch(path):
+            return await self.app(scope, receive, secured)
+        hit = self.answers.get(path)
+        if hit is not None:
+            await secured({"type": "http.response.start", "status": 200, "headers": hit[0]})
+            return await secured({"type": "http.response.body", "body": hit[1]})
+        return await self.app(scope, receive, self._keeping(path, secured))
+
+    def _keeping(self, path: str, send):
+        """``send``, keeping a copy of a 200 answer sent in one piece."""
+        start: dict = {}
+
+        async def keep(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif start.get("status") == 200 and not message.get("more_body", False):
+                self.answers.put(path, list(start.get("headers", ())), message.get("body", b""))
+            await send(message)
+
+        return keep
 
     def refuse(self, scope, host: str) -> Response:
         path = scope.get("path", "/")
