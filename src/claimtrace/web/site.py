@@ -5,6 +5,7 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
     index.html, index.json              the walkthrough of claim-752
     claim/<id>.html, claim/<id>.json    every claim of the chosen splits
     explore/<split>.html, .json         every claim of a split, accuracies, confusions
+    predictions/<split>/<row>.json      each scoreboard row's predictions (dev, test; course shape)
     live.html                           the model-input editor (claim-752; the table embedded,
                                         so it also works from file://); typing a new claim
                                         needs the server
@@ -88,6 +89,7 @@ def write_site(
         put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
         put(f"explore/{split}.json", _dump(explore))
         written["explore"] += 1
+        _put_row_predictions(tracer.build, split, explore.get("scoreboard"), put)
         ids = list(tracer.claims(split))
         if limit is not None:
             ids = ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])
@@ -110,3 +112,13 @@ def write_site(
     written["seconds"] = round(time.perf_counter() - started, 1)
     written["out"] = str(out)
     return written
+
+
+def _put_row_predictions(build: Build, split: str, scoreboard: dict | None, put: Callable[[str, str], None]) -> None:
+    """Each scoreboard row's predictions of a split, where Explore links to them."""
+    from .explore import row_predictions
+
+    if scoreboard is None or scoreboard.get("status") != "ok":
+        return
+    for name, path in scoreboard["downloads"].items():
+        put(path, _dump(row_predictions(build, split, name)))
