@@ -71,6 +71,7 @@ def test_every_scoreboard_row_equals_evaluate_on_its_exported_predictions(demo_b
     report = json.loads(
         runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output
     )
+    assert report["variants"][-1]["variant"] == "bm25" and report["variants"][-1]["reference"] is True
     board = report["scoreboard"]
     assert board["anchor"] == COURSE_TABLE_2["dev"]
     assert [r["name"] for r in board["rows"]] == [r.name for r in scoreboard_rows()]
@@ -155,3 +156,23 @@ def test_site_writes_every_rows_predictions(web_tracer, tmp_path):
     assert written == sorted(f"{r.name}.json" for r in scoreboard_rows())
     page = (out / "explore" / "test.html").read_text(encoding="utf-8")
     assert 'href="../predictions/test/bm25+intended+notebook.json"' in page
+
+
+def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
+    """BM25's passages are shown; the verdicts say what is not built."""
+    from fastapi.testclient import TestClient
+
+    from claimtrace.artifacts import Build
+    from claimtrace.web.app import create_app
+
+    root = tmp_path / "work"
+    root.mkdir()
+    for entry in demo_build.root.iterdir():
+        if entry.name not in ("classifier", "scoreboard.json"):
+            (root / entry.name).symlink_to(entry)
+    with TestClient(create_app(Build(root, demo_build.data_dir))) as client:
+        fixes = client.get("/claim/claim-752.json").json()["fixes"]
+        assert fixes["status"] == "ok" and fixes["verdicts"] is None and "claimtrace build" in fixes["verdicts_missing"]
+        assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
+        assert "not computed yet" in client.get("/claim/claim-752.html").text
+        assert client.get("/explore/dev.json").json()["scoreboard"]["status"] == "missing"

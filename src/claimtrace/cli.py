@@ -487,7 +487,7 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         "split": split,
         "course": course.summary(),
         "fallback_share": retrieval["splits"][split]["fallback_share"],
-        "variants": retrieval["variants_dev"] if split == "dev" else None,
+        "variants": build.retrieval_variants() if split == "dev" else None,
         "checkpoint": classifier["checkpoint"],
         "classifier": classifier[split],
         "scoreboard": _build_scoreboard(build, split),
@@ -500,7 +500,10 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         f"fallback for {report['fallback_share']:.0%} of claims"
     )
     for row in report["variants"] or []:
-        click.echo(f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}")
+        reference = " (reference, not a quirk)" if row.get("reference") else ""
+        click.echo(
+            f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}{reference}"
+        )
     for evidence, protocols in report["classifier"].items():
         for protocol, figures in protocols.items():
             click.echo(

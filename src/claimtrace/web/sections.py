@@ -512,9 +512,11 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> dict:
     BM25's and (labelled claims) on the gold evidence; the notebook's model on BM25's too.
 
     Returns ``{"status", "bm25": {"evidences": [{"id", "score", "gold", "text"}], "F"},
-    "notebook_F", "verdicts": {model: {source: {protocol: verdict} or None}}, "note"}``; F is
-    None for an unlabelled claim, a verdict set None where the build has none (the intended
-    model on train claims). A typed text has no stored BM25 retrieval: ``"status": "none"``.
+    "notebook_F", "verdicts": {model: {source: {protocol: verdict} or None}} or None,
+    "verdicts_missing", "note"}``; F is None for an unlabelled claim, a verdict set None where
+    the build has none (the intended model on train claims), ``verdicts`` None (and
+    ``verdicts_missing`` the reason) before the classifier stage. A typed text has no stored
+    BM25 retrieval: ``"status": "none"``.
     """
     from ..evaluate import evidence_f
 
@@ -527,8 +529,6 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> dict:
     try:
         record = build.bm25_retrieval(split)[claim.id]
         notebook_ids = build.retrieval(split)[claim.id]["evidences"]
-        more = build.more_verdicts(split)[claim.id]
-        notebook = build.verdicts(split)[claim.id]
     except Missing as err:
         return missing(err.stage, err.reason)
     gold = set(claim.evidences) if labelled else set()
@@ -536,17 +536,14 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> dict:
         {"id": pid, "score": float(score), "gold": pid in gold, "text": build.passage_text(pid)}
         for pid, score in zip(record["evidences"], record["scores"], strict=True)
     ]
-    sources = (["gold"] if labelled else []) + ["retrieved", "bm25"]
-    stored = {"intended": more["intended"], "notebook": {**notebook, "bm25": more["notebook"]["bm25"]}}
-    # None where the build has no verdict: the intended model is not run on train claims
-    verdicts = {
-        model: {
-            src: {p: by_source[src][p]["verdict"] for p in C.PROTOCOLS} if src in by_source else None for src in sources
-        }
-        for model, by_source in stored.items()
-    }
+    verdicts, verdicts_missing = None, None
+    try:  # BM25's passages are worth showing before the classifier stage has run
+        verdicts = _fixes_verdicts(build, claim, split)
+    except Missing as err:
+        verdicts_missing = err.reason
     return {
         "status": "ok",
+        "verdicts_missing": verdicts_missing,
         "bm25": {
             "evidences": evidences,
             "F": evidence_f(record["evidences"], claim.evidences) if labelled else None,
@@ -556,6 +553,23 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> dict:
         "notebook_F": evidence_f(notebook_ids, claim.evidences) if labelled else None,
         "verdicts": verdicts,
         "note": NO_TABLE_FOR_INTENDED,
+    }
+
+
+def _fixes_verdicts(build: Build, claim: Claim, split: str) -> dict:
+    """{model: {source: {protocol: verdict} or None}} of the fixes box (None: not in the build)."""
+    sources = (["gold"] if claim.label is not None else []) + ["retrieved", "bm25"]
+    more = build.more_verdicts(split)[claim.id]
+    stored = {
+        "intended": more["intended"],
+        "notebook": {**build.verdicts(split)[claim.id], "bm25": more["notebook"]["bm25"]},
+    }
+    # None where the build has no verdict: the intended model is not run on train claims
+    return {
+        model: {
+            src: {p: by_source[src][p]["verdict"] for p in C.PROTOCOLS} if src in by_source else None for src in sources
+        }
+        for model, by_source in stored.items()
     }
 
 
