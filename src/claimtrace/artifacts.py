@@ -27,6 +27,7 @@ Layout of a workdir::
     classifier/inputs/<split>-<source>.npz  also bm25 and each quirk variant's evidence (dev, test)
     classifier/more/<split>.json      per claim: {model: {source: {protocol: {logits, verdict}}}},
                                       the verdicts classifier/<split>.json does not hold
+                                      (dev, test; empty entries for train)
     scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
 """
 

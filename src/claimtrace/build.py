@@ -414,14 +414,13 @@ def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processe
 
 
 def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """(evidence source, the models that read it) beyond classifier/<split>.json's. Dev and test
-    get every scoreboard row's; train only the notebook's model on BM25's evidence: the intended
-    model's verdicts on the claims it was trained on would double the build's time (a forward
-    call per claim and protocol) and score nothing."""
+    """(evidence source, the models that read it) beyond classifier/<split>.json's: every
+    scoreboard row's on dev and test; none on train, the claims both models were trained on
+    (their verdicts there score nothing, and a forward call per claim and protocol would double
+    the demo build's time)."""
     from .retrieval import VARIANTS
 
     if split not in VARIANT_SPLITS:
-        yield "bm25", ("notebook",)
         return
     if split != "test":
         yield "gold", ("intended",)
@@ -454,10 +453,10 @@ class _IntendedClassifier:
 
 
 def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
-    """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json: on dev
-    and test, the intended model on gold, retrieved and BM25 evidence, the notebook's model on
-    BM25 evidence, both models on each quirk variant's; on train, the notebook's model on BM25
-    evidence; both protocols. One file per split, written
+    """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json, dev and
+    test: the intended model on gold, retrieved and BM25 evidence, the notebook's model on BM25
+    evidence, both models on each quirk variant's; both protocols (train: an empty entry per
+    claim, :func:`_more_sources`). One file per split, written
     when the split is done; the model inputs are saved per source, so a killed stage re-encodes
     only what it had not saved."""
     from .classifier.model import torch_threads

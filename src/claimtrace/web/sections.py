@@ -562,7 +562,7 @@ def _fixes_verdicts(build: Build, claim: Claim, split: str) -> dict:
     more = build.more_verdicts(split)[claim.id]
     stored = {
         "intended": more["intended"],
-        "notebook": {**build.verdicts(split)[claim.id], "bm25": more["notebook"]["bm25"]},
+        "notebook": {**build.verdicts(split)[claim.id], **more["notebook"]},
     }
     # None where the build has no verdict: the intended model is not run on train claims
     return {
