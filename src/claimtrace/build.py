@@ -456,9 +456,8 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json, dev and
     test: the intended model on gold, retrieved and BM25 evidence, the notebook's model on BM25
     evidence, both models on each quirk variant's; both protocols (train: an empty entry per
-    claim, :func:`_more_sources`). One file per split, written
-    when the split is done; the model inputs are saved per source, so a killed stage re-encodes
-    only what it had not saved."""
+    claim, :func:`_more_sources`). One file per split, written when the split is done; the model
+    inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
     from .classifier.model import torch_threads
     from .classifier.predict import predict
 
