@@ -138,7 +138,8 @@ def test_explore_scoreboard_and_its_downloads(web_client, demo_build):
     assert "What each quirk cost" in page and "0.0430" in page  # the anchor's F
     test_board = web_client.get("/explore/test.json").json()["scoreboard"]
     assert test_board["rows"] is None and test_board["anchor"] == COURSE_TABLE_2["test"]
-    path = test_board["downloads"]["unpadded-tags+intended+notebook"]
+    assert board["downloads"] == test_board["downloads"]  # both splits' files from either page
+    path = test_board["downloads"]["unpadded-tags+intended+notebook"]["test"]
     assert path == "predictions/test/unpadded-tags+intended+notebook.json"
     served = web_client.get("/" + path)
     assert served.status_code == 200

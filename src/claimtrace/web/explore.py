@@ -124,7 +124,10 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
             section["rows"] = build.scoreboard()["rows"]
     except Missing as err:
         return missing(err.stage, err.reason)
-    section["downloads"] = {row.name: prediction_path(split, row.name) for row in scoreboard_rows()}
+    # both splits' files from either page: the test predictions are what one would submit
+    section["downloads"] = {
+        row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
+    }
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
     return section
 

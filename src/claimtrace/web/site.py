@@ -5,7 +5,8 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
     index.html, index.json              the walkthrough of claim-752
     claim/<id>.html, claim/<id>.json    every claim of the chosen splits
     explore/<split>.html, .json         every claim of a split, accuracies, confusions
-    predictions/<split>/<row>.json      each scoreboard row's predictions (dev, test; course shape)
+    predictions/<split>/<row>.json      each scoreboard row's predictions (dev and test, whatever
+                                        the splits chosen; the course's shape)
     live.html                           the model-input editor (claim-752; the table embedded,
                                         so it also works from file://); typing a new claim
                                         needs the server
@@ -84,12 +85,12 @@ def write_site(
         ),
     )
 
+    _put_row_predictions(tracer.build, put)
     for split in splits:
         explore = tracer.explore(split)
         put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
         put(f"explore/{split}.json", _dump(explore))
         written["explore"] += 1
-        _put_row_predictions(tracer.build, split, explore.get("scoreboard"), put)
         ids = list(tracer.claims(split))
         if limit is not None:
             ids = ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])
@@ -114,11 +115,16 @@ def write_site(
     return written
 
 
-def _put_row_predictions(build: Build, split: str, scoreboard: dict | None, put: Callable[[str, str], None]) -> None:
-    """Each scoreboard row's predictions of a split, where Explore links to them."""
-    from .explore import row_predictions
+def _put_row_predictions(build: Build, put: Callable[[str, str], None]) -> None:
+    """Every scoreboard row's dev and test predictions, where Explore links to them (both
+    splits' pages link to both); nothing when the build lacks them."""
+    from ..artifacts import Missing
+    from ..evaluate import scoreboard_rows
+    from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 
-    if scoreboard is None or scoreboard.get("status") != "ok":
+    try:
+        for split in PREDICTION_SPLITS:
+            for row in scoreboard_rows():
+                put(prediction_path(split, row.name), _dump(row_predictions(build, split, row.name)))
+    except Missing:
         return
-    for name, path in scoreboard["downloads"].items():
-        put(path, _dump(row_predictions(build, split, name)))
