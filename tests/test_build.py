@@ -170,3 +170,49 @@ def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
     }
     records = [json.loads(line) for line in (tmp_path / "w" / "retrieval" / "dev.jsonl").read_text().splitlines()]
     assert len(records) == 154
+
+
+def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypatch):
+    """The BM25 stage killed mid-index, then mid-records, ends as a one-shot build does."""
+    from claimtrace import bm25
+
+    monkeypatch.setattr(build_module, "BM25_CHUNK", 100)
+    with pytest.warns(data.EvidenceChecksumWarning):
+        expected = build(tmp_path / "whole", data_dir, small_evidence, processes=1, until="bm25")["bm25"]
+
+    killed = tmp_path / "killed"
+    real_chunk, real_write = bm25._write_chunk, build_module.write_atomic
+    chunks = []
+
+    def dying_chunk(job):
+        if len(chunks) == 3:
+            raise KeyboardInterrupt("killed")
+        chunks.append(job[0])
+        real_chunk(job)
+
+    monkeypatch.setattr(bm25, "_write_chunk", dying_chunk)
+    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+        build(killed, data_dir, small_evidence, processes=1, until="bm25")
+    assert sorted(p.name for p in (killed / "bm25" / "chunks").iterdir()) == ["00000.npz", "00001.npz", "00002.npz"]
+    monkeypatch.setattr(bm25, "_write_chunk", real_chunk)
+
+    def dying_write(path, text):
+        if "bm25-test" in str(path):
+            raise KeyboardInterrupt("killed")
+        real_write(path, text)
+
+    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+        build(killed, data_dir, small_evidence, processes=1, until="bm25")
+    assert (killed / "bm25" / "index").is_dir() and not (killed / "bm25" / "chunks").exists()
+    assert (killed / "retrieval" / "bm25-dev.jsonl").is_file() and not (killed / "bm25" / "summary.json").exists()
+    kept = _files(killed)
+
+    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    with pytest.warns(data.EvidenceChecksumWarning):
+        resumed = build(killed, data_dir, small_evidence, processes=1, until="bm25")["bm25"]
+    assert all(_files(killed)[name] == mtime for name, mtime in kept.items())  # nothing finished was redone
+    expected.pop("seconds"), resumed.pop("seconds")
+    assert resumed == expected
+    for split in ("train", "dev", "test"):
+        assert Build(killed).bm25_retrieval(split) == Build(tmp_path / "whole").bm25_retrieval(split)

@@ -20,6 +20,15 @@ Layout of a workdir::
     classifier/inputs/<split>-<source>.npz  the model inputs (gold, retrieved evidence)
     classifier/<split>.json           per claim: {gold, retrieved} x {alone, notebook} logits, verdict
     classifier/summary.json           accuracies and confusion matrices, the checkpoint used
+    bm25/index/, bm25/chunks/         the BM25 reference index (chunks while it is being built)
+    bm25/summary.json                 the BM25 row of the retrieval variants table, per-split figures
+    retrieval/bm25-<split>.jsonl      BM25's six passages per claim: {claim_id, evidences, scores}
+    retrieval/variants/<variant>-<split>.jsonl  each quirk variant's retrieval (dev, test)
+    classifier/inputs/<split>-<source>.npz  also bm25 and each quirk variant's evidence (dev, test)
+    classifier/more/<split>.json      per claim: {model: {source: {protocol: {logits, verdict}}}},
+                                      the verdicts classifier/<split>.json does not hold
+                                      (dev, test; empty entries for train)
+    scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
 """
 
 from __future__ import annotations
@@ -121,6 +130,32 @@ class Workdir:
     def classifier_summary(self) -> Path:
         return self.root / "classifier" / "summary.json"
 
+    @property
+    def bm25_dir(self) -> Path:
+        """The folder :func:`claimtrace.bm25.build_bm25_index` builds in (``index/``, ``chunks/``)."""
+        return self.root / "bm25"
+
+    @property
+    def bm25_index(self) -> Path:
+        return self.bm25_dir / "index"
+
+    @property
+    def bm25_summary(self) -> Path:
+        return self.bm25_dir / "summary.json"
+
+    def bm25_retrieval(self, split: str) -> Path:
+        return self.root / "retrieval" / f"bm25-{split}.jsonl"
+
+    def variant_retrieval(self, variant: str, split: str) -> Path:
+        return self.root / "retrieval" / "variants" / f"{variant}-{split}.jsonl"
+
+    def more_verdicts(self, split: str) -> Path:
+        return self.root / "classifier" / "more" / f"{split}.json"
+
+    @property
+    def scoreboard(self) -> Path:
+        return self.root / "scoreboard.json"
+
     @staticmethod
     def chunk(folder: Path, index: int, suffix: str) -> Path:
         return folder / f"{index:05d}{suffix}"
@@ -191,6 +226,19 @@ def _json_lines(path: Path) -> list[dict]:
             raise ValueError(f"line {number} is not a JSON object")
         rows.append(row)
     return rows
+
+
+def _read_records(path: Path) -> dict[str, dict]:
+    """A JSON-lines file of per-claim records, claim id -> record, in file order."""
+    records = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
+            records[record["claim_id"]] = record
+    return records
 
 
 def _rebuild_hint(work: Workdir) -> str:
@@ -447,3 +495,73 @@ class Build:
             }
             for cid, record in self.retrieval(split).items()
         }
+
+    # -- what each quirk cost: BM25, the quirk variants, the intended model, the scoreboard ------
+
+    def bm25_retrieval(self, split: str) -> dict[str, dict]:
+        """BM25's retrieval of one split: claim id -> ``{"claim_id", "evidences", "scores"}``
+        (at most six ids, best first; fewer when fewer passages share a stem with the claim)."""
+        return self._once(
+            ("bm25_retrieval", split), lambda: _read_records(self._require("bm25", self.work.bm25_retrieval(split)))
+        )
+
+    def bm25_summary(self) -> dict:
+        """The BM25 stage's figures: ``row`` (its line of the variants table), ``splits``, ``seconds``."""
+        return self._once("bm25_summary", lambda: read_json(self._require("bm25", self.work.bm25_summary)))
+
+    def variant_retrieval(self, variant: str, split: str) -> dict[str, dict]:
+        """A quirk variant's retrieval records (as :meth:`retrieval`'s) of dev or test."""
+        return self._once(
+            ("variant_retrieval", variant, split),
+            lambda: _read_records(self._require("retrieval", self.work.variant_retrieval(variant, split))),
+        )
+
+    def retrieval_variants(self) -> list[dict]:
+        """The dev retrieval variants table (one row per variant) and, once the BM25 stage has
+        run, BM25's row after them (``"reference": true``: a standard retriever, not a quirk)."""
+        rows = list(self.retrieval_summary().get("variants_dev") or [])
+        if self.work.bm25_summary.is_file():
+            rows.append(self.bm25_summary()["row"])
+        return rows
+
+    def evidence_ids(self, split: str, retrieval: str) -> dict[str, list[str]]:
+        """claim id -> the evidence ids one retrieval gave: ``notebook`` (the build's own),
+        ``bm25``, or a quirk variant's name (dev and test only)."""
+        if retrieval == "notebook":
+            records = self.retrieval(split)
+        elif retrieval == "bm25":
+            records = self.bm25_retrieval(split)
+        else:
+            records = self.variant_retrieval(retrieval, split)
+        return {cid: record["evidences"] for cid, record in records.items()}
+
+    def more_verdicts(self, split: str) -> dict[str, dict]:
+        """claim id -> ``{model: {source: {protocol: {"logits", "verdict"}}}}``: the verdicts
+        :meth:`verdicts` does not hold (the notebook's model on BM25 and quirk-variant evidence;
+        the intended model on every source)."""
+        return self._once(
+            ("more_verdicts", split), lambda: read_json(self._require("classifier", self.work.more_verdicts(split)))
+        )
+
+    def verdict_of(self, split: str, model: str, source: str, protocol: str) -> dict[str, str]:
+        """claim id -> verdict of one model (``notebook`` or ``intended``) on one evidence source
+        (``gold``, ``retrieved``, ``bm25`` or a quirk variant) under one protocol."""
+        if model == "notebook" and source in ("gold", "retrieved"):
+            return {cid: entry[source][protocol]["verdict"] for cid, entry in self.verdicts(split).items()}
+        return {cid: entry[model][source][protocol]["verdict"] for cid, entry in self.more_verdicts(split).items()}
+
+    def predictions(self, split: str, retrieval: str, model: str, protocol: str) -> dict[str, dict]:
+        """One scoreboard row's predictions in the course's shape ``{claim_id: {claim_text,
+        claim_label, evidences}}``: that retrieval's ids, that model's verdict on them."""
+        from .evaluate import evidence_source
+
+        claims = self.claims(split)
+        verdicts = self.verdict_of(split, model, evidence_source(retrieval), protocol)
+        return {
+            cid: {"claim_text": claims[cid].text, "claim_label": verdicts[cid], "evidences": ids}
+            for cid, ids in self.evidence_ids(split, retrieval).items()
+        }
+
+    def scoreboard(self) -> dict:
+        """The dev scoreboard the build computed (:func:`claimtrace.evaluate.scoreboard`)."""
+        return self._once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))

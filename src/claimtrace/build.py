@@ -335,10 +335,199 @@ def _table_agreement(classifier) -> dict:
     }
 
 
+# --- what each quirk cost: the quirk variants' records, BM25, more verdicts, the scoreboard --------
+
+#: The splits whose quirk-variant retrievals are kept (dev is scored; test is predicted).
+VARIANT_SPLITS = ("dev", "test")
+#: Passages per chunk file of the BM25 index build (a module name, so a test can make it small).
+BM25_CHUNK = CHUNK
+#: Which model reads which evidence in :func:`build_more_verdicts` (beyond classifier/<split>.json).
+MORE_MODELS = ("notebook", "intended")
+
+
+def build_variant_records(work: Workdir, data_dir: Path) -> None:
+    """Each quirk variant's retrieval records of dev and test, one file each (skipped when
+    there): a scoreboard row needs its ids for F and its evidence for A."""
+    from . import retrieval
+
+    reader = Build(work.root, data_dir)
+    todo = [
+        (name, split)
+        for name in retrieval.VARIANTS
+        if name != "notebook"
+        for split in VARIANT_SPLITS
+        if not work.variant_retrieval(name, split).is_file()
+    ]
+    if not todo:
+        return
+    retrievers = {"padded": reader.retriever()}
+    for name, split in todo:
+        variant = retrieval.VARIANTS[name]
+        if variant.passage_tags not in retrievers:  # the unpadded retriever: fitted once, only if needed
+            rows = list(reader.iter_tags())
+            retrievers["unpadded"] = retrieval.Retriever([r["id"] for r in rows], [r["nopad"] for r in rows])
+        records = retrieval.retrieve_all(retrievers[variant.passage_tags], reader.claims(split), variant)
+        write_atomic(
+            work.variant_retrieval(name, split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        )
+
+
+def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processes: int = 2) -> dict:
+    """The BM25 reference: its index of the corpus (evidence.json file order, chunked and
+    resumable), each split's six passages per claim, and its row of the variants table."""
+    from . import bm25
+    from .evaluate import evidence_f
+
+    if work.bm25_summary.is_file():
+        return read_json(work.bm25_summary)
+    started = time.perf_counter()
+    index = bm25.build_bm25_index(work.bm25_dir, passages.items(), chunk_size=BM25_CHUNK, processes=processes)
+    reader = Build(work.root, data_dir)
+    summary: dict = {"passages": len(index), "params": bm25.PARAMS, "tokenizer": bm25.TOKENIZER, "splits": {}}
+    for split in C.SPLITS:
+        claims = reader.claims(split)
+        if not work.bm25_retrieval(split).is_file():
+            ids, scores = index.search([c.text for c in claims.values()], k=C.MAX_EVIDENCES)
+            lines = (
+                json.dumps({"claim_id": cid, "evidences": i, "scores": [float(x) for x in sc]}, ensure_ascii=False)
+                for cid, i, sc in zip(claims, ids, scores, strict=True)
+            )
+            write_atomic(work.bm25_retrieval(split), "".join(line + "\n" for line in lines))
+        records = reader.bm25_retrieval(split)
+        figures = {
+            "claims": len(records),
+            "short_share": sum(len(r["evidences"]) < C.MAX_EVIDENCES for r in records.values()) / max(1, len(records)),
+        }
+        if split != "test":
+            figures["F"] = sum(evidence_f(r["evidences"], claims[cid].evidences) for cid, r in records.items()) / max(
+                1, len(records)
+            )
+        summary["splits"][split] = figures
+    summary["row"] = {
+        "variant": "bm25",
+        "description": "BM25 over the raw passage text (k1 = 1.2, b = 0.75): a standard retriever, not a quirk",
+        "F": summary["splits"]["dev"]["F"],
+        "fallback_share": 0.0,  # BM25 has no filter, so no fallback: a claim gets what shares a stem
+        "claims": summary["splits"]["dev"]["claims"],
+        "passages": len(index),
+        "reference": True,
+    }
+    summary["seconds"] = time.perf_counter() - started
+    write_atomic(work.bm25_summary, json.dumps(summary, ensure_ascii=False, indent=1))
+    return summary
+
+
+def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(evidence source, the models that read it) beyond classifier/<split>.json's: every
+    scoreboard row's on dev and test; none on train, the claims both models were trained on
+    (their verdicts there score nothing, and a forward call per claim and protocol would double
+    the demo build's time)."""
+    from .retrieval import VARIANTS
+
+    if split not in VARIANT_SPLITS:
+        return
+    if split != "test":
+        yield "gold", ("intended",)
+    yield "retrieved", ("intended",)
+    yield "bm25", MORE_MODELS
+    for name in VARIANTS:
+        if name != "notebook":
+            yield name, MORE_MODELS
+
+
+class _IntendedClassifier:
+    """The intended model behind :func:`claimtrace.classifier.predict.predict`'s interface:
+    ``logits(input_ids, protocol)``. It has real attention, so no exact table: ``alone`` is
+    literally one forward call per claim."""
+
+    def __init__(self):
+        from .classifier.intended import load_intended_model
+
+        self.model = load_intended_model()
+
+    def logits(self, input_ids, protocol: str):
+        import torch
+
+        from .classifier.model import alone_logits, notebook_logits
+
+        ids = torch.as_tensor(input_ids)
+        run = {"alone": alone_logits, "notebook": notebook_logits}[protocol]
+        with torch.no_grad():
+            return run(self.model, ids).double().numpy()
+
+
+def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
+    """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json, dev and
+    test: the intended model on gold, retrieved and BM25 evidence, the notebook's model on BM25
+    evidence, both models on each quirk variant's; both protocols (train: an empty entry per
+    claim, :func:`_more_sources`). One file per split, written when the split is done; the model
+    inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
+    from .classifier.model import torch_threads
+    from .classifier.predict import predict
+
+    todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
+    if not todo:
+        return
+    reader = Build(work.root, data_dir)
+    with torch_threads(1):  # as the classifier stage: small forward calls
+        models = {"notebook": reader.classifier(), "intended": _IntendedClassifier()}
+        _check_shared_vocabulary(models["notebook"].vocab)
+        for split in todo:
+            verdicts: dict[str, dict] = {cid: {m: {} for m in MORE_MODELS} for cid in reader.claims(split)}
+            for source, readers in _more_sources(split):
+                encoded = _source_inputs(work, reader, split, source, models["notebook"].vocab)
+                for model in readers:
+                    for cid, entry in predict(models[model], encoded).items():
+                        verdicts[cid][model][source] = entry
+            write_atomic(work.more_verdicts(split), json.dumps(verdicts, ensure_ascii=False))
+
+
+def _check_shared_vocabulary(vocab) -> None:
+    """The intended model reads the shipped vocabulary's ids; the build's inputs are encoded
+    with its checkpoint's. They must be the same list for one input to serve both models."""
+    from .classifier.inputs import load_vocab
+    from .classifier.predict import ASSETS_DIR
+
+    shipped = load_vocab(ASSETS_DIR / C.VOCAB_FILE)
+    if shipped.tokens != vocab.tokens:
+        raise DataError(
+            f"{ASSETS_DIR / C.VOCAB_FILE}: the intended model's vocabulary is not the build checkpoint's: "
+            "build the comparison with the shipped checkpoint"
+        )
+
+
+def _source_inputs(work: Workdir, reader: Build, split: str, source: str, vocab):
+    """A split's model inputs for one evidence source: the saved ones, else encoded and saved."""
+    from .classifier.inputs import Encoded, encode, evidence_texts, make_rows
+
+    path = work.inputs(split, source)
+    if path.is_file():
+        return Encoded.load(path)
+    claims = reader.claims(split)
+    if source == "gold":
+        ids = {cid: claim.evidences for cid, claim in claims.items()}
+    else:
+        ids = reader.evidence_ids(split, "notebook" if source == "retrieved" else source)
+    encoded = encode(make_rows(claims, evidence_texts(ids, reader.passage_text)), vocab)
+    encoded.save(path)
+    return encoded
+
+
+def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
+    """Dev F, A and HM of every retrieval x classifier x protocol row (written once)."""
+    from .evaluate import scoreboard
+
+    if work.scoreboard.is_file():
+        return read_json(work.scoreboard)
+    board = scoreboard(Build(work.root, data_dir), "dev")
+    write_atomic(work.scoreboard, json.dumps(board, ensure_ascii=False, indent=1))
+    return board
+
+
 # --- the whole build ----------------------------------------------------------------------------
 
 
-STAGES = ("tagging", "retrieval", "classifier")
+STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
 def build(
@@ -364,8 +553,16 @@ def build(
         return summary
     _log("retrieval: every train, dev and test claim")
     summary["retrieval"] = build_retrieval(work, data_dir)
+    build_variant_records(work, data_dir)
     if until == "retrieval":
         return summary
-    _log("classifier: verdicts of the build's checkpoint")
+    _log("bm25: the reference retriever's index and six passages per claim")
+    summary["bm25"] = build_bm25(work, data_dir, passages, processes)
+    if until == "bm25":
+        return summary
+    _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
     summary["classifier"] = build_classifier(work, data_dir)
+    build_more_verdicts(work, data_dir)
+    _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
+    summary["scoreboard"] = build_scoreboard(work, data_dir)
     return summary

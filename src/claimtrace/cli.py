@@ -205,7 +205,7 @@ def _open_build(ctx: click.Context, workdir: str):
 @click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
 @click.option(
     "--until",
-    type=click.Choice(["tagging", "retrieval", "classifier"]),
+    type=click.Choice(["tagging", "retrieval", "bm25", "classifier"]),
     default="classifier",
     show_default=True,
     help="The last stage to run.",
@@ -514,9 +514,10 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         "split": split,
         "course": course.summary(),
         "fallback_share": retrieval["splits"][split]["fallback_share"],
-        "variants": retrieval["variants_dev"] if split == "dev" else None,
+        "variants": build.retrieval_variants() if split == "dev" else None,
         "checkpoint": classifier["checkpoint"],
         "classifier": classifier[split],
+        "scoreboard": _build_scoreboard(build, split),
     }
     if as_json:
         _print_json(report)
@@ -526,23 +527,66 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         f"fallback for {report['fallback_share']:.0%} of claims"
     )
     for row in report["variants"] or []:
-        click.echo(f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}")
+        reference = " (reference, not a quirk)" if row.get("reference") else ""
+        click.echo(
+            f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}{reference}"
+        )
     for evidence, protocols in report["classifier"].items():
         for protocol, figures in protocols.items():
             click.echo(
                 f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}"
             )
+    _echo_scoreboard(report["scoreboard"])
+
+
+def _build_scoreboard(build, split: str) -> dict | None:
+    """The build's dev scoreboard (None for another split, or a build made before it existed)."""
+    from .artifacts import Missing
+
+    if split != "dev":
+        return None
+    try:
+        return build.scoreboard()
+    except Missing:
+        return None
+
+
+def _echo_scoreboard(board: dict | None) -> None:
+    if board is None:
+        return
+    anchor = board["anchor"]
+    click.echo(
+        f"  scoreboard ({board['split']}; the course's Table 2: F {anchor['F']}, A {anchor['A']}, HM {anchor['HM']})"
+    )
+    for row in board["rows"]:
+        changes = "; ".join(row["changes"]) or "the notebook's pipeline"
+        click.echo(f"  {row['name']:38s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}  ({changes})")
 
 
 @main.command("predict")
 @workdir_option()
 @click.option("--split", type=click.Choice(["dev", "test", "train"]), default="dev", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), required=True)
+@click.option(
+    "--row",
+    default=None,
+    help="A scoreboard row, RETRIEVAL+MODEL+PROTOCOL (e.g. bm25+intended+notebook; `claimtrace evaluate` lists "
+    "them; default: the notebook's own, notebook+notebook+notebook).",
+)
 @click.pass_context
-def predict_command(ctx: click.Context, workdir: str, split: str, out: str) -> None:
+def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row: str | None) -> None:
     """Write the build's predictions in the course's shape: retrieved ids and the
-    notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`)."""
-    predictions = _open_build(ctx, workdir).course_predictions(split)
+    notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`); with
+    --row, one scoreboard row's (dev and test for every row; train for the notebook's and
+    BM25's retrieval)."""
+    from .evaluate import scoreboard_row
+
+    build = _open_build(ctx, workdir)
+    if row is None:
+        predictions = build.course_predictions(split)
+    else:
+        chosen = scoreboard_row(row)
+        predictions = build.predictions(split, chosen.retrieval, chosen.model, chosen.protocol)
     data_layer.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
     click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
 

@@ -8,6 +8,7 @@ Routes (docs/web.md has the JSON shapes):
 * ``/live``, ``/live.html`` (GET ``?text=`` or ``?claim=``; POST a form) — trace your own claim
   and edit the model input in the browser; ``/live.json?text=``
 * ``/api/trace`` (GET ``?text=``, or POST JSON ``{"text": ...}`` / a form) — a text's trace
+* ``/predictions/<split>/<row>.json`` — a scoreboard row's dev or test predictions (course shape)
 * ``/api/table.json`` — the classifier's table for the browser; ``/api/build.json`` — the build
 * ``/static/app.js``, ``/static/style.css``
 
@@ -352,6 +353,22 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
     def explore_split(request: Request, name: str):
         split, kind = _split_name(name)
         return explore_response(request, split, kind)
+
+    @app.get("/predictions/{split}/{name}")
+    def row_predictions(request: Request, split: str, name: str):
+        """One scoreboard row's predictions in the course's shape (explore.scoreboard_section)."""
+        from ..data import DataError
+        from .explore import row_predictions as predictions_of
+
+        row, kind = _split_name(name)
+        if kind != "json":
+            return not_found(request, True, "Predictions are JSON: ask for ROW.json.")
+        try:
+            return encoded.response(predictions_of(tracer.build, split, row))
+        except StageMissing:
+            raise  # the stage_missing handler: 503, naming what to build
+        except DataError as err:  # an unknown row or split
+            return not_found(request, True, str(err))
 
     # -- live ----------------------------------------------------------------------------------
 

@@ -80,7 +80,7 @@ def explore(build: Build, split: str) -> dict:
     )
     out["retrieval_variants"] = None
     if split == "dev" and records is not None:
-        out["retrieval_variants"] = build.retrieval_summary().get("variants_dev")
+        out["retrieval_variants"] = build.retrieval_variants()
     if records is not None:
         fallbacks = sum(row["fallback"] for row in out["claims"])
         out["fallbacks"] = fallbacks
@@ -99,6 +99,7 @@ def explore(build: Build, split: str) -> dict:
             course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
         out["course_scores"] = course
     out["course"] = course_figures(build, split, out)
+    out["scoreboard"] = scoreboard_section(build, split)
     return out
 
 
@@ -154,3 +155,45 @@ def course_figures(build: Build, split: str, page: dict) -> dict:
     out["accuracy_note"] = course.accuracy_note(provenance, correct["gold"], len(page["claims"]))
     out["training"] = course.training_curve(None if provenance is None else provenance.get("history"))
     return out
+
+
+#: The splits whose every scoreboard row's predictions can be downloaded.
+PREDICTION_SPLITS = ("dev", "test")
+
+
+def prediction_path(split: str, row: str) -> str:
+    """Where a row's predictions live on the site, relative to its root (server and static)."""
+    return f"predictions/{split}/{row}.json"
+
+
+def scoreboard_section(build: Build, split: str) -> dict | None:
+    """What each quirk cost: the build's dev scoreboard (dev), the course's Table 2 figures for
+    the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
+    from ..evaluate import COURSE_TABLE_2, scoreboard_rows
+
+    if split not in PREDICTION_SPLITS:
+        return None
+    section: dict[str, Any] = {"status": "ok", "anchor": COURSE_TABLE_2[split], "rows": None}
+    try:
+        if split == "dev":
+            section["rows"] = build.scoreboard()["rows"]
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    # both splits' files from either page: the test predictions are what one would submit
+    section["downloads"] = {
+        row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
+    }
+    section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
+    return section
+
+
+def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
+    """One scoreboard row's predictions of dev or test in the course's shape (DataError for an
+    unknown row; Missing when the build lacks them)."""
+    from ..data import DataError
+    from ..evaluate import scoreboard_row
+
+    if split not in PREDICTION_SPLITS:
+        raise DataError(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")
+    row = scoreboard_row(name)
+    return build.predictions(split, row.retrieval, row.model, row.protocol)

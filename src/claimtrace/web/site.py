@@ -5,6 +5,8 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
     index.html, index.json              the walkthrough of claim-752
     claim/<id>.html, claim/<id>.json    every claim of the chosen splits
     explore/<split>.html, .json         every claim of a split, accuracies, confusions
+    predictions/<split>/<row>.json      each scoreboard row's predictions (dev and test, whatever
+                                        the splits chosen; the course's shape)
     live.html                           the model-input editor: claim-752, or any exported claim
                                         with ?claim=<id> (from live/<id>.js); typing a new claim
                                         needs the server
@@ -178,6 +180,7 @@ def write_site(
         ),
     )
 
+    _put_row_predictions(tracer.build, put)
     for split in splits:
         explore = tracer.explore(split)
         put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
@@ -209,6 +212,7 @@ def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
     """Every claim, live and explore file an export will write (for disabling other links)."""
     paths = {f"explore/{split}.{ext}" for split in claim_ids for ext in ("html", "json")}
     paths |= {f"predictions/{split}.json" for split in claim_ids}
+    paths |= _row_prediction_paths()
     for ids in claim_ids.values():
         for claim_id in ids:
             paths |= {f"claim/{claim_id}.html", live_bucket(claim_id)}
@@ -238,3 +242,26 @@ def _write_claims(
             bar.update(1)
     if bar is not None:
         bar.close()
+
+
+def _row_prediction_paths() -> set[str]:
+    """The scoreboard rows' prediction files every export writes (when the build has them)."""
+    from ..evaluate import scoreboard_rows
+    from .explore import PREDICTION_SPLITS, prediction_path
+
+    return {prediction_path(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()}
+
+
+def _put_row_predictions(build: Build, put: Callable[[str, str], None]) -> None:
+    """Every scoreboard row's dev and test predictions, where Explore links to them (both
+    splits' pages link to both); nothing when the build lacks them."""
+    from ..artifacts import Missing
+    from ..evaluate import scoreboard_rows
+    from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
+
+    try:
+        for split in PREDICTION_SPLITS:
+            for row in scoreboard_rows():
+                put(prediction_path(split, row.name), _dump(row_predictions(build, split, row.name)))
+    except Missing:
+        return
