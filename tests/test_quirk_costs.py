@@ -177,3 +177,14 @@ def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
         assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
         assert "not computed yet" in client.get("/claim/claim-752.html").text
         assert client.get("/explore/dev.json").json()["scoreboard"]["status"] == "missing"
+
+
+def test_explore_reports_the_intended_models_training_measured(web_client):
+    """The intended model's dev accuracy and curve come from its provenance; the page says
+    whether the fix helped, from the figures (88/154 against 90/154 for the shipped pair)."""
+    trained = web_client.get("/explore/dev.json").json()["scoreboard"]["intended_training"]
+    assert len(trained["curve"]) == 10 and trained["claims"] == 154
+    assert trained["helped"] == (trained["intended"]["dev_correct"] > trained["notebook"]["dev_correct"])
+    assert (trained["intended"]["dev_correct"], trained["notebook"]["dev_correct"]) == (88, 90)
+    page = web_client.get("/explore/dev.html").text
+    assert "The intended model, measured" in page and "did not help here" in page

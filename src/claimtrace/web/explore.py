@@ -184,7 +184,49 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
         row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
     }
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
+    section["intended_training"] = intended_training()
     return section
+
+
+def intended_training() -> dict:
+    """The intended model's training beside the notebook model's, from the two shipped
+    checkpoints' provenance: dev accuracy (gold evidence) epoch by epoch, each best epoch, and
+    whether fixing the two bugs helped, measured, not asserted."""
+    import json
+
+    from .. import constants as C
+    from ..classifier.intended import intended_provenance
+    from ..classifier.predict import ASSETS_DIR
+
+    intended = intended_provenance()
+    notebook = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+
+    def best(provenance: dict) -> dict:
+        record = provenance["history"][provenance["best_epoch"] - 1]
+        return {
+            "epoch": provenance["best_epoch"],
+            "dev_correct": record["dev_correct"],
+            "dev_accuracy": record["dev_accuracy"],
+        }
+
+    curve = [
+        {
+            "epoch": a["epoch"],
+            "intended_train": a["train_accuracy"],
+            "intended_dev": a["dev_accuracy"],
+            "notebook_train": b["train_accuracy"],
+            "notebook_dev": b["dev_accuracy"],
+        }
+        for a, b in zip(intended["history"], notebook["history"], strict=True)
+    ]
+    mine, theirs = best(intended), best(notebook)
+    return {
+        "intended": mine,
+        "notebook": theirs,
+        "claims": 154,
+        "curve": curve,
+        "helped": mine["dev_correct"] > theirs["dev_correct"],
+    }
 
 
 def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
