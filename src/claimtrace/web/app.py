@@ -296,9 +296,12 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
             result = tracer.trace(claim_id)
         except UnknownClaim:
             return unknown_claim(request, claim_id, kind == "json")
-        if kind == "json":
-            return encoded.response(result)
-        return html(renderer.claim_page(result, root_for(request.url.path)))
+        try:
+            if kind == "json":
+                return encoded.response(result)
+            return html(renderer.claim_page(result, root_for(request.url.path)))
+        finally:
+            tracer.first_page_served.set()  # the Explore warm-up may start now
 
     @app.get("/")
     def index(request: Request):
