@@ -16,8 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from claimtrace.artifacts import Build
-from claimtrace.web.app import HEADER_TIMEOUT_SECONDS, MAX_BODY_BYTES, create_app, public_paths, server_config
+from claimtrace.web.app import HEADER_TIMEOUT_SECONDS, MAX_BODY_BYTES, create_app, server_config
 from claimtrace.web.render import STATIC, TEMPLATES
+from claimtrace.web.sections import public_paths
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]

@@ -655,6 +655,21 @@ class Retriever:
         q_tags = np.array(sorted(self._tag_ids[t] for t in claim_tags if t in self._tag_ids), dtype=np.int64)
         return q_terms, q_values, q_tags, len(claim_tags)
 
+    def _postings(self, q_terms, q_values, q_tags) -> tuple:
+        """The claim's terms and tags with the posting lists they are read against, in the order
+        both kernels take them: terms, weights, term postings, tags, tag postings, tag set sizes."""
+        return (
+            q_terms,
+            q_values,
+            self._t_ptr,
+            self._t_doc,
+            self._t_weight,
+            q_tags,
+            self._g_ptr,
+            self._g_doc,
+            self._tag_sizes,
+        )
+
     def _rows(self, claim: str, cosine_in_score: int, full: bool = False) -> _Rows:
         if cosine_in_score not in (1, 2):
             raise ValueError(f"cosine_in_score must be 1 or 2, got {cosine_in_score}")
@@ -675,15 +690,7 @@ class Retriever:
         )
         # A claim without tags: the notebook's ZeroDivisionError, here overlap NO_TAGS_OVERLAP.
         rows, passed = _claim_kernel(
-            q_terms,
-            q_values,
-            self._t_ptr,
-            self._t_doc,
-            self._t_weight,
-            q_tags,
-            self._g_ptr,
-            self._g_doc,
-            self._tag_sizes,
+            *self._postings(q_terms, q_values, q_tags),
             n,
             n_claim_tags,
             cosine_in_score,
@@ -731,15 +738,7 @@ class Retriever:
         )
         _point_kernel(
             positions,
-            q_terms,
-            q_values,
-            self._t_ptr,
-            self._t_doc,
-            self._t_weight,
-            q_tags,
-            self._g_ptr,
-            self._g_doc,
-            self._tag_sizes,
+            *self._postings(q_terms, q_values, q_tags),
             n_claim_tags,
             cosine_in_score,
             C.NO_TAGS_OVERLAP,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -120,26 +119,6 @@ class _BytesCache:
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
         return Response(body, media_type="application/json")
-
-
-#: An absolute path inside a message: a slash not preceded by a word (so "and/or" is not one),
-#: then path characters; the last part is its name.
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"`()]+/)*([^\s/:'\"`()]+)")
-
-
-def public_paths(value, root: Path):
-    """``value`` (JSON data) with the machine's folders taken out of every string: a path in the
-    workdir becomes relative to it (the workdir itself ``.``), any other absolute path its file
-    name. The site shows what a build holds, not where this machine keeps it."""
-    if isinstance(value, dict):
-        return {key: public_paths(item, root) for key, item in value.items()}
-    if isinstance(value, list):
-        return [public_paths(item, root) for item in value]
-    if not isinstance(value, str):
-        return value
-    for prefix in dict.fromkeys((str(root.resolve()), str(root))):
-        value = re.sub(re.escape(prefix) + r"(/|(?![^\s:'\"`()]))", lambda found: "" if found.group(1) else ".", value)
-    return _ABSOLUTE_PATH.sub(lambda found: found.group(1), value)
 
 
 def _host_name(host: str) -> str:
@@ -502,7 +481,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     @app.get("/api/build.json")
     def api_build():
-        return _json(public_paths(tracer.build_info(), tracer.build.root))
+        return _json(tracer.build_info())
 
     # -- errors ----------------------------------------------------------------------------------
 

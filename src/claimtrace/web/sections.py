@@ -11,6 +11,7 @@ retrieval model, :mod:`claimtrace.explain`) for the one claim they show.
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -611,7 +612,6 @@ def classifier_section(
     section: dict[str, Any] = {
         "status": "ok",
         "checkpoint": Path(str(classifier.checkpoint)).name,
-        "checkpoint_path": str(classifier.checkpoint),
         "evidence_source": "retrieved",
         "vocabulary": len(classifier.vocab),
         **{
@@ -790,6 +790,26 @@ def _stage_problem(stage: str, err: DataError) -> dict:
     return {"status": "damaged", "stage": stage, "reason": str(err)}
 
 
+#: An absolute path inside a message: a slash not preceded by a word (so "and/or" is not one),
+#: then path characters; the last part is its name.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"`()]+/)*([^\s/:'\"`()]+)")
+
+
+def public_paths(value, root: Path):
+    """``value`` (JSON data) with the machine's folders taken out of every string: a path in the
+    workdir becomes relative to it (the workdir itself ``.``), any other absolute path its file
+    name. The site shows what a build holds, not where this machine keeps it."""
+    if isinstance(value, dict):
+        return {key: public_paths(item, root) for key, item in value.items()}
+    if isinstance(value, list):
+        return [public_paths(item, root) for item in value]
+    if not isinstance(value, str):
+        return value
+    for prefix in dict.fromkeys((str(root.resolve()), str(root))):
+        value = re.sub(re.escape(prefix) + r"(/|(?![^\s:'\"`()]))", lambda found: "" if found.group(1) else ".", value)
+    return _ABSOLUTE_PATH.sub(lambda found: found.group(1), value)
+
+
 def build_info(build: Build, brief: bool = False) -> dict:
     """What the build holds: its corpus and each stage's status."""
     stages: dict[str, Any] = {}
@@ -824,4 +844,4 @@ def build_info(build: Build, brief: bool = False) -> dict:
             info["tagging_summary"] = build.tagging_summary()
         except DataError:
             info["tagging_summary"] = None
-    return info
+    return public_paths(info, build.root)  # what the build holds, not where this machine keeps it
