@@ -276,3 +276,56 @@ def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
     verdicts = demo_build.verdicts("dev")["claim-752"]["retrieved"]
     assert out["notebook"]["verdict"] == verdicts["notebook"]["verdict"]
     assert max(abs(a - b) for a, b in zip(out["alone"]["logits"], verdicts["alone"]["logits"])) < 1e-9
+
+
+# --- the forward calls a build stores, and pages without torch ---------------------------------
+
+
+def test_build_stores_each_claims_real_forward_call(demo_build):
+    """classifier/<split>.json holds every claim's one real forward call on its retrieved
+    evidence, bit for bit the call :func:`claimtrace.explain.forward_alone` makes."""
+    from claimtrace.explain import forward_alone
+
+    classifier = demo_build.classifier()
+    for split in C.SPLITS:
+        encoded = demo_build.inputs(split, "retrieved")
+        verdicts = demo_build.verdicts(split)
+        assert all("torch_logits" in verdicts[cid]["retrieved"]["alone"] for cid in encoded.claim_ids)
+        for row in (0, len(encoded.claim_ids) // 2, len(encoded.claim_ids) - 1):
+            stored = verdicts[encoded.claim_ids[row]]["retrieved"]["alone"]["torch_logits"]
+            assert stored == forward_alone(classifier, encoded.input_ids[row]).tolist()
+
+
+def test_explain_claim_reads_the_stored_call_and_agrees_with_a_live_one(demo_build):
+    """The stored call and a live one give the same explanation, number for number."""
+    from claimtrace.explain import explain_input
+
+    stored = explain_claim(demo_build, "claim-752")
+    encoded = demo_build.inputs("dev", "retrieved")
+    row = encoded.claim_ids.index("claim-752")
+    live = explain_input(demo_build.classifier(), encoded.input_ids[row], encoded.texts[row])
+    assert stored["alone"] == live["alone"]
+    assert stored["contributions"] == live["contributions"]
+
+
+def test_a_course_claim_is_explained_without_torch(demo_build, tmp_path):
+    """A build's classifier (the shipped checkpoint, its table read from assets) and a course
+    claim's whole explanation need no torch: the server's first page does not pay for it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from claimtrace.artifacts import Build\n"
+        "from claimtrace.explain import explain_claim\n"
+        f"build = Build({str(demo_build.root)!r}, {str(demo_build.data_dir)!r})\n"
+        "explained = explain_claim(build, 'claim-752')\n"
+        "assert explained['alone']['torch_logits'], explained\n"
+        "print(build.classifier().parameter_count())\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    count, torch_imported = done.stdout.split()
+    assert torch_imported == "False"
+    assert int(count) == sum(p.numel() for p in load_classifier().model.parameters())

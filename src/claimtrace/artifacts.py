@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from . import constants as C
 from . import data as data_layer
 from .data import Claim, DataError
@@ -255,7 +253,7 @@ class PassageStore:
     a look-up is a binary search and one slice."""
 
     def __init__(self, texts_path: Path, index_path: Path):
-        with damaged(index_path), np.load(index_path) as stored:
+        with damaged(index_path), data_layer.load_npz(index_path) as stored:
             self._index = data_layer.StringIndex(stored["ids"], stored["rank"])
             offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
         with damaged(texts_path), open(texts_path, "rb") as handle:
@@ -274,8 +272,7 @@ class PassageStore:
         index = data_layer.StringIndex.of(passages)
         with data_layer.atomic_output(texts_path) as temporary:
             temporary.write_bytes(buffer.tobytes())
-        with data_layer.atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
+        data_layer.save_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
 
     def __len__(self) -> int:
         return len(self._texts)

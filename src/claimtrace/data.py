@@ -27,7 +27,7 @@ import tempfile
 import warnings
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -839,6 +839,100 @@ class StringIndex:
 
 
 # --- Writing artifacts ------------------------------------------------------------------------
+
+
+#: Where an array's data starts in an archive written by :func:`save_npz`: a multiple of this
+#: from the file's start, as numpy aligns data within a .npy file, so that it can be mapped.
+NPZ_ALIGNMENT = 64
+#: Extra-field id of the padding :func:`save_npz` puts in a member's local header (zip readers
+#: skip extra fields they do not know).
+_NPZ_PADDING_FIELD = 0xCA7A
+#: Members smaller than this are read, not mapped: a map costs more than the copy.
+_NPZ_MAP_MIN_BYTES = 1 << 16
+
+
+def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Write ``arrays`` as an uncompressed .npz, atomically, each array's data aligned to
+    NPZ_ALIGNMENT bytes from the file's start, so that :func:`load_npz` can memory-map it.
+    ``np.load`` reads the file as any other npz (the alignment is padding in the zip headers)."""
+    import io
+    import struct
+
+    with atomic_output(path) as temporary, zipfile.ZipFile(temporary, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            # local header: 30 bytes, the name, the extra field; the .npy header is a multiple of 64
+            start = archive.fp.tell() + 30 + len(info.filename.encode("utf-8")) + 4
+            padding = -start % NPZ_ALIGNMENT
+            info.extra = struct.pack("<HH", _NPZ_PADDING_FIELD, padding) + bytes(padding)
+            archive.writestr(info, member.getbuffer())
+
+
+class NpzArrays(Mapping):
+    """The arrays of an .npz file by name (``.files`` lists them, as ``np.load``'s archive).
+
+    Uncompressed members whose data is aligned (:func:`save_npz` writes them so) are
+    memory-mapped copy-on-write: opening is instant whatever the size, pages are read from the
+    page cache when first touched and shared between processes; the arrays are ordinary
+    writable ndarrays (a write stays private to the process). Other members are read whole.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._arrays: dict[str, np.ndarray] = {}
+        with zipfile.ZipFile(self.path) as archive, open(self.path, "rb") as raw:
+            for info in archive.infolist():
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                mapped = self._mapped(raw, info) if info.compress_type == zipfile.ZIP_STORED else None
+                if mapped is None:
+                    with archive.open(info) as member:
+                        mapped = np.lib.format.read_array(member, allow_pickle=False)
+                self._arrays[name] = mapped
+        self.files = list(self._arrays)
+
+    def _mapped(self, raw: BinaryIO, info: zipfile.ZipInfo) -> np.ndarray | None:
+        import struct
+
+        raw.seek(info.header_offset)
+        local = raw.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError(f"member {info.filename}: no local header")
+        name_length, extra_length = struct.unpack("<HH", local[26:30])
+        raw.seek(info.header_offset + 30 + name_length + extra_length)
+        version = np.lib.format.read_magic(raw)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(raw)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(raw)
+        offset = raw.tell()
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if dtype.hasobject or nbytes < _NPZ_MAP_MIN_BYTES or offset % max(dtype.alignment, 1):
+            return None
+        array = np.memmap(self.path, dtype=dtype, mode="c", offset=offset, shape=shape, order="F" if fortran else "C")
+        return array.view(np.ndarray)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._arrays[name]
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __enter__(self) -> NpzArrays:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def load_npz(path: str | os.PathLike) -> NpzArrays:
+    """The arrays of an .npz file, large aligned members memory-mapped (:class:`NpzArrays`)."""
+    return NpzArrays(path)
 
 
 @contextmanager

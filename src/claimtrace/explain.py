@@ -19,19 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from . import constants as C
 from .data import DataError
 
-__all__ = ["explain_input", "explain_claim", "margin"]
+__all__ = ["explain_input", "explain_claim", "forward_alone", "margin"]
 
 
 def _floats(values) -> list[float]:
     return [float(x) for x in values]
 
 
-def explain_input(classifier, ids: Sequence[int], text: str) -> dict:
+def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Sequence[float] | None = None) -> dict:
     """Every token's exact share of the verdict of the claim alone.
 
     Parameters
@@ -41,6 +40,9 @@ def explain_input(classifier, ids: Sequence[int], text: str) -> dict:
         The model input (``Vocabulary.encode(text)``).
     text : str
         The row text the ids encode (its words name the tokens, ``<unk>`` included).
+    torch_logits : sequence of 4 floats, optional
+        The claim's one real PyTorch forward call (batch of one, float32), when the build
+        stored it; else the call is made here.
 
     Returns
     -------
@@ -55,8 +57,9 @@ def explain_input(classifier, ids: Sequence[int], text: str) -> dict:
     words = text.split()
     tokens = vocab.decode(ids)
     alone = table.logits(np.asarray(ids))
-    with torch.no_grad():
-        torch_alone = classifier.model.eval()(torch.tensor([ids]))[0].double().numpy()
+    torch_alone = (
+        np.asarray(torch_logits, dtype=np.float64) if torch_logits is not None else forward_alone(classifier, ids)
+    )
     shares = table.contributions(ids)
     pad_count = ids.count(pad_id)
     real = len(ids) - pad_count
@@ -108,6 +111,17 @@ def explain_input(classifier, ids: Sequence[int], text: str) -> dict:
             "margin": margin(alone, table.bias, per_token, padding),
         },
     }
+
+
+def forward_alone(classifier, ids: Sequence[int]) -> np.ndarray:
+    """One real PyTorch forward call: the claim as a batch of one, in eval mode, on one thread
+    (a small call gains nothing from more); (4,) float64 holding the float32 logits."""
+    import torch
+
+    from .classifier.model import alone_logits, torch_threads
+
+    with torch_threads(1):
+        return alone_logits(classifier.model, torch.tensor([list(ids)]))[0].double().numpy()
 
 
 def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -> dict:
@@ -185,7 +199,9 @@ def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
     classifier = build.classifier()
     encoded = build.inputs(split, source)
     row = encoded.claim_ids.index(claim_id)
-    explained = explain_input(classifier, encoded.input_ids[row], encoded.texts[row])
+    # The build stores each claim's forward call on its retrieved evidence (what pages show).
+    stored = build.verdicts(split)[claim_id].get(source, {}).get("alone", {}).get("torch_logits")
+    explained = explain_input(classifier, encoded.input_ids[row], encoded.texts[row], stored)
     ids = build.retrieval(split)[claim_id]["evidences"] if source == "retrieved" else list(claim.evidences)
     out: dict[str, Any] = {
         "claim_id": claim_id,

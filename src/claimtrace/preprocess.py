@@ -22,10 +22,38 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 import contractions
-from nltk.stem import PorterStemmer
-from nltk.tokenize import NLTKWordTokenizer, word_tokenize
 
 from .data import chosen_data_dir, find_data_dir, load_stopwords
+
+
+def _import_nltk_quickly():
+    """nltk's tokenizer and Porter stemmer, imported without the parts of nltk we never call.
+
+    Importing anything from nltk runs its package ``__init__``, which imports most of nltk; that
+    pulls in scipy.stats (for one statistic of the collocation finder) and scikit-learn (for two
+    optional wrappers), about 1 s of the site's start. nltk imports both inside
+    ``try/except ImportError`` and falls back; hiding them for the duration of this import takes
+    those fallbacks. The tokenizer and stemmer are the same code either way, and scipy.stats and
+    scikit-learn import normally afterwards (the entries hidden here are put back as they were).
+    """
+    import sys
+
+    hidden = ("scipy.stats", "sklearn")
+    before = {name: sys.modules.get(name) for name in hidden}
+    for name, module in before.items():
+        if module is None:  # already imported: nothing to save, nltk finds it at once
+            sys.modules[name] = None  # type: ignore[assignment]  # "import" raises ImportError
+    try:
+        from nltk.stem import PorterStemmer
+        from nltk.tokenize import NLTKWordTokenizer, word_tokenize
+    finally:
+        for name, module in before.items():
+            if module is None and sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return PorterStemmer, NLTKWordTokenizer, word_tokenize
+
+
+PorterStemmer, NLTKWordTokenizer, word_tokenize = _import_nltk_quickly()
 
 #: Quirk: only ASCII punctuation is replaced (string.punctuation); “ ” ’ … stay and the
 #: tokenizer separates them; "sentence.abc" becomes two words.

@@ -11,48 +11,94 @@ Two protocols (``constants.PROTOCOLS``):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from .. import constants as C
 from ..artifacts import damaged
 from ..data import DataError
 from .inputs import Encoded, Vocabulary, load_vocab
-from .model import TransformerClassifier, load_model, notebook_logits
-from .table import Table, export_table, load_table, sha256_file, table_metadata
+from .table import Table, load_table, sha256_file, table_metadata
 
 #: The shipped checkpoint, its vocabulary, its exact table and its provenance.
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 
+#: The checkpoint's tensors that are not parameters: the positional table is a buffer.
+_BUFFERS = frozenset({"pos_encoder.pe"})
 
-@dataclass
+
 class Classifier:
-    """A checkpoint, the vocabulary its ids refer to, and its exact table."""
+    """A checkpoint, the vocabulary its ids refer to, and its exact table.
 
-    model: TransformerClassifier
-    vocab: Vocabulary
-    table: Table
-    checkpoint: Path
+    The PyTorch model is loaded on first use (:attr:`model`): the table answers the protocol
+    "alone" and every token's share without it, and a build stores each claim's one real forward
+    call, so a page of a course claim needs no torch (importing it and loading the model take
+    about 2 s of a server's start).
+    """
+
+    def __init__(self, vocab: Vocabulary, table: Table, checkpoint: Path, hint: str, model=None):
+        self.vocab = vocab
+        self.table = table
+        self.checkpoint = checkpoint
+        self._hint = hint
+        self._model = model
+        self._lock = threading.Lock()
+
+    @property
+    def model(self):
+        """The checkpoint as a :class:`~claimtrace.classifier.model.TransformerClassifier` in
+        eval mode (loaded once, on first use)."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = _load_model(self.checkpoint, self._hint, len(self.vocab), self.vocab_path)
+        return self._model
+
+    @property
+    def vocab_path(self) -> Path:
+        return self.checkpoint.parent / C.VOCAB_FILE
+
+    def parameter_count(self) -> int:
+        """The model's number of parameters, read from the checkpoint's header (no torch)."""
+        from safetensors import safe_open
+
+        with damaged(self.checkpoint, self._hint), safe_open(str(self.checkpoint), "np") as handle:
+            shapes = [handle.get_slice(name).get_shape() for name in handle.keys() if name not in _BUFFERS]
+        return int(sum(int(np.prod(shape)) for shape in shapes))
 
     def logits(self, input_ids: np.ndarray, protocol: str) -> np.ndarray:
         """(n, 4) float64 logits for ids (n, 128) in file order under one protocol."""
         if protocol == "alone":
             return self.table.logits(np.asarray(input_ids))
         if protocol == "notebook":
+            import torch
+
+            from .model import notebook_logits
+
             with torch.no_grad():
                 return notebook_logits(self.model, torch.as_tensor(np.asarray(input_ids))).double().numpy()
         raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
 
 
+def _load_model(checkpoint: Path, hint: str, vocab_size: int, vocab_path: Path):
+    from .model import load_model
+
+    with damaged(checkpoint, hint):
+        model = load_model(checkpoint)
+    if vocab_size != model.embedding.num_embeddings:
+        raise DataError(f"{vocab_path}: {vocab_size} tokens but {checkpoint} embeds {model.embedding.num_embeddings}")
+    return model
+
+
 def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
     """The checkpoint trained into ``checkpoint_dir`` (``claimtrace train``), else the shipped one.
 
-    The shipped table is read from ``assets/`` when its recorded checkpoint hash is the shipped
-    checkpoint's; otherwise the table is computed from the checkpoint in float64 (a second).
+    The table is read from the folder's table file when its recorded checkpoint hash is the
+    checkpoint's (the model itself is then loaded only when first used); otherwise the model
+    is loaded now and the table computed from it in float64 (a second).
     """
     folder = ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)
     checkpoint, vocab_path = folder / C.CHECKPOINT_FILE, folder / C.VOCAB_FILE
@@ -60,17 +106,31 @@ def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
     for path in (checkpoint, vocab_path):
         if not path.is_file():
             raise DataError(f"{path}: file is missing ({hint})")
-    with damaged(checkpoint, hint):
-        model = load_model(checkpoint)
     with damaged(vocab_path, hint):
         vocab = load_vocab(vocab_path)
-    if len(vocab) != model.embedding.num_embeddings:
-        raise DataError(f"{vocab_path}: {len(vocab)} tokens but {checkpoint} embeds {model.embedding.num_embeddings}")
     table_path = folder / C.TABLE_FILE
     with damaged(table_path, hint):
         recorded = table_metadata(table_path).get("checkpoint_sha256") if table_path.is_file() else None
-        table = load_table(table_path) if recorded == sha256_file(checkpoint) else export_table(model)
-    return Classifier(model, vocab, table, checkpoint)
+        table = load_table(table_path) if recorded == sha256_file(checkpoint) else None
+    if table is not None:
+        with damaged(checkpoint, hint):
+            _check_header(checkpoint)
+        if len(vocab) != table.g.shape[0]:
+            raise DataError(f"{vocab_path}: {len(vocab)} tokens but {table_path} has {table.g.shape[0]} rows")
+        return Classifier(vocab, table, checkpoint, hint)
+    from .table import export_table
+
+    model = _load_model(checkpoint, hint, len(vocab), vocab_path)
+    return Classifier(vocab, export_table(model), checkpoint, hint, model=model)
+
+
+def _check_header(checkpoint: Path) -> None:
+    """Read the checkpoint's header (names and shapes): a truncated or garbage file fails here,
+    at load, not at the first forward call."""
+    from safetensors import safe_open
+
+    with safe_open(str(checkpoint), "np") as handle:
+        list(handle.keys())
 
 
 def predict(classifier: Classifier, encoded: Encoded) -> dict[str, dict]:

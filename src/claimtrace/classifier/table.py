@@ -20,13 +20,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .. import constants as C
 from ..data import atomic_output
-from .model import TransformerClassifier
+
+if TYPE_CHECKING:  # torch is imported where a model runs: a saved table is read without it
+    import torch
+
+    from .model import TransformerClassifier
 
 
 @dataclass
@@ -55,20 +59,22 @@ class Table:
         return self.g[ids] / ids.shape[-1]
 
 
-@torch.no_grad()
-def export_table(model: TransformerClassifier, dtype: torch.dtype = torch.float64) -> Table:
+def export_table(model: TransformerClassifier, dtype: torch.dtype | None = None) -> Table:
     """Compute g and b from a model: every vocabulary entry alone, at one position.
 
-    The model is copied to ``dtype`` (float64 by default: the exact table), put in eval mode,
+    The model is copied to ``dtype`` (``None``: torch.float64, the exact table), put in eval mode,
     and the encoder is run once on a "sequence" of length one whose batch is the whole
     vocabulary, which is exactly what it does to each position of a claim alone.
     """
-    m = copy.deepcopy(model).to(dtype).eval()
-    # Quirk "x sqrt(128)" and quirk "pe by batch position": a claim alone gets pe[0].
-    x = m.embedding.weight * math.sqrt(C.MAX_LEN) + m.pos_encoder.pe[C.ALONE_PE_ROW]  # (vocab, 256)
-    hidden = m.transformer_encoder(x.unsqueeze(0))[0]  # (1, vocab, 256): length-1 sequence
-    g = hidden @ m.fc_out.weight.T  # (vocab, 4), the bias kept apart
-    return Table(g.double().numpy().copy(), m.fc_out.bias.double().numpy().copy())
+    import torch
+
+    m = copy.deepcopy(model).to(torch.float64 if dtype is None else dtype).eval()
+    with torch.no_grad():
+        # Quirk "x sqrt(128)" and quirk "pe by batch position": a claim alone gets pe[0].
+        x = m.embedding.weight * math.sqrt(C.MAX_LEN) + m.pos_encoder.pe[C.ALONE_PE_ROW]  # (vocab, 256)
+        hidden = m.transformer_encoder(x.unsqueeze(0))[0]  # (1, vocab, 256): length-1 sequence
+        g = hidden @ m.fc_out.weight.T  # (vocab, 4), the bias kept apart
+        return Table(g.double().numpy().copy(), m.fc_out.bias.double().numpy().copy())
 
 
 def sha256_file(path: Path) -> str:
@@ -110,7 +116,6 @@ def table_metadata(path: Path) -> dict[str, str]:
         return dict(handle.metadata() or {})
 
 
-@torch.no_grad()
 def alone_logits_stacked(model: TransformerClassifier, input_ids: torch.Tensor) -> torch.Tensor:
     """Protocol "alone" for many claims in one encoder call (same arithmetic as one call each).
 
@@ -119,8 +124,11 @@ def alone_logits_stacked(model: TransformerClassifier, input_ids: torch.Tensor) 
     which the encoder transforms independently, just as it would in n separate calls. (Stacking
     them along dim 0 instead would make them attend to each other: the notebook protocol.)
     """
+    import torch
+
     model.eval()
     n, length = input_ids.shape
-    x = model.embedding(input_ids) * math.sqrt(length) + model.pos_encoder.pe[C.ALONE_PE_ROW]
-    hidden = model.transformer_encoder(x.reshape(1, n * length, -1)).reshape(n, length, -1)
-    return model.fc_out(hidden.mean(dim=1))
+    with torch.no_grad():
+        x = model.embedding(input_ids) * math.sqrt(length) + model.pos_encoder.pe[C.ALONE_PE_ROW]
+        hidden = model.transformer_encoder(x.reshape(1, n * length, -1)).reshape(n, length, -1)
+        return model.fc_out(hidden.mean(dim=1))

@@ -61,9 +61,7 @@ class Tracer:
         return self.build.claims(split)
 
     def _assemble(self, text: str, **claim) -> dict:
-        from ..classifier.model import torch_threads
-
-        with self._lock, torch_threads(1):  # one claim's forward call: one thread is faster
+        with self._lock:  # the retrieval model's scratch arrays are shared
             return sections.assemble(self.build, text, **claim)
 
     def trace(self, claim_id: str) -> dict:
