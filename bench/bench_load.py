@@ -1,6 +1,7 @@
 """Capacity: an open-loop mixed load against ``claimtrace serve`` on 127.0.0.1.
 
-    python bench/bench_load.py --workdir BUILD [--rate 200] [--seconds 30] [--workers 1]
+    python bench/bench_load.py --workdir BUILD [--rate 200] [--seconds 30] [--workers 2] [--no-prerender]
+        [--live-words made-up|vocabulary]
 
 Starts ``claimtrace serve --workdir BUILD`` in its own process on a free loopback port, waits
 until every split's Explore is computed, then sends requests at a fixed offered rate, each at
@@ -51,12 +52,26 @@ def claim_ids(data_dir: Path) -> list[str]:
 
 
 def novel_text(rng: random.Random) -> str:
-    """A claim of made-up words: nothing of it is in any cache."""
+    """A claim of made-up words: nothing of it is in any cache (the classifier reads each
+    made-up word as ``<unk>``, so its inputs repeat: see ``--live-words``)."""
     words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(5, 10))) for _ in range(rng.randint(4, 9))]
     return " ".join(["Sea", *words, "rising"])
 
 
-def plan(total: int, claims: list[str], seed: int = 0) -> list[tuple[str, str]]:
+def vocabulary_text(rng: random.Random, vocabulary: list[str]) -> str:
+    """A claim of real words of the classifier's vocabulary, drawn at random: every one a new
+    model input, so every one a new forward call."""
+    return " ".join(["Sea", *rng.sample(vocabulary, rng.randint(4, 9)), "rising"])
+
+
+def classifier_words() -> list[str]:
+    """The shipped classifier's alphabetic vocabulary entries (its special tokens left out)."""
+    vocab = json.loads((REPO / "src" / "claimtrace" / "assets" / "classifier_vocab.json").read_text(encoding="utf-8"))
+    tokens = vocab if isinstance(vocab, list) else list(vocab.get("itos") or vocab.get("tokens") or vocab)
+    return sorted(t for t in tokens if isinstance(t, str) and t.isalpha())
+
+
+def plan(total: int, claims: list[str], seed: int = 0, vocabulary: list[str] | None = None) -> list[tuple[str, str]]:
     """(kind, path) of each request, in sending order."""
     rng = random.Random(seed)
     kinds = [kind for _, kind in MIX]
@@ -71,7 +86,8 @@ def plan(total: int, claims: list[str], seed: int = 0) -> list[tuple[str, str]]:
         elif kind == "explore":
             path = "/explore/dev.json"
         else:
-            path = "/live.json?" + str(httpx.QueryParams({"text": novel_text(rng)}))
+            text = novel_text(rng) if vocabulary is None else vocabulary_text(rng, vocabulary)
+            path = "/live.json?" + str(httpx.QueryParams({"text": text}))
         out.append((kind, path))
     return out
 
@@ -95,9 +111,9 @@ def server_pids(pid: int) -> list[int]:
     return [pid, *found]
 
 
-def start_server(workdir: Path, data: Path, port: int, workers: int) -> subprocess.Popen:
+def start_server(workdir: Path, data: Path, port: int, workers: int, prerender: bool) -> subprocess.Popen:
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data), "serve", "--workdir", str(workdir)]
-    command += ["--port", str(port), *(["--workers", str(workers)] if workers > 1 else [])]
+    command += ["--port", str(port), "--workers", str(workers), *(["--prerender"] if prerender else [])]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -110,6 +126,22 @@ def start_server(workdir: Path, data: Path, port: int, workers: int) -> subproce
             time.sleep(0.3)
     server.terminate()
     raise SystemExit("the server did not start within 180 s")
+
+
+def wait_until_prerendered(base: str, workers: int, limit: float = 900) -> float:
+    """Ask ``/api/build.json`` (a new connection each time, so any worker may answer) until
+    ``4 x workers`` answers in a row say the server is warm: every worker has rendered every
+    claim page."""
+    started = time.monotonic()
+    in_a_row = 0
+    while in_a_row < 4 * workers:
+        if time.monotonic() - started > limit:
+            raise SystemExit(f"the claim pages were not pre-rendered after {limit} s")
+        answer = httpx.get(f"{base}/api/build.json", timeout=60, headers={"Connection": "close"}).json()
+        in_a_row = in_a_row + 1 if answer.get("server", {}).get("warm") else 0
+        if not in_a_row:
+            time.sleep(1.0)
+    return time.monotonic() - started
 
 
 async def fetch(port: int, path: str) -> int:
@@ -189,18 +221,30 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="server processes (default 2: the target's two cores)")
+    parser.add_argument(
+        "--no-prerender", dest="prerender", action="store_false", help="do not pre-render every claim page once warm"
+    )
+    parser.add_argument(
+        "--live-words",
+        choices=("made-up", "vocabulary"),
+        default="made-up",
+        help="typed claims of made-up words (the issue's mix) or of random vocabulary words (every input new)",
+    )
     args = parser.parse_args()
-    if args.rate * args.seconds > 20_000:
-        raise SystemExit("at most 20,000 requests per run")
+    if args.rate * args.seconds > 60_000:
+        raise SystemExit("at most 60,000 requests per run")
     claims = claim_ids(args.data)
-    requests = plan(int(args.rate * args.seconds), claims)
+    vocabulary = classifier_words() if args.live_words == "vocabulary" else None
+    requests = plan(int(args.rate * args.seconds), claims, vocabulary=vocabulary)
     load_before = os.getloadavg()
     port = free_port()
-    server = start_server(args.workdir, args.data, port, args.workers)
+    server = start_server(args.workdir, args.data, port, args.workers, args.prerender)
     try:
         base = f"http://127.0.0.1:{port}"
         warm_seconds = wait_until_warm(base, limit=600)
+        if args.prerender:
+            warm_seconds += wait_until_prerendered(base, args.workers)
         pids = server_pids(server.pid)
         idle_rss = rss_bytes(pids)
         result = asyncio.run(run_load(port, requests, args.rate, args.seconds, pids))
@@ -213,6 +257,8 @@ def main() -> None:
     result.update(
         {
             "workers": args.workers,
+            "prerender": args.prerender,
+            "live_words": args.live_words,
             "warm_seconds": round(warm_seconds, 1),
             "rss_mb_before_load": round(idle_rss / 2**20),
             "load_average_before": [round(x, 2) for x in load_before],

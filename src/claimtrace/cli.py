@@ -597,18 +597,40 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
 @main.command("serve")
 @workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (each loads the build; the large arrays are mapped, so shared).",
+)
+@click.option(
+    "--prerender",
+    is_flag=True,
+    help="Once warm, render every claim page and keep it (a server under load; about 25 ms a claim, in the background).",
+)
 @click.pass_context
-def serve_command(ctx: click.Context, workdir: str, port: int) -> None:
+def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, prerender: bool) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
 
     from .preprocess import stopwords
-    from .web.app import create_app, server_config
+    from .web.app import WorkerSettings, create_app, server_config
 
-    stopwords(_data_dir(ctx))  # every trace preprocesses: a bad stopword list stops the server now
-    app = create_app(_open_build(ctx, workdir), warm=True)
-    click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/", err=True)
-    uvicorn.Server(server_config(app, port)).run()
+    data_dir = _data_dir(ctx)
+    stopwords(data_dir)  # every trace preprocesses: a bad stopword list stops the server now
+    build = _open_build(ctx, workdir)
+    click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
+    if workers == 1:
+        uvicorn.Server(server_config(create_app(build, warm=True, prerender=prerender), port)).run()
+        return
+    # Several processes: uvicorn starts each worker from an import string; the worker reads
+    # which build to open from the environment it inherits.
+    from uvicorn.supervisors import Multiprocess
+
+    WorkerSettings(build.root, data_dir, prerender).export()
+    config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
+    Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
 @main.command("site")

@@ -82,6 +82,14 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     )
 
 
+def choose_data_dir(path: str | os.PathLike) -> Path:
+    """:func:`use_data_dir` for the rest of the process (a server's worker process, which lives
+    until it is stopped)."""
+    global _chosen_data_dir
+    _chosen_data_dir = Path(path)
+    return _chosen_data_dir
+
+
 @contextmanager
 def use_data_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Within the block, :func:`find_data_dir` without an argument returns ``path``.

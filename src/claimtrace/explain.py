@@ -114,14 +114,9 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
 
 
 def forward_alone(classifier, ids: Sequence[int]) -> np.ndarray:
-    """One real PyTorch forward call: the claim as a batch of one, in eval mode, on one thread
-    (a small call gains nothing from more); (4,) float64 holding the float32 logits."""
-    import torch
-
-    from .classifier.model import alone_logits, torch_threads
-
-    with torch_threads(1):
-        return alone_logits(classifier.model, torch.tensor([list(ids)]))[0].double().numpy()
+    """One real PyTorch forward call of the claim alone
+    (:meth:`claimtrace.classifier.predict.Classifier.forward_alone`)."""
+    return classifier.forward_alone(ids)
 
 
 def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -> dict:

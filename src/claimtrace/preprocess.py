@@ -131,6 +131,14 @@ def stem(word: str) -> str:
     return _STEMMER.stem(word)
 
 
+def bound_stem_cache(words: int) -> None:
+    """Empty the stem cache when it holds more than ``words`` words. A server calls it after
+    each typed claim: made-up words would otherwise grow the cache (2^20 words, about 250 MB,
+    sized for a build's corpus) for as long as it runs; re-stemming a word costs microseconds."""
+    if stem.cache_info().currsize > words:
+        stem.cache_clear()
+
+
 # --- The whole function ---------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ Two protocols (``constants.PROTOCOLS``):
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Classifier:
         self._hint = hint
         self._model = model
         self._lock = threading.Lock()
+        self._forward_calls: OrderedDict[bytes, np.ndarray] = OrderedDict()
 
     @property
     def model(self):
@@ -60,6 +62,33 @@ class Classifier:
     @property
     def vocab_path(self) -> Path:
         return self.checkpoint.parent / C.VOCAB_FILE
+
+    #: Forward calls kept, by input: a call is a function of its 128 ids alone, and typed claims
+    #: often repeat an input (made-up words are all ``<unk>``; the same passages come back).
+    FORWARD_CACHE = 4096
+
+    def forward_alone(self, ids) -> np.ndarray:
+        """One real PyTorch forward call: the claim as a batch of one, in eval mode, on one
+        thread (a small call gains nothing from more); (4,) float64 holding the float32 logits.
+        Kept by input (:attr:`FORWARD_CACHE` most recent)."""
+        key = np.asarray(ids, dtype=np.int64).tobytes()
+        with self._lock:
+            cached = self._forward_calls.get(key)
+            if cached is not None:
+                self._forward_calls.move_to_end(key)
+                return cached.copy()
+        import torch
+
+        from .model import alone_logits, torch_threads
+
+        model = self.model
+        with torch_threads(1):
+            logits = alone_logits(model, torch.tensor([[int(i) for i in ids]]))[0].double().numpy()
+        with self._lock:
+            self._forward_calls[key] = logits
+            while len(self._forward_calls) > self.FORWARD_CACHE:
+                self._forward_calls.popitem(last=False)
+        return logits.copy()
 
     def parameter_count(self) -> int:
         """The model's number of parameters, read from the checkpoint's header (no torch)."""

@@ -132,35 +132,39 @@ def _host_name(host: str) -> str:
 #: Paths whose 200 answer never changes while the server runs (a build is read, never changed,
 #: and a trace or an Explore once computed is final): kept whole by :class:`Guard`.
 _FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json|/[^/]+)?")
-#: Whole answers kept (claim pages are about 50 KB; every claim of every split fits) ...
+#: Whole answers kept (claim pages are about 90 KB; every claim of every split fits) ...
 ANSWER_CACHE_ENTRIES = 4096
 #: ... within this many bytes.
-ANSWER_CACHE_BYTES = 128 * 2**20
+ANSWER_CACHE_BYTES = 256 * 2**20
 
 
 class _AnswerCache:
     """Whole answers (status 200, headers, body) by path, least recently used dropped first,
-    bounded in count and bytes. Read and written in the event loop only: no lock."""
+    bounded in count and bytes. Written by the event loop and by the pre-render thread."""
 
     def __init__(self, entries: int = ANSWER_CACHE_ENTRIES, size: int = ANSWER_CACHE_BYTES):
+        import threading
         from collections import OrderedDict
 
         self.entries, self.size, self.bytes = entries, size, 0
         self.items: OrderedDict[str, tuple[list, bytes]] = OrderedDict()
+        self.lock = threading.Lock()
 
     def get(self, path: str) -> tuple[list, bytes] | None:
-        hit = self.items.get(path)
-        if hit is not None:
-            self.items.move_to_end(path)
-        return hit
+        with self.lock:
+            hit = self.items.get(path)
+            if hit is not None:
+                self.items.move_to_end(path)
+            return hit
 
     def put(self, path: str, headers: list, body: bytes) -> None:
-        if len(body) > self.size // 16 or path in self.items:
-            return
-        self.items[path] = (headers, body)
-        self.bytes += len(body)
-        while len(self.items) > self.entries or self.bytes > self.size:
-            self.bytes -= len(self.items.popitem(last=False)[1][1])
+        with self.lock:
+            if len(body) > self.size // 16 or path in self.items:
+                return
+            self.items[path] = (headers, body)
+            self.bytes += len(body)
+            while len(self.items) > self.entries or self.bytes > self.size:
+                self.bytes -= len(self.items.popitem(last=False)[1][1])
 
 
 class Guard:
@@ -172,10 +176,10 @@ class Guard:
     Plain ASGI rather than a BaseHTTPMiddleware: it adds no task or copy per request.
     """
 
-    def __init__(self, app, renderer: Renderer):
+    def __init__(self, app, renderer: Renderer, answers: _AnswerCache | None = None):
         self.app = app
         self.renderer = renderer
-        self.answers = _AnswerCache()
+        self.answers = answers if answers is not None else _AnswerCache()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -236,21 +240,53 @@ def _split_name(name: str) -> tuple[str, str]:
     return name, "html"
 
 
-def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: bool = False) -> FastAPI:
+def create_app(
+    build: Build | None = None, tracer: Tracer | None = None, warm: bool = False, prerender: bool = False
+) -> FastAPI:
     """The site over a build, or over a tracer already made for one (see the module docstring
-    for the routes)."""
+    for the routes).
+
+    ``warm``: load the build and the front page in the background while the server starts, then
+    every split's Explore. ``prerender`` (with ``warm``): then render every claim page once and
+    keep it whole (a server under load: about 25 ms a claim in the background, then a claim page
+    costs nothing); ``/api/build.json`` reports the progress under ``"server"``.
+    """
     tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="server")
     encoded = _BytesCache()
+    answers = _AnswerCache()
     app = FastAPI(title="claimtrace", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.tracer = tracer
     app.state.explore_wait = EXPLORE_WAIT_SECONDS
+    app.state.warmth = {"claim_pages_prerendered": 0, "claim_pages": None, "warm": not (warm and prerender)}
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    if warm:  # load the build and the front page in the background while the server starts
+    def prerender_claim_pages() -> None:
+        """Every claim page (``/claim/<id>.html``, the address Explore links to), rendered once and
+        kept whole in the answer cache."""
+        splits = {split: list(tracer.claims(split)) for split in C.SPLITS}
+        app.state.warmth["claim_pages"] = sum(len(ids) for ids in splits.values())
+        for ids in splits.values():
+            for claim_id in ids:
+                path = f"/claim/{claim_id}.html"
+                if answers.get(path) is None:
+                    body = _utf8(renderer.claim_page(tracer.trace(claim_id), root_for(path)))
+                    answers.put(path, HTMLResponse(body).raw_headers, body)
+                app.state.warmth["claim_pages_prerendered"] += 1
+        app.state.warmth["warm"] = True
+
+    def warm_up() -> None:
+        try:
+            tracer.warm()
+            if prerender:
+                prerender_claim_pages()
+        except DataError:  # a stage not built or a damaged file: the pages that need it say so
+            app.state.warmth["warm"] = True
+
+    if warm:
         import threading
 
-        threading.Thread(target=tracer.warm, name="claimtrace-warm", daemon=True).start()
+        threading.Thread(target=warm_up, name="claimtrace-warm", daemon=True).start()
 
     def html(body: str, status: int = 200) -> HTMLResponse:
         return HTMLResponse(_utf8(body), status_code=status)
@@ -481,7 +517,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
 
     @app.get("/api/build.json")
     def api_build():
-        return _json(tracer.build_info())
+        return _json({**tracer.build_info(), "server": dict(app.state.warmth)})
 
     # -- errors ----------------------------------------------------------------------------------
 
@@ -517,7 +553,7 @@ def create_app(build: Build | None = None, tracer: Tracer | None = None, warm: b
             return _json({"error": message, "status": 503}, 503)
         return html(renderer.error_page(root_for(request.url.path), 503, "The build is damaged", message), 503)
 
-    app.add_middleware(Guard, renderer=renderer)
+    app.add_middleware(Guard, renderer=renderer, answers=answers)
     return app
 
 
@@ -573,16 +609,64 @@ def _header_deadline_protocol():
     return HeaderDeadline
 
 
+def __getattr__(name: str):
+    """``HeaderDeadline``: the protocol class by name, for uvicorn's worker processes (made on
+    first use: uvicorn is only needed to serve)."""
+    if name == "HeaderDeadline":
+        return _header_deadline_protocol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class WorkerSettings:
+    """What a worker process of ``claimtrace serve --workers N`` opens, passed through the
+    environment it inherits (uvicorn starts each worker from an import string, :attr:`FACTORY`)."""
+
+    FACTORY = "claimtrace.web.app:app_from_environment"
+    _VARIABLES = ("CLAIMTRACE_SERVE_WORKDIR", "CLAIMTRACE_SERVE_DATA", "CLAIMTRACE_SERVE_PRERENDER")
+
+    def __init__(self, workdir, data_dir, prerender: bool):
+        self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
+
+    def export(self) -> None:
+        import os
+
+        values = (self.workdir, self.data_dir, "1" if self.prerender else "")
+        os.environ.update(dict(zip(self._VARIABLES, values)))
+
+    @classmethod
+    def from_environment(cls) -> WorkerSettings:
+        import os
+
+        missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
+        if missing:
+            raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
+        workdir, data_dir, prerender = (os.environ.get(name, "") for name in cls._VARIABLES)
+        return cls(workdir, data_dir, prerender == "1")
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's factory in each worker process: the app over the build :class:`WorkerSettings`
+    names, warming up (and pre-rendering) as a one-process server does."""
+    from ..data import choose_data_dir
+
+    settings = WorkerSettings.from_environment()
+    choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
+    build = Build(settings.workdir, settings.data_dir)
+    return create_app(build, warm=True, prerender=settings.prerender)
+
+
 def server_config(app, port: int, **options):
     """The uvicorn settings the site is served with: 127.0.0.1 only, the header deadline, the
-    keep-alive and connection limits above; ``options`` add to or override them."""
+    keep-alive and connection limits above; ``options`` add to or override them. ``app`` is
+    the app, or an import string (``factory=True`` for :func:`app_from_environment`); with an
+    import string the protocol is named by import string too (a worker process imports it)."""
     import uvicorn
 
     settings = {
         "host": "127.0.0.1",
         "port": port,
         "log_level": "warning",
-        "http": _header_deadline_protocol(),
+        "http": f"{__name__}:HeaderDeadline" if isinstance(app, str) else _header_deadline_protocol(),
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "limit_concurrency": MAX_CONNECTIONS,
         "h11_max_incomplete_event_size": 16 * 1024,

@@ -138,7 +138,7 @@ class Renderer:
     """Renders the site's pages from a :class:`Tracer`. ``mode``: ``"server"`` or ``"static"``."""
 
     #: Rendered claim and Explore pages kept (a trace never changes once computed).
-    PAGE_CACHE = 1024
+    PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
 
     def __init__(self, tracer: Tracer, mode: str = "server"):
         self.tracer = tracer

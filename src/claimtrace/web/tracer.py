@@ -21,6 +21,7 @@ from .. import constants as C
 from ..artifacts import Build
 from ..artifacts import Missing as StageMissing
 from ..data import Claim
+from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
 
@@ -30,6 +31,9 @@ DEFAULT_CLAIM = "claim-752"
 MAX_TEXT_CHARS = 20_000
 #: Traces kept in memory.
 TRACE_CACHE = 512
+#: Words the stem cache may hold in a server before it is emptied (typed claims bring new words;
+#: every course claim's words fit many times over).
+STEM_CACHE_WORDS = 1 << 16
 
 __all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "DEFAULT_CLAIM", "MAX_TEXT_CHARS"]
 
@@ -91,7 +95,10 @@ class Tracer:
                 f"(Claims in the course data are at most a few hundred characters, and the classifier reads "
                 f"only its first {C.MAX_LEN} tokens anyway.)"
             )
-        return self._assemble(text)
+        try:
+            return self._assemble(text)
+        finally:
+            bound_stem_cache(STEM_CACHE_WORDS)
 
     def _once(self, key, make):
         if key not in self._memo:
