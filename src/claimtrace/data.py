@@ -889,6 +889,22 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+#: The date every member of an npz claimtrace writes carries: np.savez stamps the time of writing,
+#: so the same arrays saved twice would differ in bytes and a repaired file could not be proved
+#: identical to the one it replaces.
+NPZ_MEMBER_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def write_npz(path: str | os.PathLike, **arrays) -> None:
+    """``np.savez``'s format (``np.load`` reads it), written through :func:`atomic_output`, with
+    a fixed member date: the same arrays always give the same bytes (and the same sha256)."""
+    with atomic_output(path) as temporary, zipfile.ZipFile(temporary, "w", zipfile.ZIP_STORED) as archive:
+        for name, value in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=NPZ_MEMBER_DATE)
+            with archive.open(member, "w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, np.asanyarray(value), allow_pickle=False)
+
+
 def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
     """Write text (UTF-8) or bytes to ``path`` through :func:`atomic_output`."""
     with atomic_output(path) as temporary:

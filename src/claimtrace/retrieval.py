@@ -557,7 +557,7 @@ class Retriever:
         (passage ids and tag strings, posting lists, tag ids), each atomically."""
         import json
 
-        from .data import atomic_output
+        from .data import write_npz
         from .tfidf import save as save_vectorizer
 
         save_vectorizer(self.vectorizer, vectorizer_path)
@@ -567,24 +567,23 @@ class Retriever:
         ids_buffer, ids_offsets = PackedStrings.pack(self.ids)
         tags_buffer, tags_offsets = PackedStrings.pack(self.tags)
         index = StringIndex.of(self.ids)
-        with atomic_output(index_path) as temporary, open(temporary, "wb") as handle:
-            np.savez(
-                handle,
-                t_ptr=self._t_ptr,
-                t_doc=self._t_doc,
-                t_weight=self._t_weight,
-                sizes=self._tag_sizes,
-                g_ptr=self._g_ptr,
-                g_doc=self._g_doc,
-                ids_buffer=ids_buffer,
-                ids_offsets=ids_offsets,
-                ids_sorted=index.sorted_keys,
-                ids_rank=index.rank,
-                tags_buffer=tags_buffer,
-                tags_offsets=tags_offsets,
-                tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
-                meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})),
-            )
+        write_npz(
+            index_path,
+            t_ptr=self._t_ptr,
+            t_doc=self._t_doc,
+            t_weight=self._t_weight,
+            sizes=self._tag_sizes,
+            g_ptr=self._g_ptr,
+            g_doc=self._g_doc,
+            ids_buffer=ids_buffer,
+            ids_offsets=ids_offsets,
+            ids_sorted=index.sorted_keys,
+            ids_rank=index.rank,
+            tags_buffer=tags_buffer,
+            tags_offsets=tags_offsets,
+            tag_ids=np.array(json.dumps(tags_by_id, ensure_ascii=False)),
+            meta=np.array(json.dumps({"excluded": self.excluded, "tokenizer": tokenizer})),
+        )
 
     @classmethod
     def load(cls, vectorizer_path, index_path) -> Retriever:
