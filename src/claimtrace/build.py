@@ -54,7 +54,7 @@ def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[d
         kind = "evidence"
     description = {
         "kind": kind,
-        "source": os.path.relpath(source.resolve(), work.root.resolve()).replace(os.sep, "/"),
+        "source": os.path.relpath(os.path.abspath(source), os.path.abspath(work.root)).replace(os.sep, "/"),
         "passages": len(passages),
         "sha256": sha256_of(source)[0],
     }

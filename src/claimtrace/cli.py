@@ -256,12 +256,18 @@ def _recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str |
     """(demo, evidence, checkpoint) of the build a workdir holds, for ``claimtrace build
     --workdir DIR`` alone: its corpus where build.json says (relative to the workdir) and the
     copy of its trained checkpoint it keeps."""
-    from .artifacts import Workdir, read_json
+    from .artifacts import FileManifest, Workdir, read_json
 
     work = Workdir(workdir)
     if not work.manifest.is_file():
         raise click.UsageError(f"{workdir} holds no build yet: give exactly one of --demo and --evidence FILE")
-    recorded = read_json(work.manifest)
+    try:
+        recorded = read_json(work.manifest)
+    except DataError:  # damaged: the manifest keeps a copy (the build writes it back)
+        files = FileManifest.read(work)
+        if files is None or files.build is None:
+            raise
+        recorded = files.build
     corpus = recorded["corpus"]
     if checkpoint is None and isinstance(recorded.get("checkpoint"), dict):
         copy = work.checkpoint_copy / C.CHECKPOINT_FILE
