@@ -83,7 +83,7 @@ def test_a_retrieval_file_cut_at_a_line_end_is_damaged_too(demo_build, data_dir,
     path.unlink()
     path.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
     result = _run(data_dir, _command("export", work, tmp_path / "out.json"))
-    _one_error_line(result, 2, "retrieval/dev.jsonl", "records", "claimtrace build")
+    _one_error_line(result, 2, "retrieval/dev.jsonl", "damaged", "claimtrace build")
 
 
 def test_garbage_npz_files_are_named(demo_build, data_dir, tmp_path):
@@ -93,7 +93,7 @@ def test_garbage_npz_files_are_named(demo_build, data_dir, tmp_path):
         (work / name).write_bytes(b"PK\x03\x04 not really a zip file")
     build = artifacts.Build(work, data_dir)
     for read, name in (
-        (build.retriever, "retrieval/index.npz"),
+        (build.retriever, "retrieval/"),  # both are damaged: the first opened is named (the vectorizer)
         (build.tagging_vectorizer, "tagging/vectorizer.npz"),
         (build.passages, "corpus/index.npz"),
     ):

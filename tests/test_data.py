@@ -664,7 +664,7 @@ def _npz_arrays():
     }
 
 
-def test_save_npz_is_an_npz_with_every_array_aligned(tmp_path):
+def test_write_npz_is_an_npz_with_every_array_aligned(tmp_path):
     """np.load reads it as any npz; every member's data starts at a multiple of 64 bytes."""
     import zipfile
 
@@ -672,7 +672,7 @@ def test_save_npz_is_an_npz_with_every_array_aligned(tmp_path):
 
     arrays = _npz_arrays()
     path = tmp_path / "a.npz"
-    data.save_npz(path, **arrays)
+    data.write_npz(path, **arrays)
     with np.load(path) as stored:
         assert stored.files == list(arrays)
         for name, array in arrays.items():
@@ -683,7 +683,7 @@ def test_save_npz_is_an_npz_with_every_array_aligned(tmp_path):
     for name in ("doc", "weight", "buffer", "matrix"):  # the large ones are mapped, not read
         assert isinstance(loaded[name].base, np.memmap), name
         assert loaded[name].ctypes.data % 8 == 0 and loaded[name].flags.writeable
-    data.save_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
+    data.write_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
     assert (tmp_path / "b.npz").read_bytes() == path.read_bytes()
 
 
@@ -709,7 +709,7 @@ def test_load_npz_of_a_truncated_archive_fails(tmp_path):
     import numpy as np
 
     path = tmp_path / "a.npz"
-    data.save_npz(path, **_npz_arrays())
+    data.write_npz(path, **_npz_arrays())
     blob = path.read_bytes()
     path.write_bytes(blob[: len(blob) // 2])
     with pytest.raises((zipfile.BadZipFile, ValueError, OSError)):

@@ -33,6 +33,7 @@ Layout of a workdir::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -74,6 +75,51 @@ class Workdir:
     @property
     def manifest(self) -> Path:
         return self.root / "build.json"
+
+    @property
+    def file_manifest(self) -> Path:
+        """Every artifact's size, sha256 and item count (:class:`FileManifest`)."""
+        return self.root / "manifest.json"
+
+    @property
+    def checkpoint_copy(self) -> Path:
+        """The trained checkpoint the classifier stage used, copied in: the workdir carries it
+        when it is moved or copied (the shipped checkpoint is never copied)."""
+        return self.root / "classifier" / "checkpoint"
+
+    @property
+    def classifier_parts(self) -> Path:
+        """The classifier stage's finished pieces while it runs: one file per split and evidence
+        source, merged into classifier/<split>.json and removed."""
+        return self.root / "classifier" / "parts"
+
+    def classifier_part(self, split: str, source: str) -> Path:
+        return self.classifier_parts / f"{split}-{source}.json"
+
+    def at(self, relative: str) -> Path:
+        """The path of a manifest entry (a path relative to the workdir, with ``/``)."""
+        return self.root.joinpath(*relative.split("/"))
+
+    def relative(self, path: Path) -> str:
+        """A path in the workdir as the manifest names it: relative, with ``/``."""
+        return Path(path).relative_to(self.root).as_posix()
+
+    def corpus_path(self, recorded: str) -> Path:
+        """The corpus file build.json names (relative to the workdir, or absolute in a build.json
+        an older claimtrace wrote)."""
+        return self.root / recorded if not os.path.isabs(recorded) else Path(recorded)
+
+    def artifact_files(self) -> list[Path]:
+        """Every file the build keeps, whole and final: not the manifest itself, not a temporary
+        (a dot name: :func:`~claimtrace.data.atomic_output`'s), not a stage's scratch pieces that
+        are removed once merged (bm25/chunks, classifier/parts)."""
+        scratch = (self.bm25_dir / "chunks", self.classifier_parts)
+        found = []
+        for folder, folders, files in os.walk(self.root):
+            here = Path(folder)
+            folders[:] = sorted(f for f in folders if not f.startswith(".") and here / f not in scratch)
+            found += [here / name for name in sorted(files) if not name.startswith(".")]
+        return [path for path in found if path != self.file_manifest]
 
     @property
     def demo_evidence(self) -> Path:
@@ -243,6 +289,149 @@ def _rebuild_hint(work: Workdir) -> str:
     return f"run `claimtrace build --workdir {work.root}` (it completes a build made by an older claimtrace)"
 
 
+# --- the manifest: what the build wrote, to be checked against what is there ---------------------
+
+#: The manifest's format (manifest.json's ``"format"``).
+MANIFEST_FORMAT = 1
+
+
+def sha256_of(path: Path, block: int = 1 << 20) -> tuple[str, int, int]:
+    """(sha256 hex, bytes, newlines) of a file, read once in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    size = newlines = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(block):
+            digest.update(chunk)
+            size += len(chunk)
+            newlines += chunk.count(b"\n")
+    return digest.hexdigest(), size, newlines
+
+
+def items_of_lines(path: Path) -> bool:
+    """Whether a file's items are its lines (JSON lines: one record each)."""
+    return path.suffix == ".jsonl"
+
+
+class FileManifest:
+    """``manifest.json``: every artifact the build wrote, by its path relative to the workdir,
+    with its size, sha256 and, for a file of records, its item count::
+
+        {"format": 1,
+         "build": {...what build.json holds...},
+         "files": {"tagging/tags/00000.jsonl": {"bytes": 5301234, "sha256": "9f...", "items": 50000},
+                   "tagging/vectorizer.npz": {"bytes": 812345, "sha256": "1c..."}, ...}}
+
+    The build records each file as it writes it (:meth:`record`); ``build`` keeps a copy of
+    build.json so that a damaged build.json can be written again. Checked two ways: cheaply
+    (:meth:`cheap_problem`: there, of the recorded size; the reader does this on every open,
+    item counts where it reads the records anyway) and fully (:meth:`full_problem`: sha256 too;
+    ``claimtrace build`` and ``claimtrace verify``)."""
+
+    def __init__(self, work: Workdir, build: dict | None = None, files: dict[str, dict] | None = None):
+        self.work = work
+        self.build = build
+        self.files: dict[str, dict] = dict(files or {})
+        #: files found damaged and removed for their stage to write again: path -> old entry
+        self.repaired: dict[str, dict | None] = {}
+
+    @classmethod
+    def read(cls, work: Workdir) -> FileManifest | None:
+        """The workdir's manifest; None when it has none (a build made before manifests)."""
+        path = work.file_manifest
+        if not path.is_file():
+            return None
+        raw = read_json(path)
+        if not isinstance(raw, dict) or raw.get("format") != MANIFEST_FORMAT or not isinstance(raw.get("files"), dict):
+            raise DataError(f"{path}: damaged (not a format {MANIFEST_FORMAT} manifest): {REPAIR_HINT}")
+        return cls(work, raw.get("build"), raw["files"])
+
+    def save(self) -> None:
+        """Write manifest.json atomically, keeping the entries another process recorded meanwhile
+        (two builds into one workdir write the same files; neither may drop the other's)."""
+        try:
+            on_disk = FileManifest.read(self.work)
+        except DataError:
+            on_disk = None
+        files = dict(on_disk.files) if on_disk is not None else {}
+        files.update(self.files)
+        self.files = {name: files[name] for name in sorted(files) if self.work.at(name).is_file()}
+        body = {"format": MANIFEST_FORMAT, "build": self.build, "files": self.files}
+        text = json.dumps(body, ensure_ascii=False, indent=1) + "\n"
+        if on_disk is None or {"format": MANIFEST_FORMAT, "build": on_disk.build, "files": on_disk.files} != body:
+            data_layer.write_atomic(self.work.file_manifest, text)  # unchanged: not rewritten
+
+    def entry_of(self, path: Path) -> dict:
+        """What a file is now: its size, sha256 and (JSON lines) item count."""
+        sha256, size, newlines = sha256_of(path)
+        entry: dict[str, Any] = {"bytes": size, "sha256": sha256}
+        if items_of_lines(path):
+            entry["items"] = newlines
+        return entry
+
+    def record(self, path: Path, items: int | None = None, save: bool = True) -> None:
+        """Record a file the build has just written (whole: it was renamed into place).
+        ``items``: its record count, for a file whose items are not lines (a JSON list)."""
+        entry = self.entry_of(path)
+        if items is not None:
+            entry["items"] = items
+        self.files[self.work.relative(path)] = entry
+        if save:
+            self.save()
+
+    def get(self, path: Path) -> dict | None:
+        try:
+            return self.files.get(self.work.relative(path))
+        except ValueError:  # not in the workdir (the shipped checkpoint)
+            return None
+
+    def cheap_problem(self, path: Path) -> str | None:
+        """What is wrong with a recorded file, found without reading it: missing, or not of the
+        recorded size (a truncated or appended file; a file cut at a line's end included)."""
+        entry = self.get(path)
+        if entry is None:
+            return None
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return "missing"
+        except OSError as err:
+            return f"cannot be read ({err.strerror or err})"
+        if size != entry["bytes"]:
+            return f"{size} bytes, but the build wrote {entry['bytes']}"
+        return None
+
+    def full_problem(self, path: Path) -> str | None:
+        """:meth:`cheap_problem`, then its sha256 and item count against the recorded ones."""
+        problem = self.cheap_problem(path)
+        entry = self.get(path)
+        if problem is not None or entry is None:
+            return problem
+        try:
+            now = self.entry_of(path)
+        except OSError as err:
+            return f"cannot be read ({err.strerror or err})"
+        if now["sha256"] != entry["sha256"]:
+            return f"content changed (sha256 {now['sha256'][:12]}..., the build wrote {entry['sha256'][:12]}...)"
+        if "items" in now and now["items"] != entry.get("items"):
+            return f"{now['items']} items, but the build wrote {entry.get('items')}"
+        return None
+
+    def problems(self, full: bool) -> dict[str, str]:
+        """Every recorded file that is missing or damaged: relative path -> what is wrong."""
+        check = self.full_problem if full else self.cheap_problem
+        found = {}
+        for name in self.files:
+            problem = check(self.work.at(name))
+            if problem is not None:
+                found[name] = problem
+        return found
+
+
+def damaged_file(path: Path, problem: str) -> DataError:
+    """The error a damaged or missing build file gives: the file, what is wrong, what to run."""
+    return DataError(f"{path}: damaged ({problem}): {REPAIR_HINT}")
+
+
 # --- passage texts by offset ----------------------------------------------------------------------
 
 
@@ -272,7 +461,7 @@ class PassageStore:
         index = data_layer.StringIndex.of(passages)
         with data_layer.atomic_output(texts_path) as temporary:
             temporary.write_bytes(buffer.tobytes())
-        data_layer.save_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
+        data_layer.write_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -339,11 +528,37 @@ class Build:
             raise value
         return value
 
+    def file_manifest(self) -> FileManifest | None:
+        """The build's manifest.json (None: a build made before manifests, read unchecked)."""
+        return self._once("file_manifest", lambda: FileManifest.read(self.work))
+
     def _require(self, stage: str, path: Path) -> Path:
+        """``path``, there and of the size the build recorded (a stat, no reading: opening a
+        1.2M-passage build must stay fast; ``claimtrace verify`` checks every sha256)."""
+        files = self.file_manifest()
         if not path.exists():
             self.manifest()
+            if files is not None and files.get(path) is not None:
+                raise Missing(stage, path, f"missing (the build wrote it): {REPAIR_HINT}")
             raise Missing(stage, path, f"not built: {_rebuild_hint(self.work)}")
+        problem = None if files is None else files.cheap_problem(path)
+        if problem is not None:
+            raise damaged_file(path, problem)
         return path
+
+    def _check_items(self, path: Path, count: int) -> None:
+        """A file of records holds as many as the build wrote: a file cut at a line's end (whole
+        lines missing) parses, so the count is what shows it."""
+        files = self.file_manifest()
+        entry = None if files is None else files.get(path)
+        if entry is not None and "items" in entry and entry["items"] != count:
+            raise damaged_file(path, f"{count} items, but the build wrote {entry['items']}")
+
+    def file_problems(self, full: bool = False) -> dict[str, str]:
+        """Every recorded file that is missing or damaged (relative path -> what is wrong): by
+        size alone, or with ``full`` by sha256 and item count too."""
+        files = self.file_manifest()
+        return {} if files is None else files.problems(full)
 
     def _load(self, stage: str, path: Path, load: Callable[[Path], Any]) -> Any:
         """``load(path)`` of a file the build must hold: Missing when it is not there, a
@@ -397,7 +612,11 @@ class Build:
         """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
         n = self.manifest()["corpus"]["passages"]
         for index in range((n + CHUNK - 1) // CHUNK):
-            rows = self._load("tagging", self.work.chunk(self.work.tags_dir, index, ".jsonl"), _json_lines)
+            path = self.work.chunk(self.work.tags_dir, index, ".jsonl")
+            rows = self._load("tagging", path, _json_lines)
+            self._check_items(path, len(rows))
+            if len(rows) != min(CHUNK, n - index * CHUNK):  # also without a manifest (an older build)
+                raise damaged_file(path, f"{len(rows)} passages, but its chunk holds {min(CHUNK, n - index * CHUNK)}")
             yield from rows
 
     def tagging_vectorizer(self):
@@ -432,6 +651,7 @@ class Build:
         def read():
             path = self.work.retrieval(split)
             records = self._load("retrieval", path, lambda p: {row["claim_id"]: row for row in _json_lines(p)})
+            self._check_items(path, len(records))
             if len(records) != len(self.claims(split)):  # cut at a line's end: whole lines, too few
                 raise DataError(
                     f"{path}: damaged ({len(records)} records for {len(self.claims(split))} {split} claims): "
@@ -450,8 +670,14 @@ class Build:
 
     def checkpoint_dir(self) -> Path | None:
         """The trained checkpoint folder the build's classifier stage used (None: the shipped one)."""
-        folder = self.manifest().get("checkpoint")
-        return None if folder is None else Path(folder)
+        recorded = self.manifest().get("checkpoint")
+        if recorded is None:
+            return None
+        if isinstance(recorded, str):  # an older build.json: the folder's absolute path
+            return Path(recorded)
+        for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+            self._require("classifier", self.work.checkpoint_copy / name)
+        return self.work.checkpoint_copy
 
     def classifier(self):
         """The build's classifier: the checkpoint its classifier stage used."""
@@ -495,12 +721,15 @@ class Build:
 
     # -- what each quirk cost: BM25, the quirk variants, the intended model, the scoreboard ------
 
+    def _records(self, stage: str, path: Path) -> dict[str, dict]:
+        records = _read_records(self._require(stage, path))
+        self._check_items(path, len(records))
+        return records
+
     def bm25_retrieval(self, split: str) -> dict[str, dict]:
         """BM25's retrieval of one split: claim id -> ``{"claim_id", "evidences", "scores"}``
         (at most six ids, best first; fewer when fewer passages share a stem with the claim)."""
-        return self._once(
-            ("bm25_retrieval", split), lambda: _read_records(self._require("bm25", self.work.bm25_retrieval(split)))
-        )
+        return self._once(("bm25_retrieval", split), lambda: self._records("bm25", self.work.bm25_retrieval(split)))
 
     def bm25_summary(self) -> dict:
         """The BM25 stage's figures: ``row`` (its line of the variants table), ``splits``, ``seconds``."""
@@ -510,7 +739,7 @@ class Build:
         """A quirk variant's retrieval records (as :meth:`retrieval`'s) of dev or test."""
         return self._once(
             ("variant_retrieval", variant, split),
-            lambda: _read_records(self._require("retrieval", self.work.variant_retrieval(variant, split))),
+            lambda: self._records("retrieval", self.work.variant_retrieval(variant, split)),
         )
 
     def retrieval_variants(self) -> list[dict]:

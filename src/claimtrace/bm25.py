@@ -49,7 +49,7 @@ import numba
 import numpy as np
 from bm25s import scoring
 
-from .data import DataError, atomic_folder, atomic_output
+from .data import DataError, atomic_folder, write_npz
 from .preprocess import stem, stopwords
 
 __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]
@@ -437,11 +437,6 @@ def _batches(passages: Iterable[tuple[str, str]], size: int) -> Iterator[list[tu
         yield batch
 
 
-def _save_npz_atomic(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-        np.savez(handle, **arrays)
-
-
 def _load_chunk(path: Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as npz:
         return {key: npz[key] for key in npz.files}
@@ -510,7 +505,7 @@ def build_bm25_index(
 
 def _write_chunk(job: tuple[Path, list[tuple[str, str]]]) -> None:
     path, batch = job
-    _save_npz_atomic(path, tokenize_chunk(batch))
+    write_npz(path, **tokenize_chunk(batch))
 
 
 def _remove_partial_files(folder: Path) -> None:

@@ -12,21 +12,21 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tqdm import tqdm
 
+from . import artifacts, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
-from . import tagging, tfidf
-from .artifacts import Build, PassageStore, Workdir, read_json
+from .artifacts import Build, FileManifest, PassageStore, Workdir, read_json, sha256_of
 from .data import DataError, write_atomic
 from .preprocess import preprocess_both
-
-CHUNK = 50_000
 
 
 def _log(message: str) -> None:
@@ -37,8 +37,10 @@ def _log(message: str) -> None:
 
 
 def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[dict[str, str], dict]:
-    """The passages of this build (``id -> text`` in file order) and its description; the
-    passage store readers use (written once)."""
+    """The passages of this build (``id -> text`` in file order) and its description: its kind,
+    its path relative to the workdir (so that a workdir moved or copied with its corpus still
+    finds it), its passage count and the sha256 of its bytes (what the build is of: an edit in
+    place changes it)."""
     if evidence is None:
         if not work.demo_evidence.is_file():
             corpus = data_layer.demo_corpus(data_dir)
@@ -50,29 +52,231 @@ def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[d
         source = Path(evidence)
         passages = dict(data_layer.iter_evidence(source))
         kind = "evidence"
-    description = {"kind": kind, "source": str(source.resolve()), "passages": len(passages)}
+    description = {
+        "kind": kind,
+        "source": os.path.relpath(os.path.abspath(source), os.path.abspath(work.root)).replace(os.sep, "/"),
+        "passages": len(passages),
+        "sha256": sha256_of(source)[0],
+    }
     return passages, description
 
 
-def _check_manifest(work: Workdir, description: dict, checkpoint: Path | None) -> None:
-    """Record what the build is of (its corpus, the classifier checkpoint), or refuse to mix."""
-    wanted = {"corpus": description, "checkpoint": None if checkpoint is None else str(Path(checkpoint).resolve())}
+def _checkpoint_record(checkpoint: Path | None) -> dict | None:
+    """How build.json names a trained checkpoint: by content (its weights' sha256), not by where
+    it was; the build keeps a copy (``Workdir.checkpoint_copy``). None: the shipped one."""
+    if checkpoint is None:
+        return None
+    return {"name": Path(checkpoint).resolve().name, "sha256": sha256_of(Path(checkpoint) / C.CHECKPOINT_FILE)[0]}
+
+
+def _same_checkpoint(work: Workdir, recorded, wanted: dict | None, checkpoint: Path | None) -> bool:
+    if recorded is None or wanted is None:
+        return recorded is wanted
+    if isinstance(recorded, str):  # an older build.json: the folder's absolute path
+        return checkpoint is not None and Path(recorded).resolve() == Path(checkpoint).resolve()
+    return recorded.get("sha256") == wanted["sha256"]
+
+
+def _same_corpus(work: Workdir, before: dict, description: dict) -> bool:
+    if "sha256" in before:
+        return (before["kind"], before["passages"], before["sha256"]) == (
+            description["kind"],
+            description["passages"],
+            description["sha256"],
+        )
+    # an older build.json knew its corpus by absolute path and passage count only
+    return (
+        before["kind"] == description["kind"]
+        and before["passages"] == description["passages"]
+        and _corpus_place(work, before) == _corpus_place(work, description)
+    )
+
+
+def _corpus_place(work: Workdir, corpus: dict) -> Path:
+    """Where a recorded corpus lives: the demo corpus is always the workdir's own evidence.json."""
+    return work.demo_evidence.resolve() if corpus["kind"] == "demo" else work.corpus_path(corpus["source"]).resolve()
+
+
+def _check_build_record(
+    work: Workdir, files: FileManifest, description: dict, checkpoint: Path | None, corpus_changed: bool
+) -> FileManifest:
+    """Record what the build is of (its corpus, the classifier checkpoint) in build.json, or
+    refuse to mix two. The corpus is known by content: the same file edited in place is noticed
+    (refused, or with ``corpus_changed`` every stage is rebuilt over the new content); a workdir
+    moved or copied, its corpus found again by the same content, is accepted in its new place."""
+    wanted = {"corpus": description, "checkpoint": _checkpoint_record(checkpoint)}
     if work.manifest.is_file():
         previous = read_json(work.manifest)
-        if previous["corpus"] != description:
-            before = previous["corpus"]
+        before = previous["corpus"]
+        if not _same_corpus(work, before, description):
+            place = _corpus_place(work, before)
+            if place != _corpus_place(work, description):
+                raise DataError(
+                    f"{work.root}: this workdir was built from {before['source']} "
+                    f"({before['passages']} passages), not {description['source']} "
+                    f"({description['passages']}): use another --workdir"
+                )
+            was = f"{before['passages']} passages" + (f", sha256 {before['sha256'][:12]}" if "sha256" in before else "")
+            now = f"{description['passages']} passages, sha256 {description['sha256'][:12]}"
+            if not corpus_changed:
+                raise DataError(
+                    f"{place}: changed since this workdir was built from it ({was}; now {now}): every stage "
+                    "would be stale. Run again with --corpus-changed to rebuild every stage over the new "
+                    "content, or use another --workdir"
+                )
+            _log(f"{place}: changed since this workdir was built ({was}; now {now}): rebuilding every stage")
+            _clear_workdir(work, keep=place)
+            files = FileManifest(work)
+        elif not _same_checkpoint(work, previous.get("checkpoint"), wanted["checkpoint"], checkpoint):
+            recorded = previous.get("checkpoint")
+            name = recorded if isinstance(recorded, str) or recorded is None else recorded.get("name")
             raise DataError(
-                f"{work.root}: this workdir was built from {before['source']} "
-                f"({before['passages']} passages), not {description['source']} "
-                f"({description['passages']}): use another --workdir"
+                f"{work.root}: this workdir's verdicts come from checkpoint {name or 'shipped'}, "
+                f"not {'shipped' if checkpoint is None else checkpoint}: use another --workdir"
             )
-        if previous.get("checkpoint") != wanted["checkpoint"]:
-            raise DataError(
-                f"{work.root}: this workdir's verdicts come from checkpoint {previous.get('checkpoint') or 'shipped'}, "
-                f"not {wanted['checkpoint'] or 'shipped'}: use another --workdir"
+        elif isinstance(previous.get("checkpoint"), dict):  # the same content: keep its first name
+            wanted["checkpoint"] = previous["checkpoint"]
+        if (
+            work.manifest.is_file() and previous != wanted
+        ):  # moved, copied, or written before corpora were known by content
+            _log(
+                f"{work.manifest}: recording the corpus as {description['source']} (sha256 {description['sha256'][:12]})"
             )
-    else:
+            write_atomic(work.manifest, json.dumps(wanted, indent=1))
+    if not work.manifest.is_file():
         write_atomic(work.manifest, json.dumps(wanted, indent=1))
+    files.build = wanted
+    return files
+
+
+def _clear_workdir(work: Workdir, keep: Path) -> None:
+    """Remove every artifact (the corpus ``keep`` excepted): what was built from another content."""
+    for path in [*_artifacts(work), work.file_manifest]:
+        if path.is_file() and path.resolve() != keep:
+            path.unlink()
+    for folder, _, _ in sorted(os.walk(work.root), key=lambda entry: -len(entry[0])):
+        if Path(folder) != work.root and not any(Path(folder).iterdir()):
+            Path(folder).rmdir()
+
+
+def _copy_checkpoint(work: Workdir, checkpoint: Path | None) -> None:
+    """Keep the trained checkpoint's files in the workdir (written once; the same bytes)."""
+    if checkpoint is None or Path(checkpoint).resolve() == work.checkpoint_copy.resolve():
+        return
+    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE, C.TABLE_FILE, C.PROVENANCE_FILE, C.TRAINING_LOG_FILE):
+        source, copy = Path(checkpoint) / name, work.checkpoint_copy / name
+        if source.is_file() and not copy.is_file():
+            with data_layer.atomic_output(copy) as temporary:
+                shutil.copyfile(source, temporary)
+
+
+# --- the manifest: checked before the stages run, completed after each ---------------------------
+
+
+def _open_file_manifest(work: Workdir) -> FileManifest:
+    """The workdir's manifest, checked in full (size, sha256, item count of every file): each
+    damaged or missing file is removed, so that the stages write it again, exactly it. A file the
+    manifest does not list (a build made before manifests, or one killed between writing a file
+    and recording it) is kept when it reads whole, and recorded after its stage."""
+    try:
+        files = FileManifest.read(work)
+    except DataError as err:
+        _log(f"{err}; checking every file instead")
+        files = None
+    if files is None:
+        if work.manifest.is_file():
+            _log(f"{work.root}: built before claimtrace kept a manifest: checking its files and recording them")
+        files = FileManifest(work)
+    for name, problem in files.problems(full=True).items():
+        _log(f"{work.at(name)}: {problem}: rebuilding it")
+        _remove_piece(work, files, name)
+    for path in _artifacts(work):
+        if files.get(path) is None:
+            problem = _unreadable(path)
+            if problem is not None:
+                _log(f"{path}: {problem}: rebuilding it")
+                _remove_piece(work, files, work.relative(path))
+    return files
+
+
+def _remove_piece(work: Workdir, files: FileManifest, name: str) -> None:
+    """Remove a damaged file so that its stage writes it again. The BM25 index is one piece (a
+    folder written whole); build.json is written again from the manifest's copy."""
+    path = work.at(name)
+    if path == work.manifest and files.build is not None:
+        write_atomic(work.manifest, json.dumps(files.build, indent=1))
+        return
+    files.repaired[name] = files.files.pop(name, None)
+    if work.bm25_index in path.parents:
+        for other in [n for n in files.files if work.bm25_index in work.at(n).parents]:
+            files.repaired[other] = files.files.pop(other)
+        shutil.rmtree(work.bm25_index, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a file the manifest does not list cannot be trusted (it does not read whole), or None."""
+    import numpy as np
+
+    try:
+        if path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif path.suffix == ".jsonl":
+            text = path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):
+                return "its last line is cut"
+            for line in text.splitlines():
+                json.loads(line)
+        elif path.suffix == ".npz":
+            with np.load(path) as stored:
+                for key in stored.files:
+                    stored[key]  # reading checks each member's CRC
+        elif path.suffix == ".npy":
+            np.load(path)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        return f"damaged ({str(err)[:200] or type(err).__name__})"
+    return None
+
+
+def _artifacts(work: Workdir) -> list[Path]:
+    """The workdir's artifacts: not a user's corpus kept inside it (never the build's to remove)."""
+    try:
+        corpus = read_json(work.manifest)["corpus"] if work.manifest.is_file() else None
+    except (DataError, KeyError, TypeError):
+        corpus = None
+    if corpus is None or corpus.get("kind") != "evidence":
+        return work.artifact_files()
+    own = work.corpus_path(corpus["source"]).resolve()
+    return [path for path in work.artifact_files() if path.resolve() != own]
+
+
+def _record_new(work: Workdir, files: FileManifest, items: dict[Path, int] | None = None) -> None:
+    """Record every file a stage wrote (each whole: written aside and renamed)."""
+    items = items or {}
+    added = False
+    for path in _artifacts(work):
+        if files.get(path) is None:
+            files.record(path, items.get(path), save=False)
+            added = True
+    if added or files.build is not None:
+        files.save()
+
+
+def _verify_repairs(work: Workdir, files: FileManifest) -> None:
+    """After the stages: every recorded file is as recorded, and a rebuilt file is said to be
+    the same bytes as the one it replaced (or not: its stage records timings)."""
+    problems = files.problems(full=False)  # each file was hashed as it was recorded
+    if problems:
+        raise DataError(
+            "; ".join(f"{work.at(n)}: {p}" for n, p in problems.items()) + ": still damaged after the build"
+        )
+    for name, before in files.repaired.items():
+        now = files.files.get(name)
+        if before is None or now is None:
+            continue
+        same = now["sha256"] == before["sha256"]
+        _log(f"{work.at(name)}: rebuilt, {'identical to what the build first wrote' if same else 'new content'}")
 
 
 def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
@@ -85,15 +289,15 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 
 
 def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
-    """Write one file per chunk of ``CHUNK`` items with ``make(start, stop)``; skip existing."""
-    n_chunks = (n_items + CHUNK - 1) // CHUNK
+    """Write one file per chunk of ``artifacts.CHUNK`` items with ``make(start, stop)``; skip existing."""
+    n_chunks = (n_items + artifacts.CHUNK - 1) // artifacts.CHUNK
     todo = [i for i in range(n_chunks) if not Workdir.chunk(folder, i, suffix).is_file()]
     if not todo:
         return
-    done = min(n_items, (n_chunks - len(todo)) * CHUNK)
+    done = min(n_items, (n_chunks - len(todo)) * artifacts.CHUNK)
     with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
         for index in todo:
-            start, stop = index * CHUNK, min(n_items, (index + 1) * CHUNK)
+            start, stop = index * artifacts.CHUNK, min(n_items, (index + 1) * artifacts.CHUNK)
             write_atomic(Workdir.chunk(folder, index, suffix), make(start, stop))
             bar.update(stop - start)
 
@@ -111,7 +315,7 @@ def _stems_chunk(texts: list[str], processes: int) -> list[tuple[str, str]]:
 
 
 def _read_chunks(folder: Path, n_items: int, suffix: str) -> Iterator[str]:
-    for index in range((n_items + CHUNK - 1) // CHUNK):
+    for index in range((n_items + artifacts.CHUNK - 1) // artifacts.CHUNK):
         yield Workdir.chunk(folder, index, suffix).read_text(encoding="utf-8")
 
 
@@ -227,7 +431,8 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     from .evaluate import evidence_f
 
     reader = Build(work.root, data_dir)
-    if work.retrieval_summary.is_file() and work.retrieval_index.is_file():
+    outputs = [work.retrieval_summary, work.retrieval_index, work.retrieval_vectorizer]
+    if all(path.is_file() for path in [*outputs, *(work.retrieval(split) for split in C.SPLITS)]):
         return read_json(work.retrieval_summary)
     started = time.perf_counter()
     rows = list(reader.iter_tags())
@@ -238,19 +443,19 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
             retriever = retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
         except DataError:  # an older claimtrace's format: fit and save it again
             retriever = None
-    if retriever is None:
+    if retriever is None:  # both files are written again: the same bytes for the one that was whole
         retriever = retrieval.Retriever(ids, [r["tags"] for r in rows])
         retriever.save(work.retrieval_vectorizer, work.retrieval_index)
-    if work.retrieval_summary.is_file():  # a build made before the model was saved
+    for split in C.SPLITS:
+        if not work.retrieval(split).is_file():
+            records = retrieval.retrieve_all(retriever, reader.claims(split))
+            write_atomic(work.retrieval(split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    if work.retrieval_summary.is_file():
         return read_json(work.retrieval_summary)
     summary: dict = {"excluded_untagged_passages": retriever.excluded, "splits": {}}
     for split in C.SPLITS:
         claims = reader.claims(split)
-        if work.retrieval(split).is_file():
-            records = list(reader.retrieval(split).values())
-        else:
-            records = retrieval.retrieve_all(retriever, claims)
-            write_atomic(work.retrieval(split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        records = list(reader.retrieval(split).values())
         figures = {"claims": len(records), "fallback_share": sum(r["fallback"] for r in records) / max(1, len(records))}
         if split != "test":
             figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(
@@ -273,7 +478,8 @@ def build_classifier(work: Workdir, data_dir: Path) -> dict:
     """The model inputs (saved for readers) and the verdicts of the build's checkpoint for every
     claim: gold and retrieved evidence (gold only where labelled), alone and in the notebook's
     batches of 16; dev and train accuracies."""
-    if work.classifier_summary.is_file() and all(
+    outputs = [work.classifier_summary, *(work.verdicts(split) for split in C.SPLITS)]
+    if all(path.is_file() for path in outputs) and all(
         work.inputs(split, source).is_file() for split, source in _classifier_sources()
     ):
         return read_json(work.classifier_summary)
@@ -291,48 +497,74 @@ def _classifier_sources() -> Iterator[tuple[str, str]]:
 
 
 def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
-    from .classifier.inputs import encode, evidence_texts, make_rows
-    from .classifier.predict import predict, protocol_figures
+    """Resumable per split and evidence source: each piece's verdicts are kept in
+    classifier/parts/ until its split's file is written, so a killed stage redoes only the pieces
+    it had not finished."""
+    from .classifier.predict import protocol_figures
 
     reader = Build(work.root, data_dir)
     classifier = reader.classifier()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
     for split in C.SPLITS:
         claims = reader.claims(split)
-        verdicts: dict[str, dict] = {cid: {"label": c.label} for cid, c in claims.items()}
-        for _, source in (pair for pair in _classifier_sources() if pair[0] == split):
-            if source == "retrieved":
-                ids = {cid: record["evidences"] for cid, record in reader.retrieval(split).items()}
-            else:  # the build's own text of a gold passage, else the one rebuilt from CLIMATE-FEVER
-                ids = {cid: claim.evidences for cid, claim in claims.items()}
-            encoded = encode(make_rows(claims, evidence_texts(ids, reader.passage_text)), classifier.vocab)
-            encoded.save(work.inputs(split, source))
-            for cid, entry in predict(classifier, encoded).items():
-                verdicts[cid][source] = entry  # {protocol: {"logits", "verdict"}}
-            if source == "retrieved":
-                _store_forward_calls(classifier, encoded, verdicts)
+        sources = [source for s, source in _classifier_sources() if s == split]
+        if work.verdicts(split).is_file():
+            verdicts = reader.verdicts(split)
+            for source in sources:  # the inputs only, where one was damaged or lost
+                _source_inputs(work, reader, split, source, classifier.vocab)
+        else:
+            verdicts = {cid: {"label": c.label} for cid, c in claims.items()}
+            for source in sources:
+                for cid, entry in classify_piece(work, reader, classifier, split, source).items():
+                    verdicts[cid][source] = entry  # {protocol: {"logits", "verdict"}}
+            write_atomic(work.verdicts(split), json.dumps(verdicts, ensure_ascii=False))
+        for source in sources:
+            work.classifier_part(split, source).unlink(missing_ok=True)
             if split != "test":
                 summary.setdefault(split, {})[source] = protocol_figures(
                     {cid: c.label for cid, c in claims.items()},
                     {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims},
                 )
-        write_atomic(work.verdicts(split), json.dumps(verdicts, ensure_ascii=False))
+    if work.classifier_parts.is_dir() and not any(work.classifier_parts.iterdir()):
+        work.classifier_parts.rmdir()
+    if work.classifier_summary.is_file():
+        return read_json(work.classifier_summary)
     summary["table_vs_torch"] = _table_agreement(classifier)
     write_atomic(work.classifier_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
 
 
-def _store_forward_calls(classifier, encoded, verdicts: dict[str, dict]) -> None:
+def _store_forward_calls(classifier, encoded, entries: dict[str, dict]) -> None:
     """Each claim's one real PyTorch forward call on its retrieved evidence (a batch of one), the
-    float32 logits every claim page shows beside the exact table's: stored here so that pages
-    need no torch (about 12 ms a claim, once, at build time)."""
+    float32 logits every claim page shows beside the exact table's: stored beside the verdicts
+    so that pages need no torch (about 12 ms a claim, once, at build time)."""
     import torch
 
     from .classifier.model import alone_logits
 
     logits = alone_logits(classifier.model, torch.as_tensor(encoded.input_ids)).double().numpy()
     for cid, row in zip(encoded.claim_ids, logits):
-        verdicts[cid]["retrieved"]["alone"]["torch_logits"] = row.tolist()
+        entries[cid]["alone"]["torch_logits"] = row.tolist()
+
+
+def classify_piece(work: Workdir, reader: Build, classifier, split: str, source: str) -> dict[str, dict]:
+    """One split's verdicts on one evidence source (claim id -> {protocol: {"logits",
+    "verdict"}}, and on retrieved evidence each claim's forward call under "alone"): the piece
+    kept by an earlier, killed run, else predicted and kept."""
+    from .classifier.predict import predict
+
+    part = work.classifier_part(split, source)
+    if part.is_file():
+        try:
+            return read_json(part)
+        except DataError:  # not whole (written aside and renamed, so only a damaged disk): redo it
+            part.unlink()
+    encoded = _source_inputs(work, reader, split, source, classifier.vocab)
+    entries = predict(classifier, encoded)
+    if source == "retrieved":
+        _store_forward_calls(classifier, encoded, entries)
+    write_atomic(part, json.dumps(entries, ensure_ascii=False))
+    return entries
 
 
 def _table_agreement(classifier) -> dict:
@@ -355,7 +587,7 @@ def _table_agreement(classifier) -> dict:
 #: The splits whose quirk-variant retrievals are kept (dev is scored; test is predicted).
 VARIANT_SPLITS = ("dev", "test")
 #: Passages per chunk file of the BM25 index build (a module name, so a test can make it small).
-BM25_CHUNK = CHUNK
+BM25_CHUNK = artifacts.CHUNK
 #: Which model reads which evidence in :func:`build_more_verdicts` (beyond classifier/<split>.json).
 MORE_MODELS = ("notebook", "intended")
 
@@ -393,7 +625,8 @@ def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processe
     from . import bm25
     from .evaluate import evidence_f
 
-    if work.bm25_summary.is_file():
+    outputs = [work.bm25_summary, work.bm25_index, *(work.bm25_retrieval(split) for split in C.SPLITS)]
+    if all(path.exists() for path in outputs):
         return read_json(work.bm25_summary)
     started = time.perf_counter()
     index = bm25.build_bm25_index(work.bm25_dir, passages.items(), chunk_size=BM25_CHUNK, processes=processes)
@@ -418,6 +651,8 @@ def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processe
                 1, len(records)
             )
         summary["splits"][split] = figures
+    if work.bm25_summary.is_file():  # only an index or a split's records were rebuilt
+        return read_json(work.bm25_summary)
     summary["row"] = {
         "variant": "bm25",
         "description": "BM25 over the raw passage text (k1 = 1.2, b = 0.75): a standard retriever, not a quirk",
@@ -552,32 +787,50 @@ def build(
     processes: int = 2,
     until: str = "classifier",
     checkpoint: Path | None = None,
+    corpus_changed: bool = False,
 ) -> dict:
     """Run the stages over the corpus (the demo corpus when ``evidence`` is None), from tagging
     up to and including ``until``; the classifier stage uses ``checkpoint`` (a ``claimtrace
-    train`` folder; None: the shipped checkpoint)."""
+    train`` folder; None: the shipped checkpoint).
+
+    Every file already there is first checked against the manifest (size, sha256, item count);
+    a damaged or missing one is removed and its stage writes it again, and only it. Every file
+    written is recorded in the manifest after its stage, and the whole workdir is checked again
+    at the end. ``corpus_changed``: the corpus file was edited in place since the workdir was
+    built; rebuild every stage over its new content (without it, the build refuses)."""
     if until not in STAGES:
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
+    files = _open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)
-    _check_manifest(work, description, checkpoint)
+    files = _check_build_record(work, files, description, checkpoint, corpus_changed)
+    files.record(work.manifest, save=False)
+    _copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
+    _record_new(work, files)
     summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
-    if until == "tagging":
-        return summary
-    _log("retrieval: every train, dev and test claim")
-    summary["retrieval"] = build_retrieval(work, data_dir)
-    build_variant_records(work, data_dir)
-    if until == "retrieval":
-        return summary
-    _log("bm25: the reference retriever's index and six passages per claim")
-    summary["bm25"] = build_bm25(work, data_dir, passages, processes)
-    if until == "bm25":
-        return summary
-    _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
-    summary["classifier"] = build_classifier(work, data_dir)
-    build_more_verdicts(work, data_dir)
-    _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
-    summary["scoreboard"] = build_scoreboard(work, data_dir)
+    distinct = summary["tagging"]["distinct_texts"]
+    stems_items = {
+        Workdir.chunk(work.stems_dir, i, ".json"): min(artifacts.CHUNK, distinct - i * artifacts.CHUNK)
+        for i in range(0, (distinct + artifacts.CHUNK - 1) // artifacts.CHUNK)
+    }
+    _record_new(work, files, stems_items)
+    if until != "tagging":
+        _log("retrieval: every train, dev and test claim")
+        summary["retrieval"] = build_retrieval(work, data_dir)
+        build_variant_records(work, data_dir)
+        _record_new(work, files)
+    if until not in ("tagging", "retrieval"):
+        _log("bm25: the reference retriever's index and six passages per claim")
+        summary["bm25"] = build_bm25(work, data_dir, passages, processes)
+        _record_new(work, files)
+    if until == "classifier":
+        _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
+        summary["classifier"] = build_classifier(work, data_dir)
+        build_more_verdicts(work, data_dir)
+        _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
+        summary["scoreboard"] = build_scoreboard(work, data_dir)
+        _record_new(work, files)
+    _verify_repairs(work, files)
     return summary

@@ -210,6 +210,11 @@ def _open_build(ctx: click.Context, workdir: str):
     show_default=True,
     help="The last stage to run.",
 )
+@click.option(
+    "--corpus-changed",
+    is_flag=True,
+    help="The corpus file was edited in place since the workdir was built: rebuild every stage over it.",
+)
 @click.pass_context
 def build_command(
     ctx: click.Context,
@@ -219,12 +224,18 @@ def build_command(
     checkpoint: str | None,
     processes: int,
     until: str,
+    corpus_changed: bool,
 ) -> None:
-    """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was)."""
+    """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was).
+
+    Over an existing workdir, every file is first checked against its manifest and each damaged
+    one is rebuilt; without --demo or --evidence the workdir's own corpus and checkpoint are used."""
     from .build import build
 
-    if demo == (evidence is not None):
+    if demo and evidence is not None:
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
+    if not demo and evidence is None:
+        demo, evidence, checkpoint = _recorded_inputs(Path(workdir), checkpoint)
     if checkpoint is not None:  # a damaged checkpoint fails now, not after the first stages' minutes or hours
         from .classifier.predict import load_classifier
 
@@ -236,8 +247,76 @@ def build_command(
         processes=processes,
         until=until,
         checkpoint=None if checkpoint is None else Path(checkpoint),
+        corpus_changed=corpus_changed,
     )
     click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
+
+
+def _recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | None, str | None]:
+    """(demo, evidence, checkpoint) of the build a workdir holds, for ``claimtrace build
+    --workdir DIR`` alone: its corpus where build.json says (relative to the workdir) and the
+    copy of its trained checkpoint it keeps."""
+    from .artifacts import FileManifest, Workdir, read_json
+
+    work = Workdir(workdir)
+    if not work.manifest.is_file():
+        raise click.UsageError(f"{workdir} holds no build yet: give exactly one of --demo and --evidence FILE")
+    try:
+        recorded = read_json(work.manifest)
+    except DataError:  # damaged: the manifest keeps a copy (the build writes it back)
+        files = FileManifest.read(work)
+        if files is None or files.build is None:
+            raise
+        recorded = files.build
+    corpus = recorded["corpus"]
+    if checkpoint is None and isinstance(recorded.get("checkpoint"), dict):
+        copy = work.checkpoint_copy / C.CHECKPOINT_FILE
+        if not copy.is_file():
+            raise DataError(
+                f"{copy}: missing, and it is this workdir's only copy of its trained checkpoint: "
+                "run `claimtrace build --checkpoint DIR` with the checkpoint it was built with"
+            )
+        checkpoint = str(work.checkpoint_copy)
+    elif checkpoint is None and isinstance(recorded.get("checkpoint"), str):  # an older build.json
+        checkpoint = recorded["checkpoint"]
+    if corpus["kind"] == "demo":
+        return True, None, checkpoint
+    source = work.corpus_path(corpus["source"])
+    if not source.is_file():
+        raise DataError(
+            f"{source}: this workdir's corpus is not there (build.json names it relative to the workdir): "
+            "give --evidence FILE"
+        )
+    return False, str(source), checkpoint
+
+
+@main.command("verify")
+@workdir_option()
+@click.option("--json", "as_json", is_flag=True, help="Print {workdir, files, damaged} as JSON.")
+def verify_command(workdir: str, as_json: bool) -> None:
+    """Check every file of a build against its manifest (size, sha256, item count); exit 2 naming
+    each damaged or missing file."""
+    from .artifacts import REPAIR_HINT, FileManifest, Workdir
+
+    work = Workdir(Path(workdir))
+    if not work.manifest.is_file():
+        raise DataError(f"{work.root}: not a claimtrace build (no build.json): run `claimtrace build` first")
+    files = FileManifest.read(work)
+    if files is None:
+        raise DataError(
+            f"{work.file_manifest}: missing (a build made before claimtrace kept a manifest): "
+            f"run `claimtrace build --workdir {work.root}` to check and record its files"
+        )
+    problems = files.problems(full=True)
+    if as_json:
+        _print_json({"workdir": str(work.root), "files": len(files.files), "damaged": problems})
+    else:
+        for name, problem in problems.items():
+            click.echo(f"{work.at(name)}: {problem}", err=True)
+        if not problems:
+            click.echo(f"{len(files.files)} files as the build wrote them", err=True)
+    if problems:
+        raise DataError(f"{len(problems)} of {len(files.files)} files damaged or missing: {REPAIR_HINT}")
 
 
 @main.group("export", cls=_Group)

@@ -849,20 +849,25 @@ class StringIndex:
 # --- Writing artifacts ------------------------------------------------------------------------
 
 
-#: Where an array's data starts in an archive written by :func:`save_npz`: a multiple of this
+#: The date every member of an npz claimtrace writes carries: np.savez stamps the time of writing,
+#: so the same arrays saved twice would differ in bytes and a repaired file could not be proved
+#: identical to the one it replaces.
+NPZ_MEMBER_DATE = (1980, 1, 1, 0, 0, 0)
+#: Where an array's data starts in an archive written by :func:`write_npz`: a multiple of this
 #: from the file's start, as numpy aligns data within a .npy file, so that it can be mapped.
 NPZ_ALIGNMENT = 64
-#: Extra-field id of the padding :func:`save_npz` puts in a member's local header (zip readers
+#: Extra-field id of the padding :func:`write_npz` puts in a member's local header (zip readers
 #: skip extra fields they do not know).
 _NPZ_PADDING_FIELD = 0xCA7A
 #: Members smaller than this are read, not mapped: a map costs more than the copy.
 _NPZ_MAP_MIN_BYTES = 1 << 16
 
 
-def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """Write ``arrays`` as an uncompressed .npz, atomically, each array's data aligned to
-    NPZ_ALIGNMENT bytes from the file's start, so that :func:`load_npz` can memory-map it.
-    ``np.load`` reads the file as any other npz (the alignment is padding in the zip headers)."""
+def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Write ``arrays`` as an uncompressed .npz through :func:`atomic_output`, each array's data
+    aligned to NPZ_ALIGNMENT bytes from the file's start, so that :func:`load_npz` can map it,
+    and every member dated NPZ_MEMBER_DATE, so that the same arrays always give the same bytes
+    (and the same sha256). ``np.load`` reads it as any npz (the alignment is zip padding)."""
     import io
     import struct
 
@@ -870,7 +875,7 @@ def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
         for name, array in arrays.items():
             member = io.BytesIO()
             np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=NPZ_MEMBER_DATE)
             info.compress_type = zipfile.ZIP_STORED
             # local header: 30 bytes, the name, the extra field; the .npy header is a multiple of 64
             start = archive.fp.tell() + 30 + len(info.filename.encode("utf-8")) + 4
@@ -882,7 +887,7 @@ def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
 class NpzArrays(Mapping):
     """The arrays of an .npz file by name (``.files`` lists them, as ``np.load``'s archive).
 
-    Uncompressed members whose data is aligned (:func:`save_npz` writes them so) are
+    Uncompressed members whose data is aligned (:func:`write_npz` writes them so) are
     memory-mapped copy-on-write: opening is instant whatever the size, pages are read from the
     page cache when first touched and shared between processes; the arrays are ordinary
     writable ndarrays (a write stays private to the process). Other members are read whole.

@@ -557,7 +557,7 @@ class Retriever:
         (passage ids and tag strings, posting lists, tag ids), each atomically."""
         import json
 
-        from .data import save_npz
+        from .data import write_npz
         from .tfidf import save as save_vectorizer
 
         save_vectorizer(self.vectorizer, vectorizer_path)
@@ -567,7 +567,7 @@ class Retriever:
         ids_buffer, ids_offsets = PackedStrings.pack(self.ids)
         tags_buffer, tags_offsets = PackedStrings.pack(self.tags)
         index = StringIndex.of(self.ids)
-        save_npz(  # aligned: the reader maps the posting lists instead of reading them
+        write_npz(  # aligned: the reader maps the posting lists instead of reading them
             index_path,
             t_ptr=self._t_ptr,
             t_doc=self._t_doc,

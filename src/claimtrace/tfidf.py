@@ -362,31 +362,30 @@ def save(vectorizer: NotebookTfidf, path) -> None:
     The tokenizer is not saved: :func:`load` takes it again."""
     import json
 
-    from .data import atomic_output
+    from .data import write_npz
 
-    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-        np.savez(
-            handle,
-            keys=vectorizer._keys,
-            df=vectorizer.df_,
-            tf=vectorizer.tf_,
-            idf=vectorizer.idf_,
-            feature_names=np.array(json.dumps(vectorizer.feature_names.tolist(), ensure_ascii=False)),
-            tokens=np.array(json.dumps(vectorizer._tokens.tokens, ensure_ascii=False)),
-            meta=np.array(
-                json.dumps(
-                    {
-                        "base": vectorizer._base,
-                        "n_docs": vectorizer.n_docs_,
-                        "max_df": vectorizer.max_df,
-                        "min_df": vectorizer.min_df,
-                        "max_features": vectorizer.max_features,
-                        "ngram_range": list(vectorizer.ngram_range),
-                        "cut": vectorizer.cut_,
-                    }
-                )
-            ),
-        )
+    write_npz(
+        path,
+        keys=vectorizer._keys,
+        df=vectorizer.df_,
+        tf=vectorizer.tf_,
+        idf=vectorizer.idf_,
+        feature_names=np.array(json.dumps(vectorizer.feature_names.tolist(), ensure_ascii=False)),
+        tokens=np.array(json.dumps(vectorizer._tokens.tokens, ensure_ascii=False)),
+        meta=np.array(
+            json.dumps(
+                {
+                    "base": vectorizer._base,
+                    "n_docs": vectorizer.n_docs_,
+                    "max_df": vectorizer.max_df,
+                    "min_df": vectorizer.min_df,
+                    "max_features": vectorizer.max_features,
+                    "ngram_range": list(vectorizer.ngram_range),
+                    "cut": vectorizer.cut_,
+                }
+            )
+        ),
+    )
 
 
 def load(path, tokenizer: Tokenizer) -> NotebookTfidf:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import constants as C
-from ..data import Claim, atomic_output, write_atomic
+from ..data import Claim, write_atomic, write_npz
 from ..preprocess import preprocess
 
 #: Evidence as the classifier sees it: claim id -> passage texts, in order.
@@ -135,14 +135,13 @@ class Encoded:
 
     def save(self, path: Path) -> None:
         """The npz the build writes, so that readers never preprocess a split again."""
-        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-            np.savez(
-                handle,
-                input_ids=self.input_ids.astype(np.int32),
-                labels=self.labels.astype(np.int8),
-                claim_ids=np.array(json.dumps(self.claim_ids, ensure_ascii=False)),
-                texts=np.array(json.dumps(self.texts, ensure_ascii=False)),
-            )
+        write_npz(
+            path,
+            input_ids=self.input_ids.astype(np.int32),
+            labels=self.labels.astype(np.int8),
+            claim_ids=np.array(json.dumps(self.claim_ids, ensure_ascii=False)),
+            texts=np.array(json.dumps(self.texts, ensure_ascii=False)),
+        )
 
     @classmethod
     def load(cls, path: Path) -> Encoded:

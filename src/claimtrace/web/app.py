@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import constants as C
 from ..artifacts import Build
 from ..data import DataError
+from . import sections
 from .render import STATIC, Renderer, root_for
 from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
@@ -539,7 +540,7 @@ def create_app(
     @app.exception_handler(StageMissing)
     async def stage_missing(request: Request, exc: StageMissing):
         as_json = request.url.path.endswith(".json") or request.url.path.startswith("/api/")
-        message = f"The {exc.stage} stage is not built yet: {exc.reason}"
+        message = sections.public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", tracer.build.root)
         if as_json:
             return _json({"error": message, "status": 503, "stage": exc.stage}, 503)
         return html(renderer.error_page(root_for(request.url.path), 503, "Not built yet", message), 503)
@@ -548,7 +549,7 @@ def create_app(
     async def damaged(request: Request, exc: DataError):
         """A build file that cannot be read (StageMissing is a DataError, answered above)."""
         as_json = request.url.path.endswith(".json") or request.url.path.startswith("/api/")
-        message = f"The build cannot be read: {exc}"
+        message = sections.public_paths(f"The build cannot be read: {exc}", tracer.build.root)  # no machine paths
         if as_json:
             return _json({"error": message, "status": 503}, 503)
         return html(renderer.error_page(root_for(request.url.path), 503, "The build is damaged", message), 503)
