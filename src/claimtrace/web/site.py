@@ -11,7 +11,8 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
                                         with ?claim=<id> (from live/<id>.js); typing a new claim
                                         needs the server
     live/<n>.js                         the editor data of claims claim-<100n> … claim-<100n+99>
-                                        (a script, so file:// works; few files, not 1,535 tiny ones)
+                                        (a script, so file:// works; few files, not 1,535 tiny ones);
+                                        each claim page draws its model input and charts from it
     predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
     api/table.json, api/build.json      the classifier's table; what the build holds
     static/app.js, static/style.css
