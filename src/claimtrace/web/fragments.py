@@ -2,13 +2,14 @@
 
 A template marks a part as shareable (``{% filter shared %}`` in static mode wraps it in
 ``<!--shared-->`` … ``<!--/shared-->``). Once a split's claim pages are rendered,
-:class:`SharedParts` counts each marked part; a part that at least two pages hold and that is
-longer than its placeholder goes, as a tree of elements and texts, into one script per split
-(``static/shared-<split>.js``, ``window.claimtraceShared``), and each page keeps
-``<template data-shared="KEY"></template>`` in its place. app.js puts the part back before
-anything else runs, building the elements with ``createElement`` and ``textContent`` (no HTML
-parsing in the browser), so the page's document is the one the server sends. A part that is not
-shared stays in the page, its markers removed.
+:class:`SharedParts` counts each marked part; a part that occurs at least twice (in one page
+or several), and whose one copy plus its placeholders is smaller than its copies, goes as a tree
+of elements and texts into one script per split (``static/shared-<split>.js``,
+``window.claimtraceShared``), and each page keeps ``<template data-shared="KEY"></template>`` in
+its place (``<template>``, because the HTML parser keeps it where it stands, in a table or a list
+too). app.js puts the parts back before anything else runs, building the elements with
+``createElement`` and text nodes (no HTML parsing in the browser), so the page's document is node
+for node the page written whole. A part that is not shared stays in the page, its marks removed.
 
 What gets shared: prose and figures of the whole build (the same on every claim page), a passage
 with its id (a passage is shown on many claims' pages), a batch neighbour (15 pages list it),
@@ -23,7 +24,7 @@ from html.parser import HTMLParser
 
 from .render import SHARED_CLOSE, SHARED_OPEN, json_for_script
 
-#: A marked part (parts never nest: the writer refuses a page where they do).
+#: A marked part (parts never nest: the ``shared`` filter drops the marks inside a marked part).
 SHARED_PART = re.compile(re.escape(SHARED_OPEN) + "(.*?)" + re.escape(SHARED_CLOSE), re.S)
 #: Elements with no end tag.
 VOID_ELEMENTS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
