@@ -324,6 +324,39 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     assert not page.problems, page.problems
 
 
+def test_static_claim_page_shows_what_the_servers_shows(page, web_server, web_tracer, tmp_path):
+    """A static claim page from file:// (its repeated parts put back from static/shared-dev.js,
+    its model input written from the table) shows the server's text, stage by stage."""
+    from claimtrace.web.site import write_site
+
+    out = tmp_path / "site"
+    write_site(None, out, tracer=web_tracer, splits=("dev",), limit=3)
+    assert list(web_tracer.claims("dev"))[:2] == [DEFAULT_CLAIM, "claim-375"]
+    parts = [
+        "header.top",
+        ".claim-head h1",
+        "nav.toc",
+        *(f"section#{stage}" for stage in ("preprocess", "tags", "vectors", "filter", "retrieved", "input")),
+        "section#model",
+        "section#quirk",
+        "section#verdict .verdicts",
+        "section#verdict table.logits",
+        "section#fixes",
+        "footer",
+    ]
+
+    def texts() -> list[str]:
+        return [page.locator(selector).first.inner_text() for selector in parts]
+
+    page.goto(web_server + "/claim/claim-375.html", wait_until="load")
+    served = texts()
+    page.goto((out / "claim" / "claim-375.html").as_uri(), wait_until="load")
+    page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+    assert page.locator("template[data-shared]").count() == 0
+    assert texts() == served
+    assert not page.problems, page.problems
+
+
 def test_explore_filters_and_sort_live_in_the_url(page, web_server):
     page.goto(web_server + "/explore/dev.html", wait_until="load")
     page.select_option("#f-fallback", "yes")

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
 from .. import constants as C
@@ -104,6 +104,21 @@ def _bar(value: float, scale: float) -> Markup:
     return Markup(f'<span class="bar"><span class="fill {side}{extra}" style="width:{width:.2f}%"></span></span>')
 
 
+#: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):
+#: the site writer keeps one copy in a shared script and leaves a placeholder (web.fragments).
+SHARED_OPEN, SHARED_CLOSE = "<!--shared-->", "<!--/shared-->"
+
+
+@pass_context
+def _shared(context, html: Markup) -> Markup:
+    """Mark a rendered part as shareable between static pages; the server's pages are unchanged.
+    A part inside a shared part is shared with it (its own marks are dropped: parts never nest)."""
+    if context.get("mode") != "static":
+        return html
+    inner = str(html).replace(SHARED_OPEN, "").replace(SHARED_CLOSE, "")
+    return Markup(SHARED_OPEN + inner + SHARED_CLOSE)
+
+
 def make_env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
@@ -121,11 +136,29 @@ def make_env() -> Environment:
         script_json=json_for_script,
         quoted=_quoted,
         visible=_visible,
+        shared=_shared,
     )
     env.globals.update(
-        bar=_bar, C=C, LABELS=C.LABELS, SPLITS=C.SPLITS, DEFAULT_CLAIM=DEFAULT_CLAIM, MAX_TEXT_CHARS=MAX_TEXT_CHARS
+        live_bucket=live_bucket,
+        bar=_bar,
+        C=C,
+        LABELS=C.LABELS,
+        SPLITS=C.SPLITS,
+        DEFAULT_CLAIM=DEFAULT_CLAIM,
+        MAX_TEXT_CHARS=MAX_TEXT_CHARS,
     )
     return env
+
+
+#: Claims per live/<n>.js file of the static site (by the number in the claim id); app.js uses
+#: the same number.
+LIVE_BUCKET = 100
+
+
+def live_bucket(claim_id: str) -> str:
+    """The static site's script holding a claim's editor data (what its live page and its claim
+    page's charts start from): ``live/<n // 100>.js`` for ``claim-<n>``."""
+    return f"live/{int(claim_id.rsplit('-', 1)[1]) // LIVE_BUCKET}.js"
 
 
 def root_for(path: str) -> str:

@@ -11,11 +11,14 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
                                         with ?claim=<id> (from live/<id>.js); typing a new claim
                                         needs the server
     live/<n>.js                         the editor data of claims claim-<100n> … claim-<100n+99>
-                                        (a script, so file:// works; few files, not 1,535 tiny ones)
+                                        (a script, so file:// works; few files, not 1,535 tiny ones);
+                                        each claim page draws its model input and charts from it
     predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
     api/table.json, api/build.json      the classifier's table; what the build holds
     static/app.js, static/style.css
     static/table.js                     the table once, as a script every page shares
+    static/shared-<split>.js            what that split's claim pages repeat word for word (the
+                                        build's prose, passages, batch neighbours), once
     404.html
 
 Claim pages' JSON twins are written only with ``json=True`` (``claimtrace site --json``): they
@@ -36,7 +39,8 @@ from pathlib import Path
 from .. import constants as C
 from ..artifacts import Build
 from ..data import write_atomic
-from .render import STATIC, Renderer, json_for_script
+from .fragments import SharedParts, strip_markers
+from .render import SHARED_CLOSE, SHARED_OPEN, STATIC, Renderer, json_for_script, live_bucket
 from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
 
 
@@ -53,15 +57,6 @@ def _script(name: str, key: str | None, value) -> str:
     return f"(window.{name} = window.{name} || {{}})[{json.dumps(key)}] = {data};\n"
 
 
-#: Claims per live/<n>.js file (by the number in the claim id); app.js uses the same number.
-LIVE_BUCKET = 100
-
-
-def live_bucket(claim_id: str) -> str:
-    """The live/ script holding a claim's editor data: ``live/<n // 100>.js`` for ``claim-<n>``."""
-    return f"live/{int(claim_id.rsplit('-', 1)[1]) // LIVE_BUCKET}.js"
-
-
 def live_data(trace: dict) -> dict | None:
     """What the live editor needs of one claim (the reference the page compares edits with)."""
     c = trace.get("classifier", {})
@@ -73,7 +68,8 @@ def live_data(trace: dict) -> dict | None:
         "label": head["label"],
         "claim_text": head["text"],
         "text": c["text"],
-        "alone": c["alone"],
+        # what the editor compares an edit with (not the PyTorch check: the claim's page shows it)
+        "alone": {"logits": c["alone"]["logits"], "verdict": c["alone"]["verdict"]},
     }
 
 
@@ -115,7 +111,8 @@ def disable_unexported(html: str, written: set[str]) -> str:
 
     html = _LINK.sub(replace, html)
     if missing:
-        html = html.replace("<main>", "<main>\n" + NOT_EXPORTED_NOTE, 1)
+        # the same note on every page of such an export: a part the claim pages share
+        html = html.replace("<main>", "<main>\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)
     return html
 
 
@@ -128,6 +125,7 @@ def write_site(
     progress: bool = False,
     limit: int | None = None,
     json_twins: bool = False,
+    shared_parts: bool = True,
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts, bytes and seconds.
@@ -135,6 +133,8 @@ def write_site(
     ``limit``: write only the first ``limit`` claim pages of each split (a preview: links to the
     other claims are disabled). claim-752's page is always written (it is the front page's).
     ``json_twins``: also write each claim page's JSON twin (``claim/<id>.json``).
+    ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
+    (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -147,14 +147,21 @@ def write_site(
     written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
     editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
 
-    def put(relative: str, text: str) -> None:
-        if relative.endswith(".html"):
-            text = disable_unexported(text, written_paths)
-        if relative.startswith("claim/") or relative == "index.html":
-            text = _LEADING_SPACE.sub("\n", text)  # template indentation; claim pages have no <pre>
+    def page_text(relative: str, text: str) -> str:
+        text = disable_unexported(text, written_paths)
+        if relative.startswith(("claim/", "explore/")) or relative == "index.html":
+            # template indentation; these pages have no <pre> or <textarea>
+            text = _LEADING_SPACE.sub("\n", text)
+        return text
+
+    def write(relative: str, text: str) -> None:
         write_atomic(out / relative, text)
         written["files"] += 1
         written["bytes"] += len(text.encode("utf-8"))
+
+    def put(relative: str, text: str) -> None:
+        """Write a file; a page with its every part in place (only claim pages share parts)."""
+        write(relative, strip_markers(page_text(relative, text)) if relative.endswith(".html") else text)
 
     (out / "static").mkdir(exist_ok=True)
     for name in ("app.js", "style.css"):
@@ -190,7 +197,9 @@ def write_site(
         except StageMissing:
             pass
         written["explore"] += 1
-        _write_claims(tracer, renderer, claim_ids[split], put, json_twins, split if progress else None, editors)
+        _write_claims(
+            tracer, renderer, split, claim_ids[split], page_text, write, json_twins, progress, editors, shared_parts
+        )
         written["claims"] += len(claim_ids[split])
         if echo:
             echo(f"{split}: {len(claim_ids[split])} claim pages")
@@ -221,25 +230,55 @@ def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
     return paths
 
 
+#: Where a claim page loads its scripts; the split's shared parts go just before app.js.
+_APP_SCRIPT = '<script src="../static/app.js"></script>'
+
+
 def _write_claims(
-    tracer: Tracer, renderer: Renderer, ids: list[str], put, json_twins: bool, bar_name, editors: dict
+    tracer: Tracer,
+    renderer: Renderer,
+    split: str,
+    ids: list[str],
+    page_text,
+    write,
+    json_twins: bool,
+    progress: bool,
+    editors: dict,
+    shared_parts: bool,
 ) -> None:
-    """One split's claim pages and their JSON twins if asked; their editor data go to ``editors``."""
+    """One split's claim pages and their JSON twins if asked; their editor data go to ``editors``.
+
+    Every page of the split is rendered first, so that what several pages repeat is known before
+    any is written: those parts go once into ``static/shared-<split>.js`` (web.fragments)."""
     bar = None
-    if bar_name is not None:
+    if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(ids), desc=f"site {bar_name}", unit="claim", disable=None)
+        bar = tqdm(total=2 * len(ids), desc=f"site {split}", unit="page", disable=None)
+    pages: dict[str, str] = {}
+    shared = SharedParts()
     for claim_id in ids:
         result = tracer.trace(claim_id)
-        put(f"claim/{claim_id}.html", renderer.claim_page(result, "../"))
+        relative = f"claim/{claim_id}.html"
+        pages[relative] = page_text(relative, renderer.claim_page(result, "../"))
+        shared.count(pages[relative])
         editor = live_data(result)
         if editor is not None:
             editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
         if json_twins:
-            put(f"claim/{claim_id}.json", _dump(result))
+            write(f"claim/{claim_id}.json", _dump(result))
         if bar is not None:
             bar.update(1)
+    script = f"static/shared-{split}.js"
+    for relative, html in pages.items():
+        html, uses_shared = shared.page(html) if shared_parts else (strip_markers(html), False)
+        if uses_shared:
+            html = html.replace(_APP_SCRIPT, f'<script src="../{script}"></script>\n' + _APP_SCRIPT, 1)
+        write(relative, html)
+        if bar is not None:
+            bar.update(1)
+    if shared.nodes:
+        write(script, shared.script())
     if bar is not None:
         bar.close()
 

@@ -22,6 +22,34 @@
     return node;
   }
 
+  /* ---------------------------------------------------------------- shared parts (static export) */
+
+  /* A static claim page leaves what many pages repeat word for word (the build's prose, a
+     passage, a batch neighbour) to static/shared-<split>.js: <template data-shared=KEY> marks
+     each place. Put every part back, as elements and texts, before anything else reads the page. */
+  function buildNode(node) {
+    if (typeof node === "string") return document.createTextNode(node);
+    var element = document.createElement(node[0]);
+    for (var name in node[1]) element.setAttribute(name, node[1][name]);
+    for (var i = 2; i < node.length; i++) element.appendChild(buildNode(node[i]));
+    return element;
+  }
+
+  function expandShared() {
+    var parts = window.claimtraceShared;
+    var places = document.querySelectorAll("template[data-shared]");
+    if (!places.length) return;
+    Array.prototype.forEach.call(places, function (place) {
+      var fragment = document.createDocumentFragment();
+      place.getAttribute("data-shared").split(" ").forEach(function (key) {
+        var nodes = parts && parts[key];
+        if (!nodes) throw new Error("shared part " + key + " is missing (static/shared-<split>.js)");
+        nodes.forEach(function (node) { fragment.appendChild(buildNode(node)); });
+      });
+      place.parentNode.replaceChild(fragment, place);
+    });
+  }
+
   function signed(x, digits) {
     return (x >= 0 ? "+" : "") + x.toFixed(digits);
   }
@@ -487,12 +515,21 @@
   /* A static claim page's verdict charts: drawn here, with the editor's code, from the shared table. */
   function initStaticCharts() {
     var out = document.getElementById("static-charts-out");
-    var data = document.getElementById("static-charts-data");
+    var holder = out && out.closest("[data-claim]");
     var status = document.getElementById("static-charts-status");
-    if (!out || !data || document.getElementById("model-input")) return;
-    var reference = JSON.parse(data.textContent);
+    if (!out || !holder || document.getElementById("model-input")) return;
+    /* the claim's editor data: live/<n>.js, loaded by the page before this script */
+    var reference = (window.claimtraceLive || {})[holder.getAttribute("data-claim")];
+    if (!reference) {
+      status.textContent = "The charts could not be drawn: this claim's data (live/ folder) is missing.";
+      body.setAttribute("data-charts", "failed");
+      return;
+    }
     loadTable().then(function () {
-      render(out, compute(TABLE, reference.text), reference);
+      var result = compute(TABLE, reference.text);
+      var input = document.getElementById("static-model-input");
+      if (input) writeModelInput(input, result);
+      render(out, result, reference);
       VIEW.full.open = true; // every token's share, open as on the server's pages
       status.hidden = true;
       body.setAttribute("data-charts", "ready");
@@ -500,6 +537,25 @@
       status.textContent = "The charts could not be drawn: " + err.message + ".";
       body.setAttribute("data-charts", "failed");
     });
+  }
+
+  /* Section 6 of a static claim page: the model input's tokens, as the server's pages write them
+     (templates/_trace.html, stage_input). */
+  function writeModelInput(p, result) {
+    result.tokens.forEach(function (tok) {
+      var special = tok.id === TABLE.cls || tok.id === TABLE.sep;
+      var span = el("span", { cls: "tok" + (special ? " special" : "") + (tok.unknown ? " unk" : "") });
+      if (tok.unknown) {
+        span.setAttribute("title", tok.word + " is not in the vocabulary");
+        span.appendChild(document.createTextNode("<unk> "));
+        span.appendChild(el("s", { text: tok.word }));
+      } else {
+        span.textContent = tok.token;
+      }
+      p.appendChild(span);
+      p.appendChild(document.createTextNode(" "));
+    });
+    if (result.pads) p.appendChild(el("span", { cls: "tok special pad", text: "[PAD] × " + result.pads }));
   }
 
   /* The static live page holds one claim's whole trace; for another claim, point at its page. */
@@ -538,6 +594,7 @@
     });
   }
 
+  expandShared();
   initExplore();
   initEditor();
   initStaticCharts();
