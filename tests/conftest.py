@@ -93,9 +93,45 @@ def run_oracle_json(script: str, *args: str, payload: object | None = None) -> o
 # ask for that stage (the build resumes, so asking for a later one only adds what it lacks).
 
 
+#: Where the demo build is kept between test sessions, one folder per version of what makes it.
+DEMO_CACHE = REPO / ".pytest_cache" / "claimtrace-demo"
+
+
+def _demo_key(data_dir: Path) -> str:
+    """A digest of everything the demo build is made from: the code of every stage (the site's
+    code, which only reads a build, left out) and the data files."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    source = REPO / "src" / "claimtrace"
+    inputs = [
+        p for p in sorted(source.rglob("*")) if "__pycache__" not in p.parts and p.parts[len(source.parts)] != "web"
+    ]
+    inputs += sorted(data_dir.rglob("*"))
+    for path in inputs:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
-def demo_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("demo-build")
+def demo_root(tmp_path_factory, data_dir) -> Path:
+    """The demo build's folder: kept between sessions under .pytest_cache, keyed by the code
+    and data it is made from, so that a second run of the suite does not build it again (the
+    build checks every file against its manifest first and repairs what a test may have
+    damaged). CLAIMTRACE_TEST_FRESH=1 builds it in a new temporary folder instead."""
+    import shutil
+
+    if os.environ.get("CLAIMTRACE_TEST_FRESH") == "1":
+        return tmp_path_factory.mktemp("demo-build")
+    key = _demo_key(data_dir)
+    if DEMO_CACHE.is_dir():
+        for stale in DEMO_CACHE.iterdir():
+            if stale.name != key:
+                shutil.rmtree(stale, ignore_errors=True)
+    root = DEMO_CACHE / key
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 def _demo_until(root: Path, data_dir: Path, stage: str):

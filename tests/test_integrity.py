@@ -285,13 +285,15 @@ def test_a_corpus_edited_in_place_is_noticed(small_evidence, data_dir, tmp_path)
 def test_a_killed_classifier_stage_redoes_only_unfinished_pieces(demo_build, data_dir, tmp_path, monkeypatch):
     work = _copy(demo_build, tmp_path / "work")
     whole = _bytes(work)
-    for name in ("train", "dev", "test"):
+    # train's verdicts stay (a split finished before the kill); dev and test are to be redone
+    for name in ("dev", "test"):
         (work / "classifier" / f"{name}.json").unlink()
     (work / "classifier" / "summary.json").unlink()
+    train_written = (work / "classifier" / "train.json").stat().st_mtime_ns
     real_piece, done = build_module.classify_piece, []
 
     def dying_piece(work_, reader, classifier, split, source):
-        if len(done) == 3:
+        if len(done) == 1:
             raise KeyboardInterrupt("killed between two pieces")
         done.append((split, source))
         return real_piece(work_, reader, classifier, split, source)
@@ -299,8 +301,8 @@ def test_a_killed_classifier_stage_redoes_only_unfinished_pieces(demo_build, dat
     monkeypatch.setattr(build_module, "classify_piece", dying_piece)
     with pytest.raises(KeyboardInterrupt):
         build(work, data_dir, None, processes=1)
-    assert done == [("train", "retrieved"), ("train", "gold"), ("dev", "retrieved")]
-    assert (work / "classifier" / "train.json").is_file()  # its split finished: merged
+    assert done == [("dev", "retrieved")]
+    assert not (work / "classifier" / "dev.json").exists()  # its split not finished: kept as a piece
     assert sorted(p.name for p in (work / "classifier" / "parts").iterdir()) == ["dev-retrieved.json"]
 
     from claimtrace.classifier import predict as predict_module
@@ -316,5 +318,6 @@ def test_a_killed_classifier_stage_redoes_only_unfinished_pieces(demo_build, dat
     build(work, data_dir, None, processes=1)
     dev, test = len(demo_build.claims("dev")), len(demo_build.claims("test"))
     assert predicted == [dev, test]  # dev's gold and test's retrieved: nothing finished was redone
+    assert (work / "classifier" / "train.json").stat().st_mtime_ns == train_written
     assert not (work / "classifier" / "parts").exists()
     assert _bytes(work) == whole

@@ -102,14 +102,17 @@ def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
     calls = []
     real = model_module.alone_logits
     monkeypatch.setattr(model_module, "alone_logits", lambda m, ids: calls.append(1) or real(m, ids))
-    encoded = demo_build.inputs("dev", "retrieved")
-    first = classifier.forward_alone(encoded.input_ids[0])
-    again = classifier.forward_alone(np.array(encoded.input_ids[0]))
-    other = classifier.forward_alone(encoded.input_ids[1])
+    # two inputs no other test has run: random words, then [PAD]
+    rng = np.random.default_rng(752)
+    inputs = [np.concatenate([rng.integers(4, len(classifier.vocab), size=n), np.full(128 - n, 3)]) for n in (37, 61)]
+    first = classifier.forward_alone(inputs[0])
+    again = classifier.forward_alone(inputs[0].tolist())
+    other = classifier.forward_alone(inputs[1])
     assert np.array_equal(first, again) and not np.array_equal(first, other)
     assert len(calls) == 2
     again[0] = 99.0  # a caller's copy: the kept answer is not changed
-    assert classifier.forward_alone(encoded.input_ids[0])[0] == first[0]
+    assert classifier.forward_alone(inputs[0])[0] == first[0]
+    assert len(calls) == 2
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
