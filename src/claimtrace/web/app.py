@@ -35,7 +35,7 @@ from ..artifacts import Build
 from ..data import DataError
 from . import sections
 from .render import STATIC, Renderer, root_for
-from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
+from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim, limit_malloc_arenas
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
@@ -284,9 +284,10 @@ def create_app(
         except DataError:  # a stage not built or a damaged file: the pages that need it say so
             app.state.warmth["warm"] = True
 
-    if warm:
+    if warm:  # a server (tests and the static export make apps without a warm-up)
         import threading
 
+        limit_malloc_arenas()
         threading.Thread(target=warm_up, name="claimtrace-warm", daemon=True).start()
 
     def html(body: str, status: int = 200) -> HTMLResponse:

@@ -34,6 +34,43 @@ TRACE_CACHE = 512
 #: Words the stem cache may hold in a server before it is emptied (typed claims bring new words;
 #: every course claim's words fit many times over).
 STEM_CACHE_WORDS = 1 << 16
+#: Typed claims between two returns of freed heap memory to the system (:func:`release_memory`).
+RELEASE_EVERY = 32
+#: glibc malloc arenas a server process may use (glibc's default is 8 per core): each request
+#: thread would otherwise keep its own arena's freed memory.
+MALLOC_ARENAS = 2
+
+
+def _libc():
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    return ctypes.CDLL(name) if name else None
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Cap glibc's malloc arenas for the rest of the process (``mallopt(M_ARENA_MAX)``); False
+    where the C library is not glibc. A server calls it at start."""
+    try:
+        libc = _libc()
+        return bool(libc is not None and libc.mallopt(-8, arenas))  # -8: M_ARENA_MAX in malloc.h
+    except (OSError, AttributeError):
+        return False
+
+
+def release_memory() -> None:
+    """Return freed heap memory to the system (glibc's ``malloc_trim``; well under 1 ms). A trace
+    allocates and frees tens of MB of small arrays and PyTorch tensors; glibc keeps what was freed
+    for reuse, and under a stream of typed claims the server's resident memory climbed by 100 KB a
+    claim without it (docs/benchmarks.md, "Capacity"), though nothing live grew."""
+    try:
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
 
 __all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "DEFAULT_CLAIM", "MAX_TEXT_CHARS"]
 
@@ -57,6 +94,7 @@ class Tracer:
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
         self.progress: dict[str, dict] = {}
+        self._typed = 0  # typed claims traced (every RELEASE_EVERY, freed memory is returned)
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
         #: not compete with the first page for the CPU (measured: 8.5 s -> 4.9 s at 1.2M passages).
         self.first_page_served = threading.Event()
@@ -99,6 +137,9 @@ class Tracer:
             return self._assemble(text)
         finally:
             bound_stem_cache(STEM_CACHE_WORDS)
+            self._typed += 1
+            if self._typed % RELEASE_EVERY == 0:
+                release_memory()
 
     def _once(self, key, make):
         if key not in self._memo:
