@@ -686,7 +686,7 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
 @click.option(
     "--prerender",
     is_flag=True,
-    help="Once warm, render every claim page and keep it (a server under load; about 25 ms a claim, in the background).",
+    help="Once warm, render every claim page and keep it (a server under load; about 16 ms a claim, in the background).",
 )
 @click.pass_context
 def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, prerender: bool) -> None:

@@ -249,7 +249,7 @@ def create_app(
 
     ``warm``: load the build and the front page in the background while the server starts, then
     every split's Explore. ``prerender`` (with ``warm``): then render every claim page once and
-    keep it whole (a server under load: about 25 ms a claim in the background, then a claim page
+    keep it whole (a server under load: about 16 ms a claim in the background, then a claim page
     costs nothing); ``/api/build.json`` reports the progress under ``"server"``.
     """
     tracer = tracer or Tracer(build)
