@@ -28,13 +28,11 @@ import json
 import os
 import random
 import string
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
-from bench_web import free_port, percentile, summary_ms, wait_until_warm
+from bench_web import free_port, percentile, start_server, stop_server, summary_ms, wait_until_warm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,8 +65,7 @@ def vocabulary_text(rng: random.Random, vocabulary: list[str]) -> str:
 def classifier_words() -> list[str]:
     """The shipped classifier's alphabetic vocabulary entries (its special tokens left out)."""
     vocab = json.loads((REPO / "src" / "claimtrace" / "assets" / "classifier_vocab.json").read_text(encoding="utf-8"))
-    tokens = vocab if isinstance(vocab, list) else list(vocab.get("itos") or vocab.get("tokens") or vocab)
-    return sorted(t for t in tokens if isinstance(t, str) and t.isalpha())
+    return sorted(token for token in vocab if token.isalpha())
 
 
 def plan(total: int, claims: list[str], seed: int = 0, vocabulary: list[str] | None = None) -> list[tuple[str, str]]:
@@ -109,23 +106,6 @@ def server_pids(pid: int) -> list[int]:
     children = Path(f"/proc/{pid}/task/{pid}/children")
     found = [int(p) for p in children.read_text().split()] if children.is_file() else []
     return [pid, *found]
-
-
-def start_server(workdir: Path, data: Path, port: int, workers: int, prerender: bool) -> subprocess.Popen:
-    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data), "serve", "--workdir", str(workdir)]
-    command += ["--port", str(port), "--workers", str(workers), *(["--prerender"] if prerender else [])]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the server exited: {server.stderr.read()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/build.json", timeout=5).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    server.terminate()
-    raise SystemExit("the server did not start within 180 s")
 
 
 def wait_until_prerendered(base: str, workers: int, limit: float = 900) -> float:
@@ -239,7 +219,9 @@ def main() -> None:
     requests = plan(int(args.rate * args.seconds), claims, vocabulary=vocabulary)
     load_before = os.getloadavg()
     port = free_port()
-    server = start_server(args.workdir, args.data, port, args.workers, args.prerender)
+    serve = ["--data", str(args.data), "serve", "--workdir", str(args.workdir), "--port", str(port)]
+    serve += ["--workers", str(args.workers), *(["--prerender"] if args.prerender else [])]
+    server = start_server(serve, port)
     try:
         base = f"http://127.0.0.1:{port}"
         warm_seconds = wait_until_warm(base, limit=600)
@@ -249,11 +231,7 @@ def main() -> None:
         idle_rss = rss_bytes(pids)
         result = asyncio.run(run_load(port, requests, args.rate, args.seconds, pids))
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     result.update(
         {
             "workers": args.workers,

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,14 +29,9 @@ import time
 from pathlib import Path
 
 import httpx
+from bench_web import free_port, stop_server
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def rss_bytes(pid: int) -> int:
@@ -84,7 +79,7 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**__import__("os").environ, "OMP_WAIT_POLICY": "PASSIVE"},
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
     )
     result: dict = {"command": command, "workdir": str(args.workdir)}
     try:
@@ -116,12 +111,8 @@ def main() -> None:
             }
             result["rss_mb_after"] = round(rss_bytes(server.pid) / 1e6, 1)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    result["load_average"] = [round(x, 2) for x in __import__("os").getloadavg()]
+        stop_server(server)
+    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=1))
 
 

@@ -79,10 +79,12 @@ def ensure_build(workdir: Path) -> None:
     )
 
 
-def start_server(workdir: Path, port: int) -> subprocess.Popen:
-    command = [str(REPO / ".venv" / "bin" / "claimtrace"), "serve", "--workdir", str(workdir), "--port", str(port)]
+def start_server(arguments: list[str], port: int, limit: float = 180) -> subprocess.Popen:
+    """``claimtrace <arguments>`` (a ``serve`` command line for ``port``) in its own process,
+    once ``/api/build.json`` answers; the benches' one way to start a server."""
+    command = [sys.executable, "-m", "claimtrace.cli", *arguments]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise SystemExit(f"the server exited: {server.stderr.read()}")
@@ -91,8 +93,17 @@ def start_server(workdir: Path, port: int) -> subprocess.Popen:
                 return server
         except httpx.HTTPError:
             time.sleep(0.3)
+    stop_server(server)
+    raise SystemExit(f"the server did not start within {limit:.0f} s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """Stop a server process (and its workers): terminate, then kill after 20 s."""
     server.terminate()
-    raise SystemExit("the server did not start within 120 s")
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
 
 
 def wait_until_warm(base: str, splits=("dev", "test", "train"), limit: float = 900) -> float:
@@ -245,7 +256,7 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
-    server = start_server(workdir, port)
+    server = start_server(["serve", "--workdir", str(workdir), "--port", str(port)], port, limit=120)
     result: dict = {"workdir": str(workdir), "cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
     try:
         result["server_start_s"] = round(time.monotonic() - t0, 1)
@@ -268,11 +279,7 @@ def main() -> None:
         ]
         result["load"] = bench_load(base, paths, args.rate, args.seconds)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     result["load_average_after"] = os.getloadavg()
     pages = result["walkthrough_pages"]
     live = result["live_recompute_in_chromium"]

@@ -283,9 +283,8 @@ def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
 
 def test_build_stores_each_claims_real_forward_call(demo_build):
     """classifier/<split>.json holds every claim's one real forward call on its retrieved
-    evidence, bit for bit the call :func:`claimtrace.explain.forward_alone` makes."""
-    from claimtrace.explain import forward_alone
-
+    evidence, bit for bit the call
+    :meth:`claimtrace.classifier.predict.Classifier.forward_alone` makes."""
     classifier = demo_build.classifier()
     for split in C.SPLITS:
         encoded = demo_build.inputs(split, "retrieved")
@@ -293,7 +292,7 @@ def test_build_stores_each_claims_real_forward_call(demo_build):
         assert all("torch_logits" in verdicts[cid]["retrieved"]["alone"] for cid in encoded.claim_ids)
         for row in (0, len(encoded.claim_ids) // 2, len(encoded.claim_ids) - 1):
             stored = verdicts[encoded.claim_ids[row]]["retrieved"]["alone"]["torch_logits"]
-            assert stored == forward_alone(classifier, encoded.input_ids[row]).tolist()
+            assert stored == classifier.forward_alone(encoded.input_ids[row]).tolist()
 
 
 def test_explain_claim_reads_the_stored_call_and_agrees_with_a_live_one(demo_build):
@@ -321,7 +320,7 @@ def test_a_course_claim_is_explained_without_torch(demo_build, tmp_path):
         f"build = Build({str(demo_build.root)!r}, {str(demo_build.data_dir)!r})\n"
         "explained = explain_claim(build, 'claim-752')\n"
         "assert explained['alone']['torch_logits'], explained\n"
-        "print(build.classifier().parameter_count())\n"
+        "print(build.classifier().parameter_count)\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

@@ -23,7 +23,7 @@ import numpy as np
 from . import constants as C
 from .data import DataError
 
-__all__ = ["explain_input", "explain_claim", "forward_alone", "margin"]
+__all__ = ["explain_input", "explain_claim", "margin"]
 
 
 def _floats(values) -> list[float]:
@@ -58,7 +58,7 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
     tokens = vocab.decode(ids)
     alone = table.logits(np.asarray(ids))
     torch_alone = (
-        np.asarray(torch_logits, dtype=np.float64) if torch_logits is not None else forward_alone(classifier, ids)
+        np.asarray(torch_logits, dtype=np.float64) if torch_logits is not None else classifier.forward_alone(ids)
     )
     shares = table.contributions(ids)
     pad_count = ids.count(pad_id)
@@ -111,12 +111,6 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
             "margin": margin(alone, table.bias, per_token, padding),
         },
     }
-
-
-def forward_alone(classifier, ids: Sequence[int]) -> np.ndarray:
-    """One real PyTorch forward call of the claim alone
-    (:meth:`claimtrace.classifier.predict.Classifier.forward_alone`)."""
-    return classifier.forward_alone(ids)
 
 
 def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -> dict:

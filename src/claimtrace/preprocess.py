@@ -38,17 +38,16 @@ def _import_nltk_quickly():
     """
     import sys
 
-    hidden = ("scipy.stats", "sklearn")
-    before = {name: sys.modules.get(name) for name in hidden}
-    for name, module in before.items():
-        if module is None:  # already imported: nothing to save, nltk finds it at once
-            sys.modules[name] = None  # type: ignore[assignment]  # "import" raises ImportError
+    # Only what is not imported yet is hidden (already imported, nltk finds it at no cost).
+    hidden = [name for name in ("scipy.stats", "sklearn") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # "import name" raises ImportError
     try:
         from nltk.stem import PorterStemmer
         from nltk.tokenize import NLTKWordTokenizer, word_tokenize
     finally:
-        for name, module in before.items():
-            if module is None and sys.modules.get(name, 0) is None:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
     return PorterStemmer, NLTKWordTokenizer, word_tokenize
 

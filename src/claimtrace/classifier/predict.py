@@ -11,6 +11,7 @@ Two protocols (``constants.PROTOCOLS``):
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -90,8 +91,9 @@ class Classifier:
                 self._forward_calls.popitem(last=False)
         return logits.copy()
 
+    @functools.cached_property
     def parameter_count(self) -> int:
-        """The model's number of parameters, read from the checkpoint's header (no torch)."""
+        """The model's number of parameters, read once from the checkpoint's header (no torch)."""
         from safetensors import safe_open
 
         with damaged(self.checkpoint, self._hint), safe_open(str(self.checkpoint), "np") as handle:

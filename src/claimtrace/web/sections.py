@@ -630,7 +630,7 @@ def classifier_section(
                 "notebook",
             )
         },
-        "architecture": {**architecture(), "parameters": classifier.parameter_count()},
+        "architecture": {**architecture(), "parameters": classifier.parameter_count},
         "contributions": contributions,
         "bar_scales": {
             "summary": max(

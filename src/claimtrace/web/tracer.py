@@ -11,6 +11,7 @@ computed and scheduling the slow work. The data of every answer comes from
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,10 @@ RELEASE_EVERY = 32
 MALLOC_ARENAS = 2
 
 
+@functools.cache
 def _libc():
+    """The C library, found once (``find_library`` runs ``ldconfig``: too slow to repeat on
+    every release)."""
     import ctypes
     import ctypes.util
 
