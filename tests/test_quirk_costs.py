@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.cli import main
-from claimtrace.evaluate import COURSE_TABLE_2, scoreboard_rows
+from claimtrace.evaluate import COURSE_TABLE_2
+from claimtrace.scoreboard import scoreboard_rows
 
 
 def test_bm25_records_shape(demo_build):

@@ -53,8 +53,10 @@ import scipy.sparse as sp
 
 from . import constants as C
 from . import npsort
-from .data import Claim, DataError, PackedStrings, StringIndex
+from .data import Claim
+from .errors import DataError
 from .preprocess import preprocess
+from .store import PackedStrings, StringIndex
 from .tagging import final_stems, restem
 from .tfidf import NotebookTfidf
 
@@ -557,7 +559,7 @@ class Retriever:
         (passage ids and tag strings, posting lists, tag ids), each atomically."""
         import json
 
-        from .data import write_npz
+        from .store import write_npz
         from .tfidf import save as save_vectorizer
 
         save_vectorizer(self.vectorizer, vectorizer_path)
@@ -590,7 +592,7 @@ class Retriever:
         """A model written by :meth:`save`, ready to retrieve (nothing is refitted)."""
         import json
 
-        from .data import load_npz
+        from .store import load_npz
         from .tfidf import load as load_vectorizer
 
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read

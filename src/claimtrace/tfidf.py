@@ -362,7 +362,7 @@ def save(vectorizer: NotebookTfidf, path) -> None:
     The tokenizer is not saved: :func:`load` takes it again."""
     import json
 
-    from .data import write_npz
+    from .store import write_npz
 
     write_npz(
         path,

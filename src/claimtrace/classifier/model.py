@@ -215,7 +215,7 @@ def save_checkpoint(model: nn.Module, path, metadata: dict[str, str] | None = No
     float32 safetensors, atomically."""
     from safetensors.torch import save_file
 
-    from ..data import atomic_output
+    from ..store import atomic_output
 
     tensors = {name: t.detach().to(torch.float32).contiguous().clone() for name, t in model.state_dict().items()}
     with atomic_output(path) as temporary:

@@ -20,13 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import constants as C
-from ..artifacts import damaged
-from ..data import DataError
+from ..assets import ASSETS_DIR
+from ..errors import DataError, damaged
 from .inputs import Encoded, Vocabulary, load_vocab
 from .table import Table, load_table, sha256_file, table_metadata
-
-#: The shipped checkpoint, its vocabulary, its exact table and its provenance.
-ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 
 #: The checkpoint's tensors that are not parameters: the positional table is a buffer.
 _BUFFERS = frozenset({"pos_encoder.pe"})

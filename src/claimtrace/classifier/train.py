@@ -38,7 +38,8 @@ import torch
 from torch import nn
 
 from .. import constants as C
-from ..data import gold_passages, load_claims, write_atomic
+from ..data import gold_passages, load_claims
+from ..store import write_atomic
 from .inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
 from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint, torch_threads
 

@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import constants as C
 from ..artifacts import Build
-from ..data import DataError
+from ..errors import DataError
 from . import sections
 from .render import STATIC, Renderer, root_for
 from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim, limit_malloc_arenas
@@ -377,7 +377,7 @@ def create_app(
     @app.get("/predictions/{split}/{name}")
     def row_predictions(request: Request, split: str, name: str):
         """One scoreboard row's predictions in the course's shape (explore.scoreboard_section)."""
-        from ..data import DataError
+        from ..errors import DataError
         from .explore import row_predictions as predictions_of
 
         row, kind = _split_name(name)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import constants as C
-from ..artifacts import Build, Missing
+from ..artifacts import Build
 from ..data import Claim
+from ..errors import Missing
 from .sections import build_info, missing
 
 
@@ -169,7 +170,8 @@ def prediction_path(split: str, row: str) -> str:
 def scoreboard_section(build: Build, split: str) -> dict | None:
     """What each quirk cost: the build's dev scoreboard (dev), the course's Table 2 figures for
     the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
-    from ..evaluate import COURSE_TABLE_2, scoreboard_rows
+    from ..evaluate import COURSE_TABLE_2
+    from ..scoreboard import scoreboard_rows
 
     if split not in PREDICTION_SPLITS:
         return None
@@ -195,8 +197,8 @@ def intended_training() -> dict:
     import json
 
     from .. import constants as C
+    from ..assets import ASSETS_DIR
     from ..classifier.intended import intended_provenance
-    from ..classifier.predict import ASSETS_DIR
 
     intended = intended_provenance()
     notebook = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
@@ -232,8 +234,8 @@ def intended_training() -> dict:
 def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
     """One scoreboard row's predictions of dev or test in the course's shape (DataError for an
     unknown row; Missing when the build lacks them)."""
-    from ..data import DataError
-    from ..evaluate import scoreboard_row
+    from ..errors import DataError
+    from ..scoreboard import scoreboard_row
 
     if split not in PREDICTION_SPLITS:
         raise DataError(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")

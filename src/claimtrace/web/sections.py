@@ -19,8 +19,9 @@ import numpy as np
 
 from .. import constants as C
 from .. import course
-from ..artifacts import REPAIR_HINT, Build, Missing
-from ..data import Claim, DataError
+from ..artifacts import Build
+from ..data import Claim
+from ..errors import REPAIR_HINT, DataError, Missing
 from ..preprocess import preprocess, stopwords
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).

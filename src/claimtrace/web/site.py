@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .. import constants as C
 from ..artifacts import Build
-from ..data import write_atomic
+from ..store import write_atomic
 from .fragments import SharedParts, strip_markers
 from .render import SHARED_CLOSE, SHARED_OPEN, STATIC, Renderer, json_for_script, live_bucket
 from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
@@ -285,7 +285,7 @@ def _write_claims(
 
 def _row_prediction_paths() -> set[str]:
     """The scoreboard rows' prediction files every export writes (when the build has them)."""
-    from ..evaluate import scoreboard_rows
+    from ..scoreboard import scoreboard_rows
     from .explore import PREDICTION_SPLITS, prediction_path
 
     return {prediction_path(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()}
@@ -294,8 +294,8 @@ def _row_prediction_paths() -> set[str]:
 def _put_row_predictions(build: Build, put: Callable[[str, str], None]) -> None:
     """Every scoreboard row's dev and test predictions, where Explore links to them (both
     splits' pages link to both); nothing when the build lacks them."""
-    from ..artifacts import Missing
-    from ..evaluate import scoreboard_rows
+    from ..errors import Missing
+    from ..scoreboard import scoreboard_rows
     from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 
     try:

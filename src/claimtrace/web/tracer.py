@@ -20,8 +20,8 @@ from typing import Any
 
 from .. import constants as C
 from ..artifacts import Build
-from ..artifacts import Missing as StageMissing
 from ..data import Claim
+from ..errors import Missing as StageMissing
 from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
