@@ -43,9 +43,13 @@ from typing import Any
 
 from . import constants as C
 from . import data as data_layer
-from . import store
+from . import store, tagging, tfidf
+from .classifier.inputs import Encoded
+from .classifier.predict import load_classifier
 from .data import Claim
 from .errors import REPAIR_HINT, DataError, Missing, damaged, damaged_file
+from .retrieval import Retriever
+from .scoreboard import evidence_source
 from .store import read_json
 from .workdir import CHUNK, FileManifest, Workdir
 
@@ -273,8 +277,6 @@ class Build:
             yield from rows
 
     def tagging_vectorizer(self):
-        from . import tagging, tfidf
-
         return self._once(
             "tagging_vectorizer",
             lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, tagging.restem)),
@@ -287,8 +289,6 @@ class Build:
 
     def retriever(self):
         """The fitted retrieval model the build saved (nothing is refitted)."""
-        from .retrieval import Retriever
-
         vectorizer, index = self.work.retrieval_vectorizer, self.work.retrieval_index
 
         def load():
@@ -334,14 +334,10 @@ class Build:
 
     def classifier(self):
         """The build's classifier: the checkpoint its classifier stage used."""
-        from .classifier.predict import load_classifier
-
         return self._once("classifier", lambda: load_classifier(self.checkpoint_dir()))
 
     def inputs(self, split: str, source: str):
         """The model inputs of a split for one evidence source (``gold`` or ``retrieved``)."""
-        from .classifier.inputs import Encoded
-
         return self._once(
             ("inputs", split, source), lambda: self._load("classifier", self.work.inputs(split, source), Encoded.load)
         )
@@ -432,8 +428,6 @@ class Build:
     def predictions(self, split: str, retrieval: str, model: str, protocol: str) -> dict[str, dict]:
         """One scoreboard row's predictions in the course's shape ``{claim_id: {claim_text,
         claim_label, evidences}}``: that retrieval's ids, that model's verdict on them."""
-        from .scoreboard import evidence_source
-
         claims = self.claims(split)
         verdicts = self.verdict_of(split, model, evidence_source(retrieval), protocol)
         return {

@@ -16,16 +16,24 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
+from . import bm25, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
-from . import tagging, tfidf
 from .artifacts import Build, PassageStore
+from .assets import ASSETS_DIR
+from .classifier.inputs import Encoded, encode, evidence_texts, load_vocab, make_rows
+from .classifier.predict import predict, protocol_figures
+from .classifier.table import export_table
 from .errors import DataError
+from .evaluate import evidence_f
 from .evidence import iter_evidence
 from .integrity import check_build_record, copy_checkpoint, log, open_file_manifest, record_new, verify_repairs
 from .preprocess import preprocess_both
+from .retrieval import VARIANTS
+from .scoreboard import scoreboard
 from .store import read_json, write_atomic
 from .workdir import CHUNK, Workdir, sha256_of
 
@@ -208,9 +216,6 @@ def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) 
 def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     """The retrieval model (saved for readers), every claim's retrieval per split, and the dev
     figures (per-variant F included)."""
-    from . import retrieval
-    from .evaluate import evidence_f
-
     reader = Build(work.root, data_dir)
     outputs = [work.retrieval_summary, work.retrieval_index, work.retrieval_vectorizer]
     if all(path.is_file() for path in [*outputs, *(work.retrieval(split) for split in C.SPLITS)]):
@@ -281,8 +286,6 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
     """Resumable per split and evidence source: each piece's verdicts are kept in
     classifier/parts/ until its split's file is written, so a killed stage redoes only the pieces
     it had not finished."""
-    from .classifier.predict import protocol_figures
-
     reader = Build(work.root, data_dir)
     classifier = reader.classifier()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
@@ -332,8 +335,6 @@ def classify_piece(work: Workdir, reader: Build, classifier, split: str, source:
     """One split's verdicts on one evidence source (claim id -> {protocol: {"logits",
     "verdict"}}, and on retrieved evidence each claim's forward call under "alone"): the piece
     kept by an earlier, killed run, else predicted and kept."""
-    from .classifier.predict import predict
-
     part = work.classifier_part(split, source)
     if part.is_file():
         try:
@@ -350,10 +351,7 @@ def classify_piece(work: Workdir, reader: Build, classifier, split: str, source:
 
 def _table_agreement(classifier) -> dict:
     """The whole table against PyTorch in float32: max |g32 - g| over every row and label."""
-    import numpy as np
     import torch
-
-    from .classifier.table import export_table
 
     float32 = export_table(classifier.model, torch.float32)
     return {
@@ -369,15 +367,11 @@ def _table_agreement(classifier) -> dict:
 VARIANT_SPLITS = ("dev", "test")
 #: Passages per chunk file of the BM25 index build (a module name, so a test can make it small).
 BM25_CHUNK = CHUNK
-#: Which model reads which evidence in :func:`build_more_verdicts` (beyond classifier/<split>.json).
-MORE_MODELS = ("notebook", "intended")
 
 
 def build_variant_records(work: Workdir, data_dir: Path) -> None:
     """Each quirk variant's retrieval records of dev and test, one file each (skipped when
     there): a scoreboard row needs its ids for F and its evidence for A."""
-    from . import retrieval
-
     reader = Build(work.root, data_dir)
     todo = [
         (name, split)
@@ -403,9 +397,6 @@ def build_variant_records(work: Workdir, data_dir: Path) -> None:
 def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processes: int = 2) -> dict:
     """The BM25 reference: its index of the corpus (evidence.json file order, chunked and
     resumable), each split's six passages per claim, and its row of the variants table."""
-    from . import bm25
-    from .evaluate import evidence_f
-
     outputs = [work.bm25_summary, work.bm25_index, *(work.bm25_retrieval(split) for split in C.SPLITS)]
     if all(path.exists() for path in outputs):
         return read_json(work.bm25_summary)
@@ -453,17 +444,15 @@ def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
     scoreboard row's on dev and test; none on train, the claims both models were trained on
     (their verdicts there score nothing, and a forward call per claim and protocol would double
     the demo build's time)."""
-    from .retrieval import VARIANTS
-
     if split not in VARIANT_SPLITS:
         return
     if split != "test":
         yield "gold", ("intended",)
     yield "retrieved", ("intended",)
-    yield "bm25", MORE_MODELS
+    yield "bm25", C.CLASSIFIER_VARIANTS
     for name in VARIANTS:
         if name != "notebook":
-            yield name, MORE_MODELS
+            yield name, C.CLASSIFIER_VARIANTS
 
 
 class _IntendedClassifier:
@@ -494,7 +483,6 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     claim, :func:`_more_sources`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
     from .classifier.model import torch_threads
-    from .classifier.predict import predict
 
     todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
     if not todo:
@@ -504,7 +492,7 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
         models = {"notebook": reader.classifier(), "intended": _IntendedClassifier()}
         _check_shared_vocabulary(models["notebook"].vocab)
         for split in todo:
-            verdicts: dict[str, dict] = {cid: {m: {} for m in MORE_MODELS} for cid in reader.claims(split)}
+            verdicts: dict[str, dict] = {cid: {m: {} for m in C.CLASSIFIER_VARIANTS} for cid in reader.claims(split)}
             for source, readers in _more_sources(split):
                 encoded = _source_inputs(work, reader, split, source, models["notebook"].vocab)
                 for model in readers:
@@ -516,9 +504,6 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
 def _check_shared_vocabulary(vocab) -> None:
     """The intended model reads the shipped vocabulary's ids; the build's inputs are encoded
     with its checkpoint's. They must be the same list for one input to serve both models."""
-    from .assets import ASSETS_DIR
-    from .classifier.inputs import load_vocab
-
     shipped = load_vocab(ASSETS_DIR / C.VOCAB_FILE)
     if shipped.tokens != vocab.tokens:
         raise DataError(
@@ -529,8 +514,6 @@ def _check_shared_vocabulary(vocab) -> None:
 
 def _source_inputs(work: Workdir, reader: Build, split: str, source: str, vocab):
     """A split's model inputs for one evidence source: the saved ones, else encoded and saved."""
-    from .classifier.inputs import Encoded, encode, evidence_texts, make_rows
-
     path = work.inputs(split, source)
     if path.is_file():
         return Encoded.load(path)
@@ -546,8 +529,6 @@ def _source_inputs(work: Workdir, reader: Build, split: str, source: str, vocab)
 
 def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
     """Dev F, A and HM of every retrieval x classifier x protocol row (written once)."""
-    from .scoreboard import scoreboard
-
     if work.scoreboard.is_file():
         return read_json(work.scoreboard)
     board = scoreboard(Build(work.root, data_dir), "dev")

@@ -18,7 +18,11 @@ import click
 from . import constants as C
 from . import data as data_layer
 from . import store
-from .errors import DataError
+from .data import parse_claims
+from .errors import REPAIR_HINT, DataError, Missing
+from .evaluate import evaluate, evaluate_file
+from .integrity import recorded_inputs
+from .workdir import FileManifest, Workdir
 
 
 def _os_error_message(err: OSError) -> str:
@@ -143,7 +147,7 @@ def preprocess_command(ctx: click.Context, text: str, keep_stopwords: bool, as_j
 @click.pass_context
 def vocab_command(ctx: click.Context, as_json: bool) -> None:
     """The classifier's vocabulary, built from train claims and their gold passages."""
-    from .classifier.inputs import training_vocabulary
+    from .classifier.inputs import training_vocabulary  # nltk: the preprocessing
 
     data_dir = _data_dir(ctx)
     vocab = training_vocabulary(data_layer.load_claims("train", data_dir), data_layer.gold_passages(data_dir))
@@ -232,7 +236,6 @@ def build_command(
     Over an existing workdir, every file is first checked against its manifest and each damaged
     one is rebuilt; without --demo or --evidence the workdir's own corpus and checkpoint are used."""
     from .build import build
-    from .integrity import recorded_inputs
 
     if demo and evidence is not None:
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
@@ -263,8 +266,6 @@ def build_command(
 def verify_command(workdir: str, as_json: bool) -> None:
     """Check every file of a build against its manifest (size, sha256, item count); exit 2 naming
     each damaged or missing file."""
-    from .errors import REPAIR_HINT
-    from .workdir import FileManifest, Workdir
 
     work = Workdir(Path(workdir))
     if not work.manifest.is_file():
@@ -328,7 +329,7 @@ def _before_torch() -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--variant",
-    type=click.Choice(["notebook", "intended"]),
+    type=click.Choice(C.CLASSIFIER_VARIANTS),
     default="notebook",
     show_default=True,
     help="The notebook's model, or the intended one (both bugs fixed; writes "
@@ -516,7 +517,6 @@ def evaluate_command(
     With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
     evidence, notebook protocol), its fallback share and per-variant F table, and the classifier's
     accuracy and confusion for {gold, retrieved} x {alone, notebook}."""
-    from .evaluate import evaluate_file
 
     if predictions is None:
         for flag, given in (("--skip-missing", skip_missing), ("--per-claim", per_claim)):
@@ -547,8 +547,6 @@ def evaluate_command(
 
 
 def _evaluate_build(build, split: str, as_json: bool) -> None:
-    from .data import parse_claims
-    from .evaluate import evaluate
 
     source = f"{build.root} ({split} predictions)"
     course = evaluate(
@@ -588,7 +586,6 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
 
 def _build_scoreboard(build, split: str) -> dict | None:
     """The build's dev scoreboard (None for another split, or a build made before it existed)."""
-    from .errors import Missing
 
     if split != "dev":
         return None

@@ -35,7 +35,6 @@ __all__ = [
     "evaluate",
     "load_predictions",
     "evaluate_file",
-    "COURSE_TABLE_2",
 ]
 
 
@@ -157,12 +156,3 @@ def evaluate_file(
     gold = data_layer.load_claims(split, data_dir)
     predictions = load_predictions(path)
     return evaluate(predictions, gold, source=str(path), skip_missing=skip_missing)
-
-
-# --- the scoreboard: what each quirk cost ---------------------------------------------------------
-
-#: The course's Table 2 (notebook.md section 8): the notebook's submission as the course scored it.
-COURSE_TABLE_2 = {
-    "dev": {"F": 0.04299, "A": 0.55844, "HM": 0.07984},
-    "test": {"F": 0.03310, "A": 0.40790, "HM": 0.06120},
-}

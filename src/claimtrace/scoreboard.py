@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import data as data_layer
+from .course import TABLE2
 from .errors import DataError
-from .evaluate import COURSE_TABLE_2, evaluate
+from .evaluate import evaluate
 from .retrieval import VARIANTS
 
 #: The retrievals a row can use: the notebook's as designed, each quirk variant, and BM25.
@@ -42,7 +43,6 @@ class ScoreRow:
     def changes(self) -> list[str]:
         """What this row changes from the notebook's pipeline (its retrieval as designed, its
         model, batches of 16); empty for the notebook's own row."""
-
         out = []
         if self.retrieval == "bm25":
             out.append(_BM25_CHANGE)
@@ -111,4 +111,4 @@ def scoreboard(build, split: str = "dev") -> dict:
                 **result.summary(),
             }
         )
-    return {"split": split, "anchor": COURSE_TABLE_2.get(split), "rows": rows}
+    return {"split": split, "anchor": TABLE2.get(split), "rows": rows}

@@ -4,9 +4,11 @@ search. No stage and no reader writes or reads a build file another way."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import struct
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -117,9 +119,6 @@ def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     aligned to NPZ_ALIGNMENT bytes from the file's start, so that :func:`load_npz` can map it,
     and every member dated NPZ_MEMBER_DATE, so that the same arrays always give the same bytes
     (and the same sha256). ``np.load`` reads it as any npz (the alignment is zip padding)."""
-    import io
-    import struct
-
     with atomic_output(path) as temporary, zipfile.ZipFile(temporary, "w", zipfile.ZIP_STORED) as archive:
         for name, array in arrays.items():
             member = io.BytesIO()
@@ -156,8 +155,6 @@ class NpzArrays(Mapping):
         self.files = list(self._arrays)
 
     def _mapped(self, raw: BinaryIO, info: zipfile.ZipInfo) -> np.ndarray | None:
-        import struct
-
         raw.seek(info.header_offset)
         local = raw.read(30)
         if len(local) < 30 or local[:4] != b"PK\x03\x04":

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from .. import constants as C
 from ..data import gold_passages, load_claims
@@ -163,8 +164,6 @@ def train(
 
 
 def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
-    from tqdm import tqdm
-
     # Built right after seeding, in the same module order for both variants: same initial weights.
     model = build_model(len(data.vocab), fixed=variant == "intended")
     loss_fn = nn.CrossEntropyLoss()
