@@ -165,9 +165,9 @@ class Build:
     @property
     def data_dir(self) -> Path:
         """The course data folder (found on first use: the tagging files need none)."""
-        return self._once("data_dir", lambda: data_layer.find_data_dir(self._data_dir))
+        return self.once("data_dir", lambda: data_layer.find_data_dir(self._data_dir))
 
-    def _once(self, key, make: Callable[[], Any]):
+    def once(self, key, make: Callable[[], Any]):
         """``make()`` once per key (thread-safe); a Missing is remembered and raised again."""
         try:
             value = self._memo[key]
@@ -187,7 +187,7 @@ class Build:
 
     def file_manifest(self) -> FileManifest | None:
         """The build's manifest.json (None: a build made before manifests, read unchecked)."""
-        return self._once("file_manifest", lambda: FileManifest.read(self.work))
+        return self.once("file_manifest", lambda: FileManifest.read(self.work))
 
     def _require(self, stage: str, path: Path) -> Path:
         """``path``, there and of the size the build recorded (a stat, no reading: opening a
@@ -227,7 +227,7 @@ class Build:
     # -- the course data -------------------------------------------------------------------------
 
     def claims(self, split: str) -> dict[str, Claim]:
-        return self._once(("claims", split), lambda: data_layer.load_claims(split, self.data_dir))
+        return self.once(("claims", split), lambda: data_layer.load_claims(split, self.data_dir))
 
     def locate(self, claim_id: str) -> tuple[str, int] | None:
         """(split, position in its file) of a course claim, or None."""
@@ -239,19 +239,19 @@ class Build:
                     out.setdefault(cid, (split, position))
             return out
 
-        return self._once("locate", index).get(claim_id)
+        return self.once("locate", index).get(claim_id)
 
     def gold_texts(self) -> dict[str, str]:
         """Gold passages of train and dev (rebuilt from CLIMATE-FEVER), id -> text."""
-        return self._once("gold", lambda: data_layer.gold_passages(self.data_dir))
+        return self.once("gold", lambda: data_layer.gold_passages(self.data_dir))
 
     # -- the corpus ------------------------------------------------------------------------------
 
     def manifest(self) -> dict:
-        return self._once("manifest", self.work.read_manifest)
+        return self.once("manifest", self.work.read_manifest)
 
     def passages(self) -> PassageStore:
-        return self._once(
+        return self.once(
             "passages",
             lambda: PassageStore(
                 self._require("build", self.work.passage_texts), self._require("build", self.work.passage_index)
@@ -277,13 +277,13 @@ class Build:
             yield from rows
 
     def tagging_vectorizer(self):
-        return self._once(
+        return self.once(
             "tagging_vectorizer",
             lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, tagging.restem)),
         )
 
     def tagging_summary(self) -> dict:
-        return self._once("tagging_summary", lambda: read_json(self._require("tagging", self.work.tagging_summary)))
+        return self.once("tagging_summary", lambda: read_json(self._require("tagging", self.work.tagging_summary)))
 
     # -- retrieval -------------------------------------------------------------------------------
 
@@ -296,7 +296,7 @@ class Build:
             # Retriever.load reads both files: a failure names the pair
             return self._load("retrieval", index, lambda path: Retriever.load(vectorizer, path))
 
-        return self._once("retriever", load)
+        return self.once("retriever", load)
 
     def retrieval(self, split: str) -> dict[str, dict]:
         """Each claim's retrieval record of one split, claim id -> record, in file order."""
@@ -312,10 +312,10 @@ class Build:
                 )
             return records
 
-        return self._once(("retrieval", split), read)
+        return self.once(("retrieval", split), read)
 
     def retrieval_summary(self) -> dict:
-        return self._once(
+        return self.once(
             "retrieval_summary", lambda: read_json(self._require("retrieval", self.work.retrieval_summary))
         )
 
@@ -334,22 +334,20 @@ class Build:
 
     def classifier(self):
         """The build's classifier: the checkpoint its classifier stage used."""
-        return self._once("classifier", lambda: load_classifier(self.checkpoint_dir()))
+        return self.once("classifier", lambda: load_classifier(self.checkpoint_dir()))
 
     def inputs(self, split: str, source: str):
         """The model inputs of a split for one evidence source (``gold`` or ``retrieved``)."""
-        return self._once(
+        return self.once(
             ("inputs", split, source), lambda: self._load("classifier", self.work.inputs(split, source), Encoded.load)
         )
 
     def verdicts(self, split: str) -> dict[str, dict]:
         """claim id -> ``{"label", <source>: {<protocol>: {"logits", "verdict"}}}``."""
-        return self._once(
-            ("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split)))
-        )
+        return self.once(("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split))))
 
     def classifier_summary(self) -> dict:
-        return self._once(
+        return self.once(
             "classifier_summary", lambda: read_json(self._require("classifier", self.work.classifier_summary))
         )
 
@@ -378,15 +376,15 @@ class Build:
     def bm25_retrieval(self, split: str) -> dict[str, dict]:
         """BM25's retrieval of one split: claim id -> ``{"claim_id", "evidences", "scores"}``
         (at most six ids, best first; fewer when fewer passages share a stem with the claim)."""
-        return self._once(("bm25_retrieval", split), lambda: self._records("bm25", self.work.bm25_retrieval(split)))
+        return self.once(("bm25_retrieval", split), lambda: self._records("bm25", self.work.bm25_retrieval(split)))
 
     def bm25_summary(self) -> dict:
         """The BM25 stage's figures: ``row`` (its line of the variants table), ``splits``, ``seconds``."""
-        return self._once("bm25_summary", lambda: read_json(self._require("bm25", self.work.bm25_summary)))
+        return self.once("bm25_summary", lambda: read_json(self._require("bm25", self.work.bm25_summary)))
 
     def variant_retrieval(self, variant: str, split: str) -> dict[str, dict]:
         """A quirk variant's retrieval records (as :meth:`retrieval`'s) of dev or test."""
-        return self._once(
+        return self.once(
             ("variant_retrieval", variant, split),
             lambda: self._records("retrieval", self.work.variant_retrieval(variant, split)),
         )
@@ -414,7 +412,7 @@ class Build:
         """claim id -> ``{model: {source: {protocol: {"logits", "verdict"}}}}``: the verdicts
         :meth:`verdicts` does not hold (the notebook's model on BM25 and quirk-variant evidence;
         the intended model on every source)."""
-        return self._once(
+        return self.once(
             ("more_verdicts", split), lambda: read_json(self._require("classifier", self.work.more_verdicts(split)))
         )
 
@@ -437,4 +435,4 @@ class Build:
 
     def scoreboard(self) -> dict:
         """The dev scoreboard the build computed (:func:`claimtrace.evaluate.scoreboard`)."""
-        return self._once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))
+        return self.once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))

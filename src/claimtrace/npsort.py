@@ -514,6 +514,107 @@ def _materialise(lo, seg_first, seg_step, seg_len, seg_key, n_seg, keys, idx):
     return pos
 
 
+#: :func:`_handoff_before` when the sparse simulation goes on.
+_GO_ON = -1
+
+
+@njit(cache=True, inline="always")
+def _initial_segments(cols, vals, hi, a_first, a_step, a_len, key_a):
+    """The initial index array 0 .. n - 1 as segments: zero runs between the positive features.
+    Slot hi is held apart; the list covers slots 0 .. hi - 1. Returns (segments, key of slot hi)."""
+    n_a = 0
+    prev = 0
+    hi_key = 0.0
+    for t in range(cols.shape[0]):
+        c = cols[t]
+        if c == hi:
+            hi_key = vals[t]
+            break
+        n_a = _emit(prev, 1, c - prev, 0.0, a_first, a_step, a_len, key_a, n_a)
+        n_a = _emit(c, 1, 1, vals[t], a_first, a_step, a_len, key_a, n_a)  # a stored 0 is a zero
+        prev = c + 1
+    return _emit(prev, 1, hi - prev, 0.0, a_first, a_step, a_len, key_a, n_a), hi_key
+
+
+@njit(cache=True, inline="always")
+def _depth_budget(n):
+    """numpy's depth budget ``npy_get_msb(n) * 2`` (:func:`depth_limit`), inside the kernel."""
+    depth = 0
+    m = n
+    while m > 1:
+        m >>= 1
+        depth += 2
+    return depth
+
+
+@njit(cache=True, inline="always")
+def _handoff_before(lo, hi, n_a, check_depth, depth, cap):
+    """Why the range lo .. hi goes to the dense kernel before this level, or _GO_ON."""
+    if hi - lo + 1 <= max(SPARSE_MIN_SIZE, SLOTS_PER_SEGMENT * n_a):
+        return HANDOFF_SMALL
+    # The next two cannot happen (kept for safety, the dense kernel would be exact anyway):
+    # zeros at least halve at every level, so the chain is shorter than log2(n) levels, far
+    # from the depth budget of 2 * log2(n); and a level adds at most a handful of segments.
+    if check_depth and depth < 0:
+        return HANDOFF_DEPTH
+    if n_a + 16 > cap:
+        return HANDOFF_CAPACITY
+    return _GO_ON
+
+
+@njit(cache=True, inline="always")
+def _segment_median_of_three(lo, hi, a_first, a_step, a_len, key_a, hi_el, hi_key):
+    """Median of three on slots lo, mid and hi (numpy's swaps, strict less: ties stay put).
+    Returns (mid, its segment and offset, the median (element, key), the largest (element, key))."""
+    mid = lo + ((hi - lo) >> 1)
+    e_lo, k_lo = a_first[0], key_a[0]
+    s_mid, off_mid = _locate(mid - lo, a_len, 0)
+    e_mid, k_mid = a_first[s_mid] + a_step[s_mid] * off_mid, key_a[s_mid]
+    e_hi, k_hi = hi_el, hi_key
+    if _less(k_mid, k_lo):
+        e_lo, k_lo, e_mid, k_mid = e_mid, k_mid, e_lo, k_lo
+    if _less(k_hi, k_mid):
+        e_mid, k_mid, e_hi, k_hi = e_hi, k_hi, e_mid, k_mid
+    if _less(k_mid, k_lo):
+        e_lo, k_lo, e_mid, k_mid = e_mid, k_mid, e_lo, k_lo
+    return mid, s_mid, off_mid, e_mid, k_mid, e_hi, k_hi
+
+
+@njit(cache=True, inline="always")
+def _place_zero_pivot(lo, hi, mid, s_mid, off_mid, keep_from, a_first, a_step, a_len, key_a, n_a):
+    """The zero pivot moves to hi - 1 and the element there to mid; slot lo now holds a zero
+    that only the dropped left side will see. Finds the pivot's final slot p = lo + T.
+
+    Returns (segments, p, segment and offset of slot p, keep_zero, both sides kept): with both
+    sides kept (p - 1 reaches the last k slots) the list again shows the range before this
+    partition, for the dense kernel."""
+    last = n_a - 1
+    e_hm1 = a_first[last] + a_step[last] * (a_len[last] - 1)
+    k_hm1 = key_a[last]
+    old_mid_el = a_first[s_mid] + a_step[s_mid] * off_mid
+    old_mid_key = key_a[s_mid]
+    # The list still shows slot mid as it was before the median of three. Which slots are zero
+    # decides T; if the slot was and stays a zero it need not be written yet, since a zero
+    # above lo + T is overwritten by the stream anyway.
+    mid_written = not (k_hm1 == 0.0 and old_mid_key == 0.0)
+    if mid_written:
+        n_a, s_mid = _set_slot(s_mid, off_mid, e_hm1, k_hm1, a_first, a_step, a_len, key_a, n_a)
+    split, keep_zero, s_w, start_w = _zero_pivot_split(lo, hi, a_len, key_a, n_a)
+    p = lo + split
+    if p - 1 >= keep_from:  # both sides reach the last k slots: let the dense kernel do it
+        if mid_written:  # undo, so the list again shows the range before this partition
+            a_first[s_mid] = old_mid_el
+            key_a[s_mid] = old_mid_key
+        return n_a, p, s_w, 0, keep_zero, True
+    # Slot p = lo + T: find its segment, walking from one at or before it.
+    if not mid_written and mid <= p:  # mid's identity matters: it is in the stream, or X
+        n_a, s_mid = _set_slot(s_mid, off_mid, e_hm1, k_hm1, a_first, a_step, a_len, key_a, n_a)
+        s_w, w_off = _locate(p - lo, a_len, 0)  # segments have moved
+    else:
+        s_w, w_off = _locate(p - start_w, a_len, s_w)
+    return n_a, p, s_w, w_off, keep_zero, False
+
+
 @njit(cache=True)
 def _sparse_row_top_k(cols, vals, n, keep_from, seg_a, key_a, seg_b, key_b, keys, idx, stack):
     """Bring slots keep_from .. n - 1 of the row's argsort into ``idx`` (a dense buffer of n slots).
@@ -530,84 +631,27 @@ def _sparse_row_top_k(cols, vals, n, keep_from, seg_a, key_a, seg_b, key_b, keys
     b_first, b_step, b_len = seg_b[0], seg_b[1], seg_b[2]
     lo = 0
     hi = n - 1
-
-    # The initial index array 0 .. n - 1: zero runs between the positive features. Slot hi is
-    # held apart (hi_el, hi_key); the list covers slots lo .. hi - 1.
-    n_a = 0
-    prev = 0
-    hi_el, hi_key = hi, 0.0
-    for t in range(cols.shape[0]):
-        c = cols[t]
-        if c == hi:
-            hi_key = vals[t]
-            break
-        n_a = _emit(prev, 1, c - prev, 0.0, a_first, a_step, a_len, key_a, n_a)
-        n_a = _emit(c, 1, 1, vals[t], a_first, a_step, a_len, key_a, n_a)  # a stored 0 is a zero
-        prev = c + 1
-    n_a = _emit(prev, 1, hi - prev, 0.0, a_first, a_step, a_len, key_a, n_a)
-
-    depth = 0
-    m = n
-    while m > 1:
-        m >>= 1
-        depth += 2
+    n_a, hi_key = _initial_segments(cols, vals, hi, a_first, a_step, a_len, key_a)
+    hi_el = hi
+    depth = _depth_budget(n)
     check_depth = True
     levels = 0
     while True:
-        if hi - lo + 1 <= max(SPARSE_MIN_SIZE, SLOTS_PER_SEGMENT * n_a):
-            reason = HANDOFF_SMALL
+        reason = _handoff_before(lo, hi, n_a, check_depth, depth, cap)
+        if reason != _GO_ON:
             break
-        # The next two cannot happen (kept for safety, the dense kernel would be exact anyway):
-        # zeros at least halve at every level, so the chain is shorter than log2(n) levels, far
-        # from the depth budget of 2 * log2(n); and a level adds at most a handful of segments.
-        if check_depth and depth < 0:
-            reason = HANDOFF_DEPTH
-            break
-        if n_a + 16 > cap:
-            reason = HANDOFF_CAPACITY
-            break
-        # Median of three on the three elements (numpy's swaps, strict less: ties stay put).
-        mid = lo + ((hi - lo) >> 1)
-        e_lo, k_lo = a_first[0], key_a[0]
-        s_mid, off_mid = _locate(mid - lo, a_len, 0)
-        e_mid, k_mid = a_first[s_mid] + a_step[s_mid] * off_mid, key_a[s_mid]
-        e_hi, k_hi = hi_el, hi_key
-        if _less(k_mid, k_lo):
-            e_lo, k_lo, e_mid, k_mid = e_mid, k_mid, e_lo, k_lo
-        if _less(k_hi, k_mid):
-            e_mid, k_mid, e_hi, k_hi = e_hi, k_hi, e_mid, k_mid
-        if _less(k_mid, k_lo):
-            e_lo, k_lo, e_mid, k_mid = e_mid, k_mid, e_lo, k_lo
+        mid, s_mid, off_mid, e_mid, k_mid, e_hi, k_hi = _segment_median_of_three(
+            lo, hi, a_first, a_step, a_len, key_a, hi_el, hi_key
+        )
         if k_mid != 0.0:
             reason = HANDOFF_POSITIVE_PIVOT
             break
-        # The pivot (e_mid) moves to hi - 1 and the element there to mid. Slot lo now holds a
-        # zero (e_lo) that only the dropped left side will see, and slot hi the largest (e_hi).
-        last = n_a - 1
-        e_hm1 = a_first[last] + a_step[last] * (a_len[last] - 1)
-        k_hm1 = key_a[last]
-        old_mid_el = a_first[s_mid] + a_step[s_mid] * off_mid
-        old_mid_key = key_a[s_mid]
-        # The list still shows slot mid as it was before the median of three. Which slots are zero
-        # decides T; if the slot was and stays a zero it need not be written yet, since a zero
-        # above lo + T is overwritten by the stream anyway.
-        mid_written = not (k_hm1 == 0.0 and old_mid_key == 0.0)
-        if mid_written:
-            n_a, s_mid = _set_slot(s_mid, off_mid, e_hm1, k_hm1, a_first, a_step, a_len, key_a, n_a)
-        split, keep_zero, s_w, start_w = _zero_pivot_split(lo, hi, a_len, key_a, n_a)
-        p = lo + split
-        if p - 1 >= keep_from:  # both sides reach the last k slots: let the dense kernel do it
-            if mid_written:  # undo, so the list again shows the range before this partition
-                a_first[s_mid] = old_mid_el
-                key_a[s_mid] = old_mid_key
+        n_a, p, s_w, w_off, keep_zero, both_sides = _place_zero_pivot(
+            lo, hi, mid, s_mid, off_mid, keep_from, a_first, a_step, a_len, key_a, n_a
+        )
+        if both_sides:
             reason = HANDOFF_BOTH_SIDES
             break
-        # Slot p = lo + T: find its segment, walking from one at or before it.
-        if not mid_written and mid <= p:  # mid's identity matters: it is in the stream, or X
-            n_a, s_mid = _set_slot(s_mid, off_mid, e_hm1, k_hm1, a_first, a_step, a_len, key_a, n_a)
-            s_w, w_off = _locate(p - lo, a_len, 0)  # segments have moved
-        else:
-            s_w, w_off = _locate(p - start_w, a_len, s_w)
         if p >= keep_from:  # the pivot's slot is final and among the last k
             idx[p] = e_mid
             keys[p] = 0.0

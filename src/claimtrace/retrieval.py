@@ -45,8 +45,10 @@ dev and test runs passed), ``cosine-once``, ``unpadded-tags``.
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -195,177 +197,168 @@ def _overlap_and_score(c, m, size, n_claim_tags, cosine_in_score, no_tags_overla
     return o, score
 
 
-@numba.njit(cache=True)
-def _claim_kernel(
-    q_terms,
-    q_values,
-    t_ptr,
-    t_doc,
-    t_weight,
-    q_tags,
-    g_ptr,
-    g_doc,
-    sizes,
-    n_passages,
-    n_claim_tags,
-    cosine_in_score,
-    no_tags_overlap,
-    cosine_threshold,
-    overlap_threshold,
-    score_threshold,
-    full,
-    cosine,
-    touch,
-    local,
-    out_position,
-    out_score,
-    out_cosine,
-    out_overlap,
-    out_shared,
-    cand_position,
-    cand_cosine,
-    cand_overlap,
-    cand_score,
-    cand_shared,
-):
-    """One claim against every passage, touching only the passages that share a term or a tag.
+#: The index the kernels read, as one structure: each term's posting list (``t_ptr`` into
+#: ``t_doc`` passages and ``t_weight`` weights, sorted by passage), each raw tag's (``g_ptr``
+#: into ``g_doc``), and every passage's raw-tag set size (``sizes``).
+Postings = namedtuple("Postings", ["t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes"])
 
-    The passages are visited in blocks of ``len(cosine)`` (frame order); in each block:
+#: One claim as the kernels read it: its terms (scikit-learn's order) and their weights, the ids
+#: of its raw tags that the index knows, and its number of distinct raw tags.
+QueryArrays = namedtuple("QueryArrays", ["terms", "weights", "tags", "n_tags"])
 
-    1. cosine: the claim's terms in the given order, one posting list at a time, each product
-       added to the passage's running sum (scipy's ``csr_matmat`` order); then the shared
-       raw-tag counts from the raw-tag posting lists (``touch`` = 0 for an untouched passage,
-       else 1 + 2 x its shared count);
-    2. for each touched passage, in frame order: overlap, score (:func:`_overlap_and_score`) and
-       the query's mask; the block's work arrays are reset.
+#: The notebook's rules as the kernels apply them: (cosine counted in the score 1 or 2 times,
+#: overlap when the claim has no tag, the cosine, overlap and score thresholds).
+Rules = namedtuple("Rules", ["cosine_in_score", "no_tags_overlap", "cosine", "overlap", "score"])
 
-    Posting lists are sorted by passage, so each list is read once, front to back, across the
-    blocks. Every touched passage's position and score go to ``out_position``/``out_score``
-    (and, when ``full``, its cosine, overlap and shared count to ``out_*``); the rows passing
-    the filter go to ``cand_*``. Returns (rows, passed), both in frame order.
-    """
-    block = cosine.shape[0]
-    n_terms = q_terms.shape[0]
-    n_tags = q_tags.shape[0]
-    t_cursor = np.empty(n_terms, np.int64)
-    g_cursor = np.empty(n_tags, np.int64)
-    for a in range(n_terms):
-        t_cursor[a] = t_ptr[q_terms[a]]
-    for b in range(n_tags):
-        g_cursor[b] = g_ptr[q_tags[b]]
-    rows = 0
-    passed = 0
-    while True:
-        # The next block that holds a posting: start at the smallest passage still to read.
-        first = n_passages
-        for a in range(n_terms):
-            if t_cursor[a] < t_ptr[q_terms[a] + 1] and t_doc[t_cursor[a]] < first:
-                first = t_doc[t_cursor[a]]
-        for b in range(n_tags):
-            if g_cursor[b] < g_ptr[q_tags[b] + 1] and g_doc[g_cursor[b]] < first:
-                first = g_doc[g_cursor[b]]
-        if first == n_passages:
-            break
-        start = first - first % block
-        stop = start + block
-        for a in range(n_terms):
-            x = q_values[a]
-            end = t_ptr[q_terms[a] + 1]
-            p = t_cursor[a]
-            while p < end:
-                d = t_doc[p]
-                if d >= stop:
-                    break
-                i = d - start
-                touch[i] |= 1
-                cosine[i] += x * t_weight[p]
-                p += 1
-            t_cursor[a] = p
-        for b in range(n_tags):
-            end = g_ptr[q_tags[b] + 1]
-            p = g_cursor[b]
-            while p < end:
-                d = g_doc[p]
-                if d >= stop:
-                    break
-                i = d - start
-                touch[i] = (touch[i] | 1) + 2
-                p += 1
-            g_cursor[b] = p
-        # The touched slots, in order, by a branch-free compaction (touched slots are too dense
-        # and too random for a branch to be predicted).
-        k = 0
-        for i in range(block):
-            local[k] = i
-            k += touch[i] != 0
-        for t in range(k):
-            i = local[t]
-            d = start + i
-            c = cosine[i]
-            m = touch[i] >> 1
-            o, score = _overlap_and_score(c, m, sizes[d], n_claim_tags, cosine_in_score, no_tags_overlap)
-            out_position[rows] = d
-            out_score[rows] = score
-            if full:
-                out_cosine[rows] = c
-                out_overlap[rows] = o
-                out_shared[rows] = m
-            rows += 1
-            if c > cosine_threshold and o > overlap_threshold and score > score_threshold:
-                cand_position[passed] = d
-                cand_cosine[passed] = c
-                cand_overlap[passed] = o
-                cand_score[passed] = score
-                cand_shared[passed] = m
-                passed += 1
-            cosine[i] = 0.0
-            touch[i] = 0
+
+@numba.njit(cache=True, inline="always")
+def _next_block_start(query, index, t_cursor, g_cursor, n_passages):
+    """The smallest passage any of the claim's posting lists still holds (``n_passages``: none)."""
+    first = n_passages
+    for a in range(query.terms.shape[0]):
+        if t_cursor[a] < index.t_ptr[query.terms[a] + 1] and index.t_doc[t_cursor[a]] < first:
+            first = index.t_doc[t_cursor[a]]
+    for b in range(query.tags.shape[0]):
+        if g_cursor[b] < index.g_ptr[query.tags[b] + 1] and index.g_doc[g_cursor[b]] < first:
+            first = index.g_doc[g_cursor[b]]
+    return first
+
+
+@numba.njit(cache=True, inline="always")
+def _add_block_postings(query, index, t_cursor, g_cursor, start, stop, cosine, touch):
+    """Step 1 of a block: the claim's terms in the given order, one posting list at a time, each
+    product added to the passage's running sum (scipy's ``csr_matmat`` order); then the shared
+    raw-tag counts (``touch`` = 0 for an untouched passage, else 1 + 2 x its shared count)."""
+    for a in range(query.terms.shape[0]):
+        x = query.weights[a]
+        end = index.t_ptr[query.terms[a] + 1]
+        p = t_cursor[a]
+        while p < end:
+            d = index.t_doc[p]
+            if d >= stop:
+                break
+            i = d - start
+            touch[i] |= 1
+            cosine[i] += x * index.t_weight[p]
+            p += 1
+        t_cursor[a] = p
+    for b in range(query.tags.shape[0]):
+        end = index.g_ptr[query.tags[b] + 1]
+        p = g_cursor[b]
+        while p < end:
+            d = index.g_doc[p]
+            if d >= stop:
+                break
+            i = d - start
+            touch[i] = (touch[i] | 1) + 2
+            p += 1
+        g_cursor[b] = p
+
+
+@numba.njit(cache=True, inline="always")
+def _touched_slots(touch, local):
+    """The touched slots of a block, in order, by a branch-free compaction (touched slots are too
+    dense and too random for a branch to be predicted); returns how many."""
+    k = 0
+    for i in range(touch.shape[0]):
+        local[k] = i
+        k += touch[i] != 0
+    return k
+
+
+@numba.njit(cache=True, inline="always")
+def _emit_block(query, index, rules, full, start, k, scratch, out, cand, rows, passed):
+    """Step 2 of a block: for each touched passage, in frame order, overlap and score
+    (:func:`_overlap_and_score`), its row, and the query's mask; the work arrays are reset.
+    Returns the new (rows, passed)."""
+    cosine, touch, local = scratch
+    for t in range(k):
+        i = local[t]
+        d = start + i
+        c = cosine[i]
+        m = touch[i] >> 1
+        o, score = _overlap_and_score(c, m, index.sizes[d], query.n_tags, rules.cosine_in_score, rules.no_tags_overlap)
+        out[0][rows] = d
+        out[1][rows] = score
+        if full:
+            out[2][rows] = c
+            out[3][rows] = o
+            out[4][rows] = m
+        rows += 1
+        if c > rules.cosine and o > rules.overlap and score > rules.score:
+            cand[0][passed] = d
+            cand[1][passed] = c
+            cand[2][passed] = o
+            cand[3][passed] = score
+            cand[4][passed] = m
+            passed += 1
+        cosine[i] = 0.0
+        touch[i] = 0
     return rows, passed
 
 
 @numba.njit(cache=True)
-def _point_kernel(
-    positions,
-    q_terms,
-    q_values,
-    t_ptr,
-    t_doc,
-    t_weight,
-    q_tags,
-    g_ptr,
-    g_doc,
-    sizes,
-    n_claim_tags,
-    cosine_in_score,
-    no_tags_overlap,
-    out_cosine,
-    out_overlap,
-    out_score,
-    out_shared,
-):
-    """The columns of a few passages (the fallback's), found by binary search in the claim's
-    posting lists, with the same additions in the same order as :func:`_claim_kernel`."""
+def _claim_kernel(query, index, n_passages, rules, full, scratch, out, cand):
+    """One claim against every passage, touching only the passages that share a term or a tag.
+
+    The passages are visited in blocks of ``len(scratch[0])`` (frame order); in each block the
+    postings are added (:func:`_add_block_postings`), then each touched passage's row is written
+    (:func:`_emit_block`). Posting lists are sorted by passage, so each list is read once, front
+    to back, across the blocks.
+
+    ``query`` is a :data:`QueryArrays`, ``index`` the :data:`Postings`, ``rules`` the
+    :data:`Rules`; ``scratch`` = (cosine, touch, local), one block's work arrays, all zero.
+    Every touched passage's position and score go to ``out[0]``/``out[1]`` (and, when ``full``,
+    its cosine, overlap and shared count to ``out[2:]``); the rows passing the filter go to
+    ``cand`` = (position, cosine, overlap, score, shared). Returns (rows, passed), both in frame
+    order.
+    """
+    block = scratch[0].shape[0]
+    t_cursor = np.empty(query.terms.shape[0], np.int64)
+    g_cursor = np.empty(query.tags.shape[0], np.int64)
+    for a in range(query.terms.shape[0]):
+        t_cursor[a] = index.t_ptr[query.terms[a]]
+    for b in range(query.tags.shape[0]):
+        g_cursor[b] = index.g_ptr[query.tags[b]]
+    rows = 0
+    passed = 0
+    while True:
+        first = _next_block_start(query, index, t_cursor, g_cursor, n_passages)
+        if first == n_passages:
+            break
+        start = first - first % block
+        _add_block_postings(query, index, t_cursor, g_cursor, start, start + block, scratch[0], scratch[1])
+        k = _touched_slots(scratch[1], scratch[2])
+        rows, passed = _emit_block(query, index, rules, full, start, k, scratch, out, cand, rows, passed)
+    return rows, passed
+
+
+@numba.njit(cache=True)
+def _point_kernel(positions, query, index, rules, out):
+    """The columns (cosine, overlap, score, shared) of a few passages (the fallback's), found by
+    binary search in the claim's posting lists, with the same additions in the same order as
+    :func:`_claim_kernel`."""
     for r in range(positions.shape[0]):
         d = positions[r]
         c = 0.0
-        for a in range(q_terms.shape[0]):
-            lo = t_ptr[q_terms[a]]
-            hi = t_ptr[q_terms[a] + 1]
-            p = lo + np.searchsorted(t_doc[lo:hi], d)
-            if p < hi and t_doc[p] == d:
-                c += q_values[a] * t_weight[p]
+        for a in range(query.terms.shape[0]):
+            lo = index.t_ptr[query.terms[a]]
+            hi = index.t_ptr[query.terms[a] + 1]
+            p = lo + np.searchsorted(index.t_doc[lo:hi], d)
+            if p < hi and index.t_doc[p] == d:
+                c += query.weights[a] * index.t_weight[p]
         m = 0
-        for b in range(q_tags.shape[0]):
-            lo = g_ptr[q_tags[b]]
-            hi = g_ptr[q_tags[b] + 1]
-            p = lo + np.searchsorted(g_doc[lo:hi], d)
-            if p < hi and g_doc[p] == d:
+        for b in range(query.tags.shape[0]):
+            lo = index.g_ptr[query.tags[b]]
+            hi = index.g_ptr[query.tags[b] + 1]
+            p = lo + np.searchsorted(index.g_doc[lo:hi], d)
+            if p < hi and index.g_doc[p] == d:
                 m += 1
-        o, score = _overlap_and_score(c, m, sizes[d], n_claim_tags, cosine_in_score, no_tags_overlap)
-        out_cosine[r] = c
-        out_overlap[r] = o
-        out_score[r] = score
-        out_shared[r] = m
+        o, score = _overlap_and_score(c, m, index.sizes[d], query.n_tags, rules.cosine_in_score, rules.no_tags_overlap)
+        out[0][r] = c
+        out[1][r] = o
+        out[2][r] = score
+        out[3][r] = m
 
 
 # --- the notebook's sorts -------------------------------------------------------------------------
@@ -431,6 +424,18 @@ def _tag_string(tags: str | Sequence[str]) -> str:
     return tags if isinstance(tags, str) else " ".join(tags)
 
 
+class Scores(NamedTuple):
+    """One claim's non-zero rows (:meth:`Retriever.scores`), positions ascending (frame order);
+    ``passing`` the query's mask."""
+
+    positions: np.ndarray
+    cosine: np.ndarray
+    overlap: np.ndarray
+    score: np.ndarray
+    shared: np.ndarray
+    passing: np.ndarray
+
+
 @dataclass
 class Retrieval:
     """One claim's retrieval. Positions index :attr:`Retriever.ids`."""
@@ -449,8 +454,11 @@ class Retrieval:
 
 @dataclass
 class _Scratch:
-    """Per-retriever work arrays, reused from claim to claim: a block's cosine sums and touch
-    counts, and room for one claim's rows (one slot per passage)."""
+    """Work arrays of one claim's kernel pass: a block's cosine sums, touch counts and touched
+    slots (all zero between blocks), and room for the claim's rows (one slot per passage).
+    Made per call (``np.empty`` touches no memory until written), so that claims retrieved on
+    several threads at once share nothing; a caller retrieving many claims in a row passes one
+    to :meth:`Retriever.retrieve` to reuse it."""
 
     cosine: np.ndarray
     touch: np.ndarray
@@ -469,6 +477,28 @@ class _Scratch:
             np.empty(n, np.int64),
             np.empty(n, np.float64),
         )
+
+
+@dataclass(frozen=True)
+class Query:
+    """One claim string as the retrieval model reads it, computed once and handed to every use
+    (:meth:`Retriever.query`).
+
+    ``text`` is the string retrieved with (the claim's tags, or raw text); ``restemmed`` its
+    tokens stemmed again (the quirk "stems of stems": the tags are stems already, and the
+    retrieval vectorizer preprocesses them once more); ``terms`` and ``weights`` the vector of
+    those (scikit-learn's column order, descending; twice l2-normalised); ``tag_ids`` the raw tags
+    the index knows (sorted); ``n_tags`` the number of distinct raw tags."""
+
+    text: str
+    restemmed: list[str]
+    terms: np.ndarray
+    weights: np.ndarray
+    tag_ids: np.ndarray
+    n_tags: int
+
+    def arrays(self) -> QueryArrays:
+        return QueryArrays(self.terms, self.weights, self.tag_ids, self.n_tags)
 
 
 @dataclass
@@ -553,7 +583,7 @@ class Retriever:
         self._tag_sizes = sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64)
         self._g_ptr = np.asarray(g_ptr, np.int64)
         self._g_doc = np.asarray(g_doc, np.int64)
-        self._scratch: _Scratch | None = None
+        self._index = Postings(self._t_ptr, self._t_doc, self._t_weight, self._g_ptr, self._g_doc, self._tag_sizes)
         self._positions: StringIndex | None = None
 
     # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
@@ -624,11 +654,27 @@ class Retriever:
 
     # -- one claim -----------------------------------------------------------------------------
 
-    def claim_vector(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
-        """The claim's terms in the order scikit-learn stores them (descending) and their
-        twice-normalised weights: ``normalize(vectorizer.transform([claim]))``."""
+    def query(self, claim: str | Query, restemmed: list[str] | None = None) -> Query:
+        """A claim string as this model reads it (:class:`Query`), once. ``restemmed``: its tokens
+        stemmed again, when the caller has them (:func:`claimtrace.tagging.restem_tags`)."""
+        if isinstance(claim, Query):
+            return claim
+        if not isinstance(claim, str):
+            raise TypeError(f"a claim is a string of tags (or text), got {type(claim).__name__}")
+        if restemmed is None:
+            # The quirk "stems of stems": the tag string is preprocessed again, whole, by the
+            # retrieval vectorizer's tokenizer (the claim's tags are stems already).
+            restemmed = final_stems(claim.lower())
+        terms, weights = self._vector(restemmed)
+        claim_tags = set(claim.split())
+        tag_ids = np.array(sorted(self._tag_ids[t] for t in claim_tags if t in self._tag_ids), dtype=np.int64)
+        return Query(claim, restemmed, terms, weights, tag_ids, len(claim_tags))
+
+    def _vector(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The terms in the order scikit-learn stores them (descending) and their twice-normalised
+        weights: ``normalize(vectorizer.transform([claim]))`` of a claim of these tokens."""
         counts: dict[int, int] = {}
-        for token in final_stems(claim.lower()):
+        for token in tokens:
             column = self.vocabulary.get(token)
             if column is not None:
                 counts[column] = counts.get(column, 0) + 1
@@ -638,44 +684,29 @@ class Retriever:
         _notebook_weights_kernel(np.array([0, len(columns)], np.int64), columns, values, self.idf, out)
         return columns[::-1].copy(), out[::-1].copy()
 
-    def _get_scratch(self) -> _Scratch:
-        if self._scratch is None:
-            self._scratch = _Scratch.of_size(len(self.ids), int(self._tag_sizes.max()))
-        return self._scratch
+    def claim_vector(self, claim: str | Query) -> tuple[np.ndarray, np.ndarray]:
+        """The claim's terms in the order scikit-learn stores them (descending) and their
+        twice-normalised weights: ``normalize(vectorizer.transform([claim]))``."""
+        query = self.query(claim)
+        return query.terms, query.weights
 
-    def _query(self, claim: str):
-        if not isinstance(claim, str):
-            raise TypeError(f"a claim is a string of tags (or text), got {type(claim).__name__}")
-        q_terms, q_values = self.claim_vector(claim)
-        claim_tags = set(claim.split())
-        q_tags = np.array(sorted(self._tag_ids[t] for t in claim_tags if t in self._tag_ids), dtype=np.int64)
-        return q_terms, q_values, q_tags, len(claim_tags)
+    def scratch(self) -> _Scratch:
+        """Work arrays for one claim at a time (see :class:`_Scratch`)."""
+        return _Scratch.of_size(len(self.ids), int(self._tag_sizes.max()))
 
-    def _postings(self, q_terms, q_values, q_tags) -> tuple:
-        """The claim's terms and tags with the posting lists they are read against, in the order
-        both kernels take them: terms, weights, term postings, tags, tag postings, tag set sizes."""
-        return (
-            q_terms,
-            q_values,
-            self._t_ptr,
-            self._t_doc,
-            self._t_weight,
-            q_tags,
-            self._g_ptr,
-            self._g_doc,
-            self._tag_sizes,
-        )
-
-    def _rows(self, claim: str, cosine_in_score: int, full: bool = False) -> _Rows:
+    def _rules(self, cosine_in_score: int) -> Rules:
         if cosine_in_score not in (1, 2):
             raise ValueError(f"cosine_in_score must be 1 or 2, got {cosine_in_score}")
-        q_terms, q_values, q_tags, n_claim_tags = self._query(claim)
-        s = self._get_scratch()
+        return Rules(cosine_in_score, C.NO_TAGS_OVERLAP, C.COSINE_THRESHOLD, C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD)
+
+    def _rows(self, query: Query, cosine_in_score: int, full: bool = False, scratch: _Scratch | None = None) -> _Rows:
+        rules = self._rules(cosine_in_score)
+        s = scratch if scratch is not None else self.scratch()
         n = len(self.ids)
         m = n if full else 0
-        full_columns = (np.empty(m, np.float64), np.empty(m, np.float64), np.empty(m, np.int64))
-        postings = sum(int(self._t_ptr[t + 1] - self._t_ptr[t]) for t in q_terms.tolist())
-        postings += sum(int(self._g_ptr[t + 1] - self._g_ptr[t]) for t in q_tags.tolist())
+        out = (s.position, s.score, np.empty(m, np.float64), np.empty(m, np.float64), np.empty(m, np.int64))
+        postings = sum(int(self._index.t_ptr[t + 1] - self._index.t_ptr[t]) for t in query.terms.tolist())
+        postings += sum(int(self._index.g_ptr[t + 1] - self._index.g_ptr[t]) for t in query.tag_ids.tolist())
         c = min(postings, n)
         candidates = (
             np.empty(c, np.int64),
@@ -686,45 +717,30 @@ class Retriever:
         )
         # A claim without tags: the notebook's ZeroDivisionError, here overlap NO_TAGS_OVERLAP.
         rows, passed = _claim_kernel(
-            *self._postings(q_terms, q_values, q_tags),
-            n,
-            n_claim_tags,
-            cosine_in_score,
-            C.NO_TAGS_OVERLAP,
-            C.COSINE_THRESHOLD,
-            C.OVERLAP_THRESHOLD,
-            C.SCORE_THRESHOLD,
-            full,
-            s.cosine,
-            s.touch,
-            s.local,
-            s.position,
-            s.score,
-            *full_columns,
-            *candidates,
+            query.arrays(), self._index, n, rules, full, (s.cosine, s.touch, s.local), out, candidates
         )
         return _Rows(
             s.position[:rows],
             s.score[:rows],
             tuple(a[:passed] for a in candidates),
-            tuple(a[:rows] for a in full_columns) if full else None,
+            tuple(a[:rows] for a in out[2:]) if full else None,
         )
 
-    def scores(self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
-        """The non-zero rows of the notebook's columns for one claim string.
-
-        Returns (positions, cosine, overlap, score, shared, passing), positions ascending (frame
-        order), ``passing`` the query's mask; every other passage has cosine 0, overlap 0,
-        score 0, shared 0 (and does not pass).
-        """
-        rows = self._rows(claim, cosine_in_score, full=True)
+    @staticmethod
+    def _columns(rows: _Rows) -> Scores:
         cosine, overlap, shared = rows.full
         passing = np.isin(rows.position, rows.passing[0])
-        return rows.position.copy(), cosine, overlap, rows.score.copy(), shared, passing
+        return Scores(rows.position.copy(), cosine, overlap, rows.score.copy(), shared, passing)
 
-    def point_columns(self, claim: str, positions, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
+    def scores(self, claim: str | Query, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE) -> Scores:
+        """The non-zero rows of the notebook's columns for one claim string (:class:`Scores`):
+        positions ascending (frame order); every other passage has cosine 0, overlap 0, score 0,
+        shared 0 (and does not pass)."""
+        return self._columns(self._rows(self.query(claim), cosine_in_score, full=True))
+
+    def point_columns(self, claim: str | Query, positions, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
         """(cosine, overlap, score, shared) of the passages at ``positions`` for one claim."""
-        q_terms, q_values, q_tags, n_claim_tags = self._query(claim)
+        query = self.query(claim)
         positions = np.asarray(positions, np.int64)
         out = (
             np.empty(len(positions)),
@@ -732,21 +748,29 @@ class Retriever:
             np.empty(len(positions)),
             np.empty(len(positions), np.int64),
         )
-        _point_kernel(
-            positions,
-            *self._postings(q_terms, q_values, q_tags),
-            n_claim_tags,
-            cosine_in_score,
-            C.NO_TAGS_OVERLAP,
-            *out,
-        )
+        _point_kernel(positions, query.arrays(), self._index, self._rules(cosine_in_score), out)
         return out
 
     def retrieve(
-        self, claim: str, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE, k: int = C.MAX_EVIDENCES
+        self,
+        claim: str | Query,
+        cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE,
+        k: int = C.MAX_EVIDENCES,
+        scratch: _Scratch | None = None,
     ) -> Retrieval:
         """``find_top_evidence(claim, ...)`` for one claim string (its tags, or raw text)."""
-        rows = self._rows(claim, cosine_in_score)
+        query = self.query(claim)
+        return self._retrieval(query, self._rows(query, cosine_in_score, scratch=scratch), cosine_in_score, k)
+
+    def retrieve_with_scores(
+        self, claim: str | Query, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE, k: int = C.MAX_EVIDENCES
+    ) -> tuple[Retrieval, Scores]:
+        """:meth:`retrieve` and :meth:`scores` of one claim from one kernel pass."""
+        query = self.query(claim)
+        rows = self._rows(query, cosine_in_score, full=True)
+        return self._retrieval(query, rows, cosine_in_score, k), self._columns(rows)
+
+    def _retrieval(self, query: Query, rows: _Rows, cosine_in_score: int, k: int) -> Retrieval:
         position, cosine, overlap, score, shared = rows.passing
         passed = len(position)
         if passed:
@@ -758,10 +782,10 @@ class Retriever:
         else:
             evidences = fallback_six(rows.position, rows.score, len(self.ids), k)
             kept = evidences
-            columns = self.point_columns(claim, kept, cosine_in_score)
+            columns = self.point_columns(query, kept, cosine_in_score)
             fallback = True
         return Retrieval(
-            claim=claim,
+            claim=query.text,
             evidences=[int(p) for p in evidences],
             fallback=fallback,
             passed=passed,
@@ -816,8 +840,9 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
     """
     v = _variant(variant)
     out = []
+    scratch = retriever.scratch()  # one claim after another: the work arrays are reused
     for claim_id, claim in claims.items():
-        result = retriever.retrieve(claim_input(claim.text, v), cosine_in_score=v.cosine_in_score)
+        result = retriever.retrieve(claim_input(claim.text, v), cosine_in_score=v.cosine_in_score, scratch=scratch)
         out.append(retriever.as_record(claim_id, result, claim.evidences))
     return out
 

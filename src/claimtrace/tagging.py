@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from . import constants as C
 from .data import Claim
 from .npsort import top_k_rows  # numpy 1.24's introsort, pruned to the top k
-from .preprocess import preprocess
+from .preprocess import preprocess, stem
 from .tfidf import NotebookTfidf
 
 
@@ -40,7 +40,8 @@ def final_stems(text: str) -> list[str]:
 _RESTEMMED: dict[str, list[str]] = {}
 
 
-def _restem_token(token: str) -> list[str]:
+def restem_token(token: str) -> list[str]:
+    """``final_stems`` of one token, cached (the tokens of a build's tags recur everywhere)."""
     stems = _RESTEMMED.get(token)
     if stems is None:
         stems = _RESTEMMED[token] = preprocess(token).stems
@@ -70,8 +71,27 @@ def restem(text: str) -> list[str]:
     out: list[str] = []
     for token in tokens:
         stems = _RESTEMMED.get(token)
-        out.extend(stems if stems is not None else _restem_token(token))
+        out.extend(stems if stems is not None else restem_token(token))
     return out
+
+
+def restem_tags(tags: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The quirk "stems of stems" for one claim's tag string, done once: the retrieval
+    vectorizer preprocesses the tags, which are stems already, again. Returns the tokens it
+    reads, ``final_stems(tags.lower())``, and what each distinct tag became.
+
+    When that one pass leaves the string's tokens as they were (no contraction expanded, no
+    token split: a tag string is preprocessing output, so almost always), each tag's terms are
+    read off it: its stem if it was kept, else nothing; the filter and the stemmer act on each
+    token alone. Otherwise each tag is preprocessed alone (:func:`restem_token`).
+    """
+    lowered = tags.lower()
+    whole = preprocess(lowered)
+    pairs = dict(zip(tags.split(), lowered.split()))
+    if whole.tokens == lowered.split():
+        kept = set(whole.kept)
+        return whole.stems, {tag: [stem(low)] if low in kept else [] for tag, low in pairs.items()}
+    return whole.stems, {tag: restem_token(low) for tag, low in pairs.items()}
 
 
 def deduplicated(evidence: Mapping[str, str]) -> dict[str, str]:

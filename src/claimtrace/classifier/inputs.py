@@ -47,9 +47,12 @@ def gold_evidence(claims: Mapping[str, Claim], passages: PassageLookup) -> dict[
 
 def row_text(claim_text: str, passage_texts: Iterable[str]) -> str:
     """Claim stems joined, then each passage's stems joined, separated by spaces."""
-    parts = [preprocess(claim_text).text()]
-    parts.extend(preprocess(text).text() for text in passage_texts)
-    return " ".join(parts)
+    return join_row(preprocess(claim_text).text(), (preprocess(text).text() for text in passage_texts))
+
+
+def join_row(claim_stems: str, passage_stems: Iterable[str]) -> str:
+    """:func:`row_text` of texts already preprocessed (each one's stems joined)."""
+    return " ".join([claim_stems, *passage_stems])
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class Classifier:
         self._hint = hint
         self._model = model
         self._lock = threading.Lock()
+        self._forward_lock = threading.Lock()
         self._forward_calls: OrderedDict[bytes, np.ndarray] = OrderedDict()
 
     @property
@@ -80,7 +81,9 @@ class Classifier:
         from .model import alone_logits, torch_threads
 
         model = self.model
-        with torch_threads(1):
+        # One call at a time: the thread count is the process's, and a call made while another
+        # restores it could run on more threads (and sum in another order).
+        with self._forward_lock, torch_threads(1):
             logits = alone_logits(model, torch.tensor([[int(i) for i in ids]]))[0].double().numpy()
         with self._lock:
             self._forward_calls[key] = logits

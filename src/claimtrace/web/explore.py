@@ -43,25 +43,8 @@ def explore(build: Build, split: str) -> dict:
     except Missing as err:
         verdicts = None
         out["classifier"] = missing(err.stage, err.reason)
-    for position, (cid, claim) in enumerate(claims.items()):
-        row: dict[str, Any] = {
-            "id": cid,
-            "position": position,
-            "text": claim.text,
-            "label": claim.label,
-            "gold_count": len(claim.evidences) if labelled else None,
-        }
-        if records is not None:
-            record = records[cid]
-            row["fallback"] = bool(record["fallback"])
-            row["passed"] = int(record["passed"])
-            row["retrieved"] = len(record["evidences"])
-            if labelled:
-                row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
-        if verdicts is not None:
-            for source in sources:
-                row[source] = {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS}
-        out["claims"].append(row)
+    for position, claim in enumerate(claims.values()):
+        out["claims"].append(_claim_row(position, claim, labelled, records, verdicts, sources))
     accuracy: dict[str, Any] = {}
     for source in ("gold", "retrieved"):
         if verdicts is None or not labelled:
@@ -91,20 +74,45 @@ def explore(build: Build, split: str) -> dict:
         out["fallback_share"] = fallbacks / len(claims) if claims else 0.0
     out["course_scores"] = None
     if labelled and records is not None and verdicts is not None:
-        course = {}
-        for protocol in C.PROTOCOLS:
-            predicted = {
-                row["id"]: Claim(
-                    row["id"], row["text"], row["retrieved"][protocol], tuple(records[row["id"]]["evidences"])
-                )
-                for row in out["claims"]
-            }
-            result = evaluate(predicted, claims)
-            course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
-        out["course_scores"] = course
+        out["course_scores"] = _course_scores(claims, out["claims"], records)
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
     return out
+
+
+def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, sources: list[str]) -> dict:
+    """One claim's row of the Explore table: its retrieval figures and its verdicts."""
+    row: dict[str, Any] = {
+        "id": claim.id,
+        "position": position,
+        "text": claim.text,
+        "label": claim.label,
+        "gold_count": len(claim.evidences) if labelled else None,
+    }
+    if records is not None:
+        record = records[claim.id]
+        row["fallback"] = bool(record["fallback"])
+        row["passed"] = int(record["passed"])
+        row["retrieved"] = len(record["evidences"])
+        if labelled:
+            row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
+    if verdicts is not None:
+        for source in sources:
+            row[source] = {p: verdicts[claim.id][source][p]["verdict"] for p in C.PROTOCOLS}
+    return row
+
+
+def _course_scores(claims: dict[str, Claim], rows: list[dict], records: dict[str, dict]) -> dict:
+    """The course's F, A and HM of the split's retrieved evidence and verdicts, per protocol."""
+    course = {}
+    for protocol in C.PROTOCOLS:
+        predicted = {
+            row["id"]: Claim(row["id"], row["text"], row["retrieved"][protocol], tuple(records[row["id"]]["evidences"]))
+            for row in rows
+        }
+        result = evaluate(predicted, claims)
+        course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
+    return course
 
 
 def course_figures(build: Build, split: str, page: dict) -> dict:

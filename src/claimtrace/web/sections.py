@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,14 @@ import numpy as np
 from .. import constants as C
 from .. import course
 from ..artifacts import Build
-from ..classifier.inputs import row_text
+from ..classifier.inputs import join_row
 from ..data import Claim
 from ..errors import REPAIR_HINT, DataError, Missing
 from ..evaluate import evidence_f, evidence_scores
 from ..explain import explain_claim, explain_input
-from ..preprocess import preprocess, stopwords
-from ..retrieval import notebook_order, notebook_weights
-from ..tagging import final_stems, tag_rows
+from ..preprocess import Preprocessed, preprocess, stopwords
+from ..retrieval import Query, Retriever, Scores, notebook_order, notebook_weights
+from ..tagging import restem_tags, restem_token, tag_rows
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
 MAX_PASSED_ROWS = 100
@@ -42,6 +43,56 @@ def missing(stage: str, reason: str) -> dict:
 def _scale(values) -> float:
     """Half the width of a diverging bar: the largest magnitude among ``values``."""
     return float(max((abs(v) for v in values), default=0.0))
+
+
+# --- one claim, computed once ---------------------------------------------------------------------
+
+
+@dataclass
+class ClaimRetrieval:
+    """A claim's retrieval, computed once per trace and handed to every section that shows it.
+
+    ``record``: the build's retrieval record (a typed claim's is computed here, ``source``
+    ``"computed"``); ``query``: its tag string as the retrieval model reads it, stemmed again
+    once (the quirk "stems of stems", :func:`claimtrace.tagging.restem_tags`); ``tag_terms``:
+    what each distinct tag became in that pass; ``scores``: every passage it touches, from the
+    one kernel pass (:meth:`claimtrace.retrieval.Retriever.retrieve_with_scores`)."""
+
+    retriever: Retriever
+    record: dict
+    source: str
+    query: Query
+    tag_terms: dict[str, list[str]]
+    scores: Scores
+
+
+def claim_retrieval(build: Build, pre: Preprocessed, claim: Claim | None, split: str | None) -> ClaimRetrieval:
+    """The claim's :class:`ClaimRetrieval`: the build's record for a course claim, the build's
+    model run once for any other text. Missing before the retrieval stage."""
+    retriever = build.retriever()
+    tags = build.retrieval(split)[claim.id]["tags"] if claim is not None else pre.tags()
+    restemmed, tag_terms = restem_tags(tags)
+    query = retriever.query(tags, restemmed)
+    if claim is not None:
+        record, source, scores = build.retrieval(split)[claim.id], "build", retriever.scores(query)
+    else:
+        result, scores = retriever.retrieve_with_scores(query)
+        record, source = retriever.as_record("typed claim", result, ()), "computed"
+    return ClaimRetrieval(retriever, record, source, query, tag_terms, scores)
+
+
+@dataclass
+class PassageStems:
+    """Each passage's stems (the final preprocessing), preprocessed at most once per trace: the
+    tagging section and the model input both read them."""
+
+    build: Build
+    stems: dict[str, str] = field(default_factory=dict)
+
+    def of(self, passage_id: str, text: str) -> str:
+        if passage_id not in self.stems:
+            self.stems[passage_id] = preprocess(text, data_dir=self.build.data_dir).text()
+        return self.stems[passage_id]
 
 
 # --- a whole trace --------------------------------------------------------------------------------
@@ -68,11 +119,16 @@ def assemble(
         head = {"kind": "text", "id": None, "split": None, "position": None, "text": text, "label": None, "gold": []}
     result: dict[str, Any] = {"claim": head, "build": build_info(build, brief=True)}
     result["preprocess"] = preprocess_section(pre, stopwords(build.data_dir))
-    retrieval = retrieval_section(build, pre.tags(), claim, split, gold, notes)
+    try:
+        found: ClaimRetrieval | dict = claim_retrieval(build, pre, claim, split)
+    except Missing as err:
+        found = missing(err.stage, err.reason)
+    stems = PassageStems(build)
+    retrieval = retrieval_section(build, found, claim, split, gold, notes)
     result["retrieval"] = retrieval
     retrieved = retrieval.get("evidences") or []
     tagged_id = gold[0] if gold else (retrieved[0]["id"] if retrieved else None)
-    result["tagging"] = tagging_section(build, tagged_id, "gold" if gold else "retrieved", notes)
+    result["tagging"] = tagging_section(build, tagged_id, "gold" if gold else "retrieved", notes, stems)
     # The two vectors are shown for the passage that tells most: the first retrieved gold
     # passage, else the first retrieved one, else the first gold one.
     vector_id, vector_role = tagged_id, "gold" if gold else "retrieved"
@@ -83,8 +139,8 @@ def assemble(
     else:
         if retrieved:
             vector_id, vector_role = retrieved[0]["id"], "retrieved"
-    result["vectorisation"] = vectorisation_section(build, pre.tags(), vector_id, vector_role)
-    result["classifier"] = classifier_section(build, text, claim, split, retrieval, notes)
+    result["vectorisation"] = vectorisation_section(build, found, vector_id, vector_role)
+    result["classifier"] = classifier_section(build, pre, claim, split, retrieval, notes, stems)
     result["fixes"] = fixes_section(build, claim, split)
     if not pre.stems:
         notes.insert(
@@ -118,11 +174,11 @@ def preprocess_section(pre, drop: frozenset[str] | set[str]) -> dict:
 # --- 2. tagging -----------------------------------------------------------------------------------
 
 
-def passage_top(build: Build, text: str) -> dict:
-    """One passage's top ten under the tagging vectorizer, recomputed with weights."""
+def passage_top(build: Build, stems: str) -> dict:
+    """One passage's top ten under the tagging vectorizer, recomputed with weights from its
+    stems."""
     vectorizer = build.tagging_vectorizer()
     names = vectorizer.feature_names
-    stems = preprocess(text, data_dir=build.data_dir).text()
     tagged = tag_rows(vectorizer.transform([stems]), names)[0]
     top = []
     for rank, (index, weight) in enumerate(zip(tagged.top, tagged.weights), 1):
@@ -159,7 +215,9 @@ def stored_tags(build: Build, passage_id: str) -> list[str] | None:
     return None if position is None else retriever.tags[position].split()
 
 
-def tagging_section(build: Build, passage_id: str | None, role: str, notes: list[str]) -> dict:
+def tagging_section(
+    build: Build, passage_id: str | None, role: str, notes: list[str], stems: PassageStems | None = None
+) -> dict:
     try:
         vectorizer = build.tagging_vectorizer()
         summary = build.tagging_summary()
@@ -200,7 +258,7 @@ def tagging_section(build: Build, passage_id: str | None, role: str, notes: list
         if text is None:
             notes.append(f"Passage {passage_id} is not in this build's corpus.")
         else:
-            detail = passage_top(build, text)
+            detail = passage_top(build, (stems or PassageStems(build)).of(passage_id, text))
             stored = stored_tags(build, passage_id) if passage_id in build.passages() else None
             detail.update(
                 {
@@ -227,15 +285,21 @@ def padding_example(build: Build) -> dict | None:
     text = None if passage_id is None else build.passage_text(passage_id)
     if text is None:
         return None
-    detail = passage_top(build, text)
-    detail.update({"id": passage_id, "text": text, "build_tags": stored_tags(build, passage_id)})
-    return detail
+
+    def make() -> dict:
+        detail = passage_top(build, preprocess(text, data_dir=build.data_dir).text())
+        detail.update({"id": passage_id, "text": text, "build_tags": stored_tags(build, passage_id)})
+        return detail
+
+    return build.once(("padding_example", passage_id), make)  # the same passage on every page
 
 
 # --- 3. vectorisation -----------------------------------------------------------------------------
 
 
-def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
+def tag_terms(
+    vocabulary, tags: list[str], shared: set[str], terms_of: dict[str, list[str]] | None = None
+) -> list[dict]:
     """Each distinct tag as the retrieval model reads it, so overlap and cosine can be checked by
     hand: overlap counts the raw tags, cosine only the re-stemmed terms in the vocabulary.
 
@@ -247,6 +311,9 @@ def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
         A tag string split on whitespace (duplicates are dropped: overlap uses sets).
     shared : set of str
         The tags the other side also has.
+    terms_of : dict, optional
+        tag -> its terms, when the tag string has been stemmed again already
+        (:func:`claimtrace.tagging.restem_tags`); else each tag is (:func:`restem_token`).
 
     Returns
     -------
@@ -256,7 +323,7 @@ def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
     """
     rows = []
     for tag in sorted(set(tags)):
-        terms = final_stems(tag.lower())
+        terms = terms_of[tag] if terms_of is not None else restem_token(tag.lower())
         rows.append(
             {
                 "tag": tag,
@@ -268,18 +335,18 @@ def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
     return rows
 
 
-def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None, role: str = "gold") -> dict:
+def vectorisation_section(
+    build: Build, found: ClaimRetrieval | dict, passage_id: str | None, role: str = "gold"
+) -> dict:
     """The claim's and one passage's tag vectors under the retrieval model, and their cosine,
     overlap and score as the build's model computes them."""
-    try:
-        retriever = build.retriever()
-    except Missing as err:
-        return missing(err.stage, err.reason)
+    if not isinstance(found, ClaimRetrieval):
+        return found  # the retrieval stage is missing
+    retriever, query = found.retriever, found.query
     names = retriever.vectorizer.feature_names
-    terms, values = retriever.claim_vector(claim_tags)
-    claim_terms = {str(names[t]): float(v) for t, v in zip(terms.tolist(), values.tolist())}
-    restemmed = final_stems(claim_tags.lower())
-    tags = claim_tags.split()
+    claim_terms = {str(names[t]): float(v) for t, v in zip(query.terms.tolist(), query.weights.tolist())}
+    restemmed = query.restemmed
+    tags = query.text.split()
     changes = [f"{a} → {b}" for a, b in zip(tags, restemmed) if a != b] if len(tags) == len(restemmed) else []
     section: dict[str, Any] = {
         "status": "ok",
@@ -292,7 +359,7 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
             "restem_changes": changes,
             "out_of_vocabulary": [t for t in restemmed if t not in retriever.vocabulary],
             "terms": [{"term": k, "weight": v} for k, v in sorted(claim_terms.items())],
-            "tag_terms": tag_terms(retriever.vocabulary, tags, set()),
+            "tag_terms": tag_terms(retriever.vocabulary, tags, set(), found.tag_terms),
         },
         "passage": None,
     }
@@ -311,10 +378,10 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
     ]
     claim_set, passage_set = set(tags), set(passage_tags)
     shared = claim_set & passage_set
-    section["claim"]["tag_terms"] = tag_terms(retriever.vocabulary, tags, shared)
+    section["claim"]["tag_terms"] = tag_terms(retriever.vocabulary, tags, shared, found.tag_terms)
     cosine = overlap = score = 0.0
     if position is not None:
-        cos, ov, sc, _ = retriever.point_columns(claim_tags, [position])
+        cos, ov, sc, _ = retriever.point_columns(query, [position])
         cosine, overlap, score = float(cos[0]), float(ov[0]), float(sc[0])
     section["passage"] = {
         "id": passage_id,
@@ -340,21 +407,21 @@ def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None,
 # --- 4. retrieval ---------------------------------------------------------------------------------
 
 
-def missed_gold(build: Build, record: dict, gold: list[str], max_shared: int | None, fallback_scores) -> list[dict]:
+def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str], max_shared: int | None) -> list[dict]:
     """Every gold passage the claim did not get back, with its numbers and the first rule that
     stopped it, from the build's retrieval model (nothing refit).
 
     Parameters
     ----------
+    found : ClaimRetrieval
+        The claim's retrieval: its record (``tags``, ``evidences``, ``fallback``, ``kept``), its
+        query, and the scores of every passage with a non-zero score (to rank a passage in the
+        fallback).
     build : Build
-    record : dict
-        The claim's retrieval record (``tags``, ``evidences``, ``fallback``, ``kept``).
     gold : list of str
         The claim's gold ids.
     max_shared : int or None
         The most tags any passing passage shares with the claim (None for a fallback claim).
-    fallback_scores : numpy.ndarray, shape (n_candidates,)
-        The scores of every passage with a non-zero score, to rank a passage in the fallback.
 
     Returns
     -------
@@ -362,7 +429,7 @@ def missed_gold(build: Build, record: dict, gold: list[str], max_shared: int | N
         ROW + ``{"in_build", "retrievable", "shared_tags", "stopped_by", "why"}`` per missed gold
         passage, in gold order.
     """
-    retriever = build.retriever()
+    retriever, record, fallback_scores = found.retriever, found.record, found.scores.score
     passages = build.passages()
     claim_tags = set(record["tags"].split())
     kept_rank = {k["id"]: rank for rank, k in enumerate(record["kept"], 1)}
@@ -385,7 +452,7 @@ def missed_gold(build: Build, record: dict, gold: list[str], max_shared: int | N
             rows.append(row)
             continue
         tags = retriever.tags[position].split()
-        cosine, overlap, score, shared = (float(x[0]) for x in retriever.point_columns(record["tags"], [position]))
+        cosine, overlap, score, shared = (float(x[0]) for x in retriever.point_columns(found.query, [position]))
         row.update(
             {
                 "tags": tags,
@@ -433,22 +500,20 @@ def _first_stop(row: dict, record: dict, max_shared: int | None, kept_rank: dict
 
 
 def retrieval_section(
-    build: Build, claim_tags: str, claim: Claim | None, split: str | None, gold: list[str], notes: list[str]
+    build: Build,
+    found: ClaimRetrieval | dict,
+    claim: Claim | None,
+    split: str | None,
+    gold: list[str],
+    notes: list[str],
 ) -> dict:
     """The filter, the sorts, the cut and the fallback for one claim: the build's record, and
     the rows around it (every passage that passed, the nearest misses)."""
-    try:
-        retriever = build.retriever()
-        if claim is not None:
-            record = build.retrieval(split)[claim.id]
-            source = "build"
-        else:
-            record = retriever.as_record("typed claim", retriever.retrieve(claim_tags), ())
-            source = "computed"
-    except Missing as err:
-        return missing(err.stage, err.reason)
+    if not isinstance(found, ClaimRetrieval):
+        return found  # the retrieval stage is missing
+    retriever, record, source = found.retriever, found.record, found.source
     gold_set = set(gold)
-    positions, cosine, overlap, score, shared, passing = retriever.scores(record["tags"])
+    positions, cosine, overlap, score, shared, passing = found.scores
     rows = np.flatnonzero(passing)
     kept_rank: dict[int, int] = {}
     if len(rows):
@@ -506,7 +571,7 @@ def retrieval_section(
         )
     max_shared = max((r["shared"] for r in record["kept"]), default=0) if not record["fallback"] else None
     passages = build.passages()
-    missed = missed_gold(build, record, gold, max_shared, score)
+    missed = missed_gold(found, build, gold, max_shared)
     section: dict[str, Any] = {
         "status": "ok",
         "source": source,
@@ -534,6 +599,20 @@ def retrieval_section(
         "split": None,
         "course": {},
     }
+    _add_figures(section, build, record, claim, split, gold)
+    if record["fallback"]:
+        notes.append(
+            "Nothing passed the filter: the retrieved passages are the notebook's fallback, "
+            "the top six by score over every passage."
+        )
+    return section
+
+
+def _add_figures(
+    section: dict, build: Build, record: dict, claim: Claim | None, split: str | None, gold: list[str]
+) -> None:
+    """The retrieval section's figures: the claim's evidence F, its split's fallback share, and
+    the course's figures beside them."""
     if claim is not None and claim.label is not None:
         precision, recall, f = evidence_scores(record["evidences"], gold)
         section["scores"] = {
@@ -566,19 +645,19 @@ def retrieval_section(
                 "F": course.pair("claim752_F", section["scores"]["F"] if section["scores"] else None, close=0.005),
             }
         )
-    if record["fallback"]:
-        notes.append(
-            "Nothing passed the filter: the retrieved passages are the notebook's fallback, "
-            "the top six by score over every passage."
-        )
-    return section
 
 
 # --- 5. the classifier ----------------------------------------------------------------------------
 
 
 def classifier_section(
-    build: Build, text: str, claim: Claim | None, split: str | None, retrieval: dict, notes: list[str]
+    build: Build,
+    pre: Preprocessed,
+    claim: Claim | None,
+    split: str | None,
+    retrieval: dict,
+    notes: list[str],
+    stems: PassageStems | None = None,
 ) -> dict:
     """The model input, both protocols' verdicts and each token's share (:mod:`claimtrace.explain`)."""
     if retrieval.get("status") != "ok":
@@ -591,8 +670,9 @@ def classifier_section(
         if claim is not None:
             explained = explain_claim(build, claim.id, "retrieved")
         else:
-            passages = [e["text"] for e in retrieval["evidences"] if e["text"] is not None]
-            model_text = row_text(text, passages)
+            stems = stems or PassageStems(build)
+            passages = [stems.of(e["id"], e["text"]) for e in retrieval["evidences"] if e["text"] is not None]
+            model_text = join_row(pre.text(), passages)
             explained = {**explain_input(classifier, classifier.vocab.encode(model_text), model_text), "notebook": None}
     except Missing as err:
         return missing(err.stage, err.reason)

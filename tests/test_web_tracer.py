@@ -1,0 +1,108 @@
+"""A typed claim is computed once: one preprocessing of its text, one re-stemming of its tag
+string, one pass of the retrieval kernel, whatever the sections that show them; and no lock
+serialises traces, so typed claims on several threads give exactly what each gives alone."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import contractions
+import pytest
+
+from claimtrace import retrieval
+from claimtrace.preprocess import preprocess
+from claimtrace.web import sections
+from claimtrace.web.tracer import Tracer
+
+CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every text contractions.fix (the first step of each preprocessing) is called on, and the
+    number of retrieval kernel passes, while the test runs."""
+    calls: Counter[str] = Counter()
+    passes = []
+    fix, kernel = contractions.fix, retrieval._claim_kernel
+
+    def counting_fix(text, *args, **kwargs):
+        calls[text] += 1
+        return fix(text, *args, **kwargs)
+
+    def counting_kernel(*args):
+        passes.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(contractions, "fix", counting_fix)
+    monkeypatch.setattr(retrieval, "_claim_kernel", counting_kernel)
+    return calls, passes
+
+
+def _typed_trace(web_client, text: str) -> dict:
+    response = web_client.post("/api/trace", json={"text": text})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, counted):
+    calls, passes = counted
+    tags = preprocess(CLAIM).tags()
+    for _ in range(2):  # the first trace also fills the caches of words and passages
+        calls.clear(), passes.clear()
+        trace = _typed_trace(web_client, CLAIM)
+        assert trace["retrieval"]["status"] == "ok" and trace["retrieval"]["evidences"]
+        assert calls[CLAIM] == 1, "the claim's text is preprocessed once"
+        assert calls[tags] == 1, "its tag string is stemmed again once (the quirk stems of stems)"
+        assert len(passes) == 1, "one retrieval kernel pass"
+        passages = {e["text"] for e in trace["retrieval"]["evidences"]}
+        assert all(calls[text] <= 1 for text in passages), "each passage at most once"
+    # warm: nothing else is preprocessed (no tag word alone, no padding example again)
+    assert set(calls) <= {CLAIM, tags, *passages}, set(calls) - {CLAIM, tags, *passages}
+
+
+def test_the_tag_terms_read_off_one_pass_are_each_tags_own(web_tracer):
+    """restem_tags reads each tag's terms off the one pass over the whole string: they are what
+    the tag preprocessed alone gives (the original per-tag computation)."""
+    from claimtrace.tagging import final_stems, restem_tags
+
+    for split in ("dev", "test"):
+        for claim in web_tracer.claims(split).values():
+            tags = preprocess(claim.text).tags()
+            whole, per_tag = restem_tags(tags)
+            assert whole == final_stems(tags.lower())
+            assert per_tag == {tag: final_stems(tag.lower()) for tag in tags.split()}
+    # a string the one pass changes (a contraction expanded): each tag alone
+    whole, per_tag = restem_tags("im warm")
+    assert whole == final_stems("im warm") and per_tag == {"im": final_stems("im"), "warm": final_stems("warm")}
+
+
+TYPED = [
+    "Arctic sea ice is at its lowest extent on record.",
+    "Carbon dioxide is plant food, so more of it is good.",
+    "The sun is causing global warming, not humans.",
+    "Glaciers are growing, not shrinking.",
+    "Hurricanes have become more frequent since 1950.",
+    "Ocean acidification threatens coral reefs worldwide.",
+    "Volcanoes emit more CO2 than all human activity.",
+    "Global temperatures have not risen since 1998.",
+]
+
+
+def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
+    alone = {text: json.dumps(Tracer(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
+    tracer = Tracer(demo_build)
+    real = sections.assemble
+    together = threading.Barrier(len(TYPED), timeout=60)
+
+    def assemble_together(*args, **kwargs):
+        together.wait()  # every trace is under way at once: nothing serialises them
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sections, "assemble", assemble_together)
+    with ThreadPoolExecutor(len(TYPED)) as pool:
+        at_once = dict(zip(TYPED, pool.map(tracer.trace_text, TYPED)))
+    for text in TYPED:
+        assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
