@@ -61,10 +61,10 @@ def test_every_file_is_in_the_manifest_with_size_hash_and_count(demo_build):
         assert entry["sha256"] == workdir.sha256_of(path)[0]
         if name.endswith(".jsonl"):
             assert entry["items"] == len(path.read_text(encoding="utf-8").splitlines())
-    assert files.files["tagging/tags/00000.jsonl"]["items"] == demo_build.manifest()["corpus"]["passages"]
+    assert files.files["tagging/tags/00000.jsonl"]["items"] == demo_build.build_record()["corpus"]["passages"]
     stems = json.loads(work.at("tagging/stems/00000.json").read_text(encoding="utf-8"))
     assert files.files["tagging/stems/00000.json"]["items"] == len(stems)
-    recorded = demo_build.manifest()
+    recorded = demo_build.build_record()
     assert recorded["corpus"]["source"] == "evidence.json"  # relative to the workdir
     assert recorded["corpus"]["sha256"] == workdir.sha256_of(work.demo_evidence)[0]
     assert files.build == recorded

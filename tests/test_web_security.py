@@ -227,6 +227,6 @@ def test_the_answer_cache_is_bounded_in_entries_and_bytes():
     cache = AnswerCache(entries=3, size=1600)
     for i in range(10):
         cache.put(f"/p{i}", [], b"x" * 90)
-    assert len(cache.items) == 3 and cache.get("/p9") is not None and cache.get("/p0") is None
+    assert len(cache) == 3 and cache.get("/p9") is not None and cache.get("/p0") is None
     cache.put("/big", [], b"x" * 1000)  # more than a sixteenth of the bytes: not kept
-    assert cache.get("/big") is None and cache.bytes == 270
+    assert cache.get("/big") is None and cache.total == 270

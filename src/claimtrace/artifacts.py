@@ -138,6 +138,11 @@ class PassageStore:
 # --- the reader -----------------------------------------------------------------------------------
 
 
+def protocol_verdicts(entry: Mapping[str, dict]) -> dict[str, str]:
+    """``{protocol: verdict}`` of one claim's ``{protocol: {"logits", "verdict"}}`` entry."""
+    return {protocol: entry[protocol]["verdict"] for protocol in C.PROTOCOLS}
+
+
 class Build:
     """A workdir, read lazily: each piece is opened once, on first use, and kept.
 
@@ -194,7 +199,7 @@ class Build:
         1.2M-passage build must stay fast; ``claimtrace verify`` checks every sha256)."""
         files = self.file_manifest()
         if not path.exists():
-            self.manifest()
+            self.build_record()
             if files is not None and files.get(path) is not None:
                 raise Missing(stage, path, f"missing (the build wrote it): {REPAIR_HINT}")
             raise Missing(stage, path, f"not built: {_rebuild_hint(self.work)}")
@@ -247,8 +252,8 @@ class Build:
 
     # -- the corpus ------------------------------------------------------------------------------
 
-    def manifest(self) -> dict:
-        return self.once("manifest", self.work.read_manifest)
+    def build_record(self) -> dict:
+        return self.once("build_record", self.work.read_build_record)
 
     def passages(self) -> PassageStore:
         return self.once(
@@ -267,7 +272,7 @@ class Build:
 
     def iter_tags(self) -> Iterator[dict]:
         """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
-        n = self.manifest()["corpus"]["passages"]
+        n = self.build_record()["corpus"]["passages"]
         for index, (start, stop) in enumerate(chunk_spans(n)):
             path = self.work.chunk(self.work.tags_dir, index, ".jsonl")
             rows = self._load("tagging", path, _json_lines)
@@ -323,7 +328,7 @@ class Build:
 
     def checkpoint_dir(self) -> Path | None:
         """The trained checkpoint folder the build's classifier stage used (None: the shipped one)."""
-        recorded = self.manifest().get("checkpoint")
+        recorded = self.build_record().get("checkpoint")
         if recorded is None:
             return None
         if isinstance(recorded, str):  # an older build.json: the folder's absolute path
@@ -414,6 +419,14 @@ class Build:
         the intended model on every source)."""
         return self.once(
             ("more_verdicts", split), lambda: read_json(self._require("classifier", self.work.more_verdicts(split)))
+        )
+
+    def verdict_table(self, split: str, source: str = "retrieved") -> dict[str, dict[str, str]]:
+        """claim id -> ``{protocol: verdict}`` of the build's model on one evidence source
+        (``gold`` or ``retrieved``), in file order."""
+        return self.once(
+            ("verdict_table", split, source),
+            lambda: {cid: protocol_verdicts(entry[source]) for cid, entry in self.verdicts(split).items()},
         )
 
     def verdict_of(self, split: str, model: str, source: str, protocol: str) -> dict[str, str]:

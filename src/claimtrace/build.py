@@ -22,7 +22,7 @@ from tqdm import tqdm
 from . import bm25, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
-from .artifacts import Build, PassageStore
+from .artifacts import Build, PassageStore, protocol_verdicts
 from .assets import ASSETS_DIR
 from .classifier.inputs import Encoded, encode, evidence_texts, load_vocab, make_rows
 from .classifier.predict import predict, protocol_figures
@@ -307,7 +307,7 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
             if split != "test":
                 summary.setdefault(split, {})[source] = protocol_figures(
                     {cid: c.label for cid, c in claims.items()},
-                    {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims},
+                    {cid: protocol_verdicts(verdicts[cid][source]) for cid in claims},
                 )
     if work.classifier_parts.is_dir() and not any(work.classifier_parts.iterdir()):
         work.classifier_parts.rmdir()
@@ -567,7 +567,7 @@ def build(
     files = open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)
     files = check_build_record(work, files, description, checkpoint, corpus_changed)
-    files.record(work.manifest, save=False)
+    files.record(work.build_record, save=False)
     copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
     record_new(work, files)

@@ -190,7 +190,7 @@ def _open_build(ctx: click.Context, workdir: str):
     from .artifacts import Build
 
     build = Build(Path(workdir), _data_dir(ctx))
-    build.manifest()
+    build.build_record()
     return build
 
 
@@ -268,7 +268,7 @@ def verify_command(workdir: str, as_json: bool) -> None:
     each damaged or missing file."""
 
     work = Workdir(Path(workdir))
-    if not work.manifest.is_file():
+    if not work.build_record.is_file():
         raise DataError(f"{work.root}: not a claimtrace build (no build.json): run `claimtrace build` first")
     files = FileManifest.read(work)
     if files is None:
@@ -399,6 +399,7 @@ def evaluate_classifier_command(
     """Classifier accuracy for {evidence} x {alone, notebook}: alone = each claim as a batch of
     one (the exact table); notebook = batches of 16 in file order, as the notebook ran it.
     Evidence: the gold passages, and the passages the build retrieved."""
+    from .artifacts import protocol_verdicts
     from .classifier.predict import load_classifier, predict, protocol_figures
 
     build = _open_build(ctx, workdir)
@@ -418,7 +419,7 @@ def evaluate_classifier_command(
                 verdicts[cid][source] = entry
     report = {"split": split, "checkpoint": classifier_name, "labels": list(C.LABELS), "evidence": {}}
     for source in sources or _EVIDENCE_SOURCES:
-        chosen = {cid: {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS} for cid in claims}
+        chosen = {cid: protocol_verdicts(verdicts[cid][source]) for cid in claims}
         report["evidence"][source] = protocol_figures(labels, chosen)
         if per_claim:
             report.setdefault("verdicts", {})[source] = {cid: {"label": labels[cid], **chosen[cid]} for cid in claims}

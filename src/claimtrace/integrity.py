@@ -70,8 +70,8 @@ def check_build_record(
     (refused, or with ``corpus_changed`` every stage is rebuilt over the new content); a workdir
     moved or copied, its corpus found again by the same content, is accepted in its new place."""
     wanted = {"corpus": description, "checkpoint": _checkpoint_record(checkpoint)}
-    if work.manifest.is_file():
-        previous = read_json(work.manifest)
+    if work.build_record.is_file():
+        previous = read_json(work.build_record)
         before = previous["corpus"]
         if not _same_corpus(work, before, description):
             place = _corpus_place(work, before)
@@ -102,14 +102,14 @@ def check_build_record(
         elif isinstance(previous.get("checkpoint"), dict):  # the same content: keep its first name
             wanted["checkpoint"] = previous["checkpoint"]
         if (
-            work.manifest.is_file() and previous != wanted
+            work.build_record.is_file() and previous != wanted
         ):  # moved, copied, or written before corpora were known by content
             log(
-                f"{work.manifest}: recording the corpus as {description['source']} (sha256 {description['sha256'][:12]})"
+                f"{work.build_record}: recording the corpus as {description['source']} (sha256 {description['sha256'][:12]})"
             )
-            write_atomic(work.manifest, json.dumps(wanted, indent=1))
-    if not work.manifest.is_file():
-        write_atomic(work.manifest, json.dumps(wanted, indent=1))
+            write_atomic(work.build_record, json.dumps(wanted, indent=1))
+    if not work.build_record.is_file():
+        write_atomic(work.build_record, json.dumps(wanted, indent=1))
     files.build = wanted
     return files
 
@@ -146,7 +146,7 @@ def open_file_manifest(work: Workdir) -> FileManifest:
         log(f"{err}; checking every file instead")
         files = None
     if files is None:
-        if work.manifest.is_file():
+        if work.build_record.is_file():
             log(f"{work.root}: built before claimtrace kept a manifest: checking its files and recording them")
         files = FileManifest(work)
     for name, problem in files.problems(full=True).items():
@@ -165,8 +165,8 @@ def _remove_piece(work: Workdir, files: FileManifest, name: str) -> None:
     """Remove a damaged file so that its stage writes it again. The BM25 index is one piece (a
     folder written whole); build.json is written again from the manifest's copy."""
     path = work.at(name)
-    if path == work.manifest and files.build is not None:
-        write_atomic(work.manifest, json.dumps(files.build, indent=1))
+    if path == work.build_record and files.build is not None:
+        write_atomic(work.build_record, json.dumps(files.build, indent=1))
         return
     files.repaired[name] = files.files.pop(name, None)
     if work.bm25_index in path.parents:
@@ -203,7 +203,7 @@ def _unreadable(path: Path) -> str | None:
 def artifact_files_of(work: Workdir) -> list[Path]:
     """The workdir's artifacts: not a user's corpus kept inside it (never the build's to remove)."""
     try:
-        corpus = read_json(work.manifest)["corpus"] if work.manifest.is_file() else None
+        corpus = read_json(work.build_record)["corpus"] if work.build_record.is_file() else None
     except (DataError, KeyError, TypeError):
         corpus = None
     if corpus is None or corpus.get("kind") != "evidence":
@@ -245,10 +245,10 @@ def recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | 
     --workdir DIR`` alone: its corpus where build.json says (relative to the workdir) and the
     copy of its trained checkpoint it keeps. None: the workdir holds no build yet."""
     work = Workdir(workdir)
-    if not work.manifest.is_file():
+    if not work.build_record.is_file():
         return None
     try:
-        recorded = read_json(work.manifest)
+        recorded = read_json(work.build_record)
     except DataError:  # damaged: the manifest keeps a copy (the build writes it back)
         files = FileManifest.read(work)
         if files is None or files.build is None:

@@ -34,7 +34,8 @@ class Workdir:
         self.root = Path(self.root)
 
     @property
-    def manifest(self) -> Path:
+    def build_record(self) -> Path:
+        """``build.json``: what the build is of (its corpus, its checkpoint)."""
         return self.root / "build.json"
 
     @property
@@ -165,10 +166,10 @@ class Workdir:
     def chunk(folder: Path, index: int, suffix: str) -> Path:
         return folder / f"{index:05d}{suffix}"
 
-    def read_manifest(self) -> dict:
-        if not self.manifest.is_file():
+    def read_build_record(self) -> dict:
+        if not self.build_record.is_file():
             raise Missing("build", self.root, "not a claimtrace build (no build.json): run `claimtrace build` first")
-        return read_json(self.manifest)
+        return read_json(self.build_record)
 
 
 #: The manifest's format (manifest.json's ``"format"``).

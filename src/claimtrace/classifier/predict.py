@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 from .. import constants as C
 from ..assets import ASSETS_DIR
 from ..errors import DataError, damaged
+from ..lru import LRU
 from .inputs import Encoded, Vocabulary, load_vocab
 from .table import Table, export_table, load_table, sha256_file, table_metadata
 
@@ -46,7 +46,7 @@ class Classifier:
         self._model = model
         self._lock = threading.Lock()
         self._forward_lock = threading.Lock()
-        self._forward_calls: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._forward_calls: LRU[bytes, np.ndarray] = LRU(self.FORWARD_CACHE)
 
     @property
     def model(self):
@@ -71,11 +71,9 @@ class Classifier:
         thread (a small call gains nothing from more); (4,) float64 holding the float32 logits.
         Kept by input (:attr:`FORWARD_CACHE` most recent)."""
         key = np.asarray(ids, dtype=np.int64).tobytes()
-        with self._lock:
-            cached = self._forward_calls.get(key)
-            if cached is not None:
-                self._forward_calls.move_to_end(key)
-                return cached.copy()
+        cached = self._forward_calls.get(key)
+        if cached is not None:
+            return cached.copy()
         import torch
 
         from .model import alone_logits, torch_threads
@@ -85,10 +83,7 @@ class Classifier:
         # restores it could run on more threads (and sum in another order).
         with self._forward_lock, torch_threads(1):
             logits = alone_logits(model, torch.tensor([[int(i) for i in ids]]))[0].double().numpy()
-        with self._lock:
-            self._forward_calls[key] = logits
-            while len(self._forward_calls) > self.FORWARD_CACHE:
-                self._forward_calls.popitem(last=False)
+        self._forward_calls.put(key, logits)
         return logits.copy()
 
     @functools.cached_property

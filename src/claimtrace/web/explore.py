@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import constants as C
 from .. import course
-from ..artifacts import Build
+from ..artifacts import Build, protocol_verdicts
 from ..assets import ASSETS_DIR
 from ..classifier.predict import protocol_figures
 from ..data import Claim
@@ -98,7 +98,7 @@ def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, s
             row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
     if verdicts is not None:
         for source in sources:
-            row[source] = {p: verdicts[claim.id][source][p]["verdict"] for p in C.PROTOCOLS}
+            row[source] = protocol_verdicts(verdicts[claim.id][source])
     return row
 
 

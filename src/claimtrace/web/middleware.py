@@ -11,9 +11,8 @@ outermost first:
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 
+from ..lru import LRU
 from .render import Renderer
 from .responses import error_response
 
@@ -96,30 +95,16 @@ class HostGuard:
         return await refusal(scope, receive, send)
 
 
-class AnswerCache:
-    """Whole answers (status 200, headers, body) by path, least recently used dropped first,
-    bounded in count and bytes. Written by the event loop and by the pre-render thread."""
+class AnswerCache(LRU[str, tuple[list, bytes]]):
+    """Whole answers (headers, body of a 200) by path, least recently used dropped first, bounded
+    in count and bytes (an answer over a sixteenth of the bytes is not kept). Written by the
+    event loop and by the pre-render thread."""
 
     def __init__(self, entries: int = ANSWER_CACHE_ENTRIES, size: int = ANSWER_CACHE_BYTES):
-        self.entries, self.size, self.bytes = entries, size, 0
-        self.items: OrderedDict[str, tuple[list, bytes]] = OrderedDict()
-        self.lock = threading.Lock()
+        super().__init__(entries, size, size_of=lambda answer: len(answer[1]))
 
-    def get(self, path: str) -> tuple[list, bytes] | None:
-        with self.lock:
-            hit = self.items.get(path)
-            if hit is not None:
-                self.items.move_to_end(path)
-            return hit
-
-    def put(self, path: str, headers: list, body: bytes) -> None:
-        with self.lock:
-            if len(body) > self.size // 16 or path in self.items:
-                return
-            self.items[path] = (headers, body)
-            self.bytes += len(body)
-            while len(self.items) > self.entries or self.bytes > self.size:
-                self.bytes -= len(self.items.popitem(last=False)[1][1])
+    def put(self, path: str, headers: list, body: bytes) -> None:  # type: ignore[override]
+        super().put(path, (headers, body))
 
 
 class FinalAnswers:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import unicodedata
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from markupsafe import Markup, escape
 
 from .. import constants as C
 from ..course import WALKTHROUGH_CLAIM
+from ..lru import LRU
 from .tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -178,21 +177,10 @@ class Renderer:
         self.tracer = tracer
         self.mode = mode
         self.env = make_env()
-        self._pages: OrderedDict[tuple, str] = OrderedDict()
-        self._pages_lock = threading.Lock()
+        self._pages: LRU[tuple, str] = LRU(self.PAGE_CACHE)
 
     def _cached(self, key: tuple, make) -> str:
-        with self._pages_lock:
-            page = self._pages.get(key)
-            if page is not None:
-                self._pages.move_to_end(key)
-                return page
-        page = make()
-        with self._pages_lock:
-            self._pages[key] = page
-            while len(self._pages) > self.PAGE_CACHE:
-                self._pages.popitem(last=False)
-        return page
+        return self._pages.get_or_make(key, make)
 
     def _render(self, template: str, root: str, **context) -> str:
         return self.env.get_template(template).render(root=root, mode=self.mode, **context)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 
 from fastapi.responses import HTMLResponse, Response
 
+from ..lru import LRU
 from .render import Renderer, root_for
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -67,20 +66,12 @@ class EncodedCache:
     identity: the object is kept with its bytes, so a key never outlives its value."""
 
     def __init__(self, size: int = 1024):
-        self.size = size
-        self.items: OrderedDict[int, tuple[object, bytes]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.items: LRU[int, tuple[object, bytes]] = LRU(size)
 
     def response(self, value) -> Response:
-        key = id(value)
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None and hit[0] is value:
-                self.items.move_to_end(key)
-                return Response(hit[1], media_type="application/json")
+        hit = self.items.get(id(value))
+        if hit is not None and hit[0] is value:
+            return Response(hit[1], media_type="application/json")
         body = encode(value)
-        with self.lock:
-            self.items[key] = (value, body)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+        self.items.put(id(value), (value, body))
         return Response(body, media_type="application/json")

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import constants as C
 from .. import course
-from ..artifacts import Build
+from ..artifacts import Build, protocol_verdicts
 from ..classifier.inputs import join_row
 from ..data import Claim
 from ..errors import REPAIR_HINT, DataError, Missing
@@ -226,7 +226,7 @@ def tagging_section(
     last = str(vectorizer.feature_names[-1])
     section: dict[str, Any] = {
         "status": "ok",
-        "corpus": build.manifest()["corpus"],
+        "corpus": build.build_record()["corpus"],
         "features": len(vectorizer.feature_names),
         "fit_documents": int(vectorizer.n_docs_),
         "ngram_range": list(vectorizer.ngram_range),
@@ -732,8 +732,7 @@ def classifier_section(
         section["course"]["real_tokens"] = course.pair("claim752_real_tokens", explained["real_tokens"])
         section["course"]["pad_tokens"] = course.pair("claim752_pad_tokens", explained["pad_tokens"])
     if claim is not None and claim.label is not None:
-        verdicts = build.verdicts(split)[claim.id]["gold"]
-        section["gold_evidence"] = {p: verdicts[p]["verdict"] for p in C.PROTOCOLS}
+        section["gold_evidence"] = build.verdict_table(split, "gold")[claim.id]
     return section
 
 
@@ -805,9 +804,7 @@ def _fixes_verdicts(build: Build, claim: Claim, split: str) -> dict:
     }
     # None where the build has no verdict: the intended model is not run on train claims
     return {
-        model: {
-            src: {p: by_source[src][p]["verdict"] for p in C.PROTOCOLS} if src in by_source else None for src in sources
-        }
+        model: {src: protocol_verdicts(by_source[src]) if src in by_source else None for src in sources}
         for model, by_source in stored.items()
     }
 
@@ -904,7 +901,7 @@ def build_info(build: Build, brief: bool = False) -> dict:
     """What the build holds: its corpus and each stage's status."""
     stages: dict[str, Any] = {}
     try:
-        corpus = build.manifest().get("corpus")
+        corpus = build.build_record().get("corpus")
     except DataError as err:
         corpus = None
         stages["build"] = _stage_problem("build", err)

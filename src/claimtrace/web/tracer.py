@@ -12,7 +12,6 @@ computed and scheduling the slow work. The data of every answer comes from
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -22,6 +21,7 @@ from ..artifacts import Build
 from ..course import WALKTHROUGH_CLAIM
 from ..data import Claim
 from ..errors import Missing as StageMissing
+from ..lru import LRU
 from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
@@ -53,7 +53,7 @@ class Tracer:
     def __init__(self, build: Build):
         self.build = build
         self._lock = threading.Lock()  # the caches' bookkeeping
-        self._traces: OrderedDict[str, dict] = OrderedDict()
+        self._traces: LRU[str, dict] = LRU(TRACE_CACHE)
         self._memo: dict[Any, Any] = {}
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -82,11 +82,8 @@ class Tracer:
         split, position = found
         claim = self.build.claims(split)[claim_id]
         result = self._assemble(claim.text, claim=claim, split=split, position=position)
-        with self._lock:
-            self._traces[claim_id] = result
-            while len(self._traces) > TRACE_CACHE:
-                self._traces.popitem(last=False)
-        return result
+        self._traces.put(claim_id, result)
+        return self._traces.get(claim_id) or result  # the first one kept, if two threads raced
 
     def trace_text(self, text: str) -> dict:
         """Any text as a new claim: every stage, no gold passages, no notebook batch."""
