@@ -21,6 +21,7 @@ from claimtrace import constants as C
 from claimtrace.artifacts import Build
 from claimtrace.cli import main
 from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.data import course_file
 from claimtrace.evaluate import evidence_f
 from claimtrace.preprocess import preprocess
 from claimtrace.web.app import create_app
@@ -190,19 +191,25 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert c["architecture"]["embedding"] == 256 and c["architecture"]["layers"] == 6
 
 
-def test_classifier_section_is_explain_claims(web_tracer, demo_build):
-    """The walkthrough's classifier section is claimtrace.explain's, with the retrieved evidence,
-    and its verdicts are the build's."""
-    from claimtrace.explain import explain_claim
-
+def test_classifier_section_shows_the_builds_model_input_and_verdicts(web_tracer, demo_build):
+    """The walkthrough's classifier section against what the build stored, read from its files:
+    the model input (classifier/inputs/dev-retrieved.npz), the vocabulary's tokens of those ids,
+    the exact table's logits of them, and the stored verdicts and notebook logits."""
+    encoded = demo_build.inputs("dev", "retrieved")
+    classifier = demo_build.classifier()
+    stored = json.loads(demo_build.work.verdicts("dev").read_text(encoding="utf-8"))
     for claim_id in (WALKTHROUGH_CLAIM, list(demo_build.claims("dev"))[20]):
-        expected = explain_claim(demo_build, claim_id, "retrieved")
         got = web_tracer.trace(claim_id)["classifier"]
-        for key in ("input_ids", "tokens", "real_tokens", "text", "alone", "notebook", "contributions"):
-            assert got[key] == expected[key], key
-        stored = demo_build.verdicts("dev")[claim_id]["retrieved"]
-        assert got["notebook"]["logits"] == stored["notebook"]["logits"]
-        assert got["alone"]["verdict"] == stored["alone"]["verdict"]
+        ids = encoded.input_ids[encoded.claim_ids.index(claim_id)]
+        assert got["input_ids"] == ids.tolist()
+        assert got["text"] == encoded.texts[encoded.claim_ids.index(claim_id)]
+        assert got["tokens"] == [classifier.vocab.tokens[i] for i in ids.tolist()]
+        assert got["real_tokens"] == int((ids != classifier.vocab.tokens.index(C.PAD)).sum())
+        assert np.allclose(got["alone"]["logits"], classifier.table.logits(ids[None, :])[0], rtol=0, atol=1e-12)
+        retrieved = stored[claim_id]["retrieved"]
+        assert got["notebook"]["logits"] == retrieved["notebook"]["logits"]
+        assert got["alone"]["verdict"] == retrieved["alone"]["verdict"]
+        assert got["notebook"]["verdict"] == retrieved["notebook"]["verdict"]
 
 
 def test_a_fallback_claim_says_so(web_client, web_tracer):
@@ -824,11 +831,25 @@ def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_cl
 # --- shareable state, downloads and small wording -----------------------------------------------
 
 
-def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, web_tracer):
+def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, web_tracer, data_dir):
+    """Each split's download, against independent facts: the course file's claims (in file
+    order), the build's retrieval records and its stored verdicts (read from their files)."""
+    work = web_tracer.build.work
     for split in C.SPLITS:
         answer = web_client.get(f"/predictions/{split}.json")
         assert answer.status_code == 200
-        assert answer.json() == web_tracer.build.course_predictions(split)
+        claims = json.loads(course_file(data_dir, split).read_text(encoding="utf-8"))
+        records = [json.loads(line) for line in work.retrieval(split).read_text(encoding="utf-8").splitlines()]
+        verdicts = json.loads(work.verdicts(split).read_text(encoding="utf-8"))
+        expected = {
+            record["claim_id"]: {
+                "claim_text": claims[record["claim_id"]]["claim_text"],
+                "claim_label": verdicts[record["claim_id"]]["retrieved"]["notebook"]["verdict"],
+                "evidences": record["evidences"],
+            }
+            for record in records
+        }
+        assert list(answer.json()) == list(claims) and answer.json() == expected
         assert f'href="../predictions/{split}.json" download=' in web_client.get(f"/explore/{split}.html").text
     assert web_client.get("/predictions/nope.json").status_code == 404
 
