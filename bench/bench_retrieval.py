@@ -232,7 +232,7 @@ def main() -> None:
     )
 
     started = time.perf_counter()
-    retriever = Retriever(ids, tags)
+    retriever = Retriever.fit(ids, tags)
     fit_s = time.perf_counter() - started
     print(f"ours: fit {fit_s:.1f}s ({len(retriever.vectorizer.feature_names)} features)", flush=True)
     # Compile / warm every kernel: both branches, both fallback sorts.

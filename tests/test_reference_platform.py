@@ -171,7 +171,7 @@ tfidf.l2_normalize_rows(rows.copy())
 retrieval.notebook_weights(rows, np.ones(30))
 npsort.argsort(np.random.default_rng(0).random(200))
 npsort.top_k_rows(rows, 10)
-retriever = retrieval.Retriever([f"p{i}" for i in range(6)],
+retriever = retrieval.Retriever.fit([f"p{i}" for i in range(6)],
                                 ["sea level rise", "sea ice", "ice sheet melt", "level", "rise sea", "melt"],
                                 vectorizer_params={"min_df": 1, "max_df": 1.0})
 retriever.retrieve("sea level")

@@ -151,7 +151,7 @@ def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims):
 @pytest.fixture(scope="module")
 def retrievers(demo_tags):
     ids, padded, nopad = demo_tags
-    return {"padded": R.Retriever(ids, padded), "unpadded": R.Retriever(ids, nopad)}
+    return {"padded": R.Retriever.fit(ids, padded), "unpadded": R.Retriever.fit(ids, nopad)}
 
 
 @pytest.mark.oracle
@@ -330,9 +330,9 @@ def test_unknown_variant_and_bad_inputs():
     with pytest.raises(ValueError, match="unknown retrieval variant"):
         R.claim_input("x", "nope")
     with pytest.raises(ValueError, match="no passage has tags"):
-        R.Retriever(["a", "b"], ["", "nan"])
+        R.Retriever.fit(["a", "b"], ["", "nan"])
     with pytest.raises(ValueError, match="passage ids"):
-        R.Retriever(["a"], ["x", "y"])
+        R.Retriever.fit(["a"], ["x", "y"])
 
 
 # --- small random corpora full of ties ------------------------------------------------------------
@@ -392,7 +392,7 @@ def corpora(draw, min_passages=8, max_passages=40):
 
 def _retriever_or_error(case):
     try:
-        return R.Retriever([p for p, _ in case["passages"]], [t for _, t in case["passages"]]), None
+        return R.Retriever.fit([p for p, _ in case["passages"]], [t for _, t in case["passages"]]), None
     except ValueError as error:
         return None, error
 

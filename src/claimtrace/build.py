@@ -230,7 +230,7 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
         except DataError:  # an older claimtrace's format: fit and save it again
             retriever = None
     if retriever is None:  # both files are written again: the same bytes for the one that was whole
-        retriever = retrieval.Retriever(ids, [r["tags"] for r in rows])
+        retriever = retrieval.Retriever.fit(ids, [r["tags"] for r in rows])
         retriever.save(work.retrieval_vectorizer, work.retrieval_index)
     for split in C.SPLITS:
         if not work.retrieval(split).is_file():
@@ -248,7 +248,7 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
                 1, len(records)
             )
         summary["splits"][split] = figures
-    unpadded = retrieval.Retriever(ids, [r["nopad"] for r in rows])
+    unpadded = retrieval.Retriever.fit(ids, [r["nopad"] for r in rows])
     summary["variants_dev"] = retrieval.variant_f_table(
         {"padded": retriever, "unpadded": unpadded}, reader.claims("dev")
     )
@@ -387,7 +387,7 @@ def build_variant_records(work: Workdir, data_dir: Path) -> None:
         variant = retrieval.VARIANTS[name]
         if variant.passage_tags not in retrievers:  # the unpadded retriever: fitted once, only if needed
             rows = list(reader.iter_tags())
-            retrievers["unpadded"] = retrieval.Retriever([r["id"] for r in rows], [r["nopad"] for r in rows])
+            retrievers["unpadded"] = retrieval.Retriever.fit([r["id"] for r in rows], [r["nopad"] for r in rows])
         records = retrieval.retrieve_all(retrievers[variant.passage_tags], reader.claims(split), variant)
         write_atomic(
             work.variant_retrieval(name, split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

@@ -513,78 +513,104 @@ class _Rows:
     full: tuple[np.ndarray, np.ndarray, np.ndarray] | None
 
 
-class Retriever:
-    """The retrieval model over one set of passage tags (fit once, then one call per claim).
+def _raw_tag_index(tags: Sequence[str]) -> tuple[dict[str, int], np.ndarray, sp.csc_matrix]:
+    """Raw tags, as sets, for the shared counts: tag -> id, each passage's set size, and the
+    passage x tag matrix (CSC: each tag's passages, sorted)."""
+    tag_ids: dict[str, int] = {}
+    sizes = np.empty(len(tags), np.int64)
+    flat: list[int] = []
+    for p, s in enumerate(tags):
+        # in order of first appearance, not set order: a set of strings iterates in an order
+        # that changes with every process's hash seed, and the saved index must not
+        unique = dict.fromkeys(s.split())
+        sizes[p] = len(unique)
+        for tag in unique:
+            flat.append(tag_ids.setdefault(tag, len(tag_ids)))
+    rows = np.repeat(np.arange(len(tags), dtype=np.int64), sizes)
+    tag_matrix = sp.csr_matrix(
+        (np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))), shape=(len(tags), max(len(tag_ids), 1))
+    ).tocsc()
+    tag_matrix.sort_indices()
+    return tag_ids, sizes, tag_matrix
 
-    passage_ids, passage_tags: aligned, in the canonical passage order; a tag entry is a
-    space-separated string or a list of tags. Passages whose tag string is empty or a pandas NA
-    string are left out (:attr:`excluded` counts them).
+
+def _postings(t_ptr, t_doc, t_weight, g_ptr, g_doc, sizes) -> Postings:
+    """The :data:`Postings` in the dtypes the kernels are compiled for (tag set sizes as bytes
+    when they fit)."""
+    sizes = np.asarray(sizes)
+    return Postings(
+        np.asarray(t_ptr, np.int64),
+        np.asarray(t_doc, np.int64),
+        np.asarray(t_weight, np.float64),
+        np.asarray(g_ptr, np.int64),
+        np.asarray(g_doc, np.int64),
+        sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64),
+    )
+
+
+class Retriever:
+    """The retrieval model over one set of passage tags, as an estimator: fit it
+    (:meth:`fit`) or load a fitted one (:meth:`load`), then query it one claim at a time
+    (:meth:`query`, :meth:`retrieve`, :meth:`scores`, :meth:`point_columns`).
+
+    What it holds: the fitted retrieval vectorizer; the retrievable passages' ids and tag
+    strings (frame order); :attr:`excluded`, how many passages had no usable tag; and the
+    :data:`Postings` the kernels read (terms' and raw tags' posting lists, tag set sizes).
     """
 
     def __init__(
         self,
+        vectorizer: NotebookTfidf,
+        ids: Sequence[str],
+        tags: Sequence[str],
+        excluded: int,
+        tag_ids: dict[str, int],
+        index: Postings,
+        positions: StringIndex | None = None,
+    ):
+        self.vectorizer = vectorizer
+        self.vocabulary = vectorizer.vocabulary_
+        self.idf = vectorizer.idf_
+        self.ids = ids
+        self.tags = tags
+        self.excluded = excluded
+        self._tag_ids = tag_ids
+        self._index = index
+        self._positions = positions
+
+    @classmethod
+    def fit(
+        cls,
         passage_ids: Sequence[str],
         passage_tags: Sequence[str | Sequence[str]],
         *,
         passage_tokenizer=None,
         vectorizer_params: Mapping | None = None,
-    ):
+    ) -> Retriever:
+        """Fit the model on passage tags: ``passage_ids``, ``passage_tags`` aligned, in the
+        canonical passage order; a tag entry is a space-separated string or a list of tags.
+        Passages whose tag string is empty or a pandas NA string are left out."""
         ids = list(passage_ids)
         strings = [_tag_string(t) for t in passage_tags]
         if len(ids) != len(strings):
             raise ValueError(f"{len(ids)} passage ids but {len(strings)} tag entries")
         keep = [i for i, s in enumerate(strings) if s not in C.CSV_NA_TAGS and s.split()]
-        self.ids: Sequence[str] = [ids[i] for i in keep]
-        self.tags: Sequence[str] = [strings[i] for i in keep]
-        self.excluded = len(ids) - len(keep)
-        n = len(self.ids)
-        if n == 0:
+        kept_ids, kept_tags = [ids[i] for i in keep], [strings[i] for i in keep]
+        if not kept_ids:
             raise ValueError("no passage has tags: nothing to retrieve from")
         # Tag strings are preprocessing output (alphabetic tokens), which restem tokenizes as
         # final_stems does, token by token (tests/test_tagging.py proves it); any other text
         # goes through final_stems whole. Claims always use final_stems.
         if passage_tokenizer is None:
-            clean = all(token.isalpha() for s in self.tags for token in s.lower().split())
+            clean = all(token.isalpha() for s in kept_tags for token in s.lower().split())
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
-        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(self.tags)
-        weights = notebook_weights(self.vectorizer.counts(self.tags), self.vectorizer.idf_).tocsc()
+        vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(kept_tags)
+        weights = notebook_weights(vectorizer.counts(kept_tags), vectorizer.idf_).tocsc()
         weights.sort_indices()
-        # Raw tags, as sets: an inverted index for the shared counts.
-        tag_ids: dict[str, int] = {}
-        sizes = np.empty(n, np.int64)
-        flat: list[int] = []
-        for p, s in enumerate(self.tags):
-            # in order of first appearance, not set order: a set of strings iterates in an order
-            # that changes with every process's hash seed, and the saved index must not
-            unique = dict.fromkeys(s.split())
-            sizes[p] = len(unique)
-            for tag in unique:
-                flat.append(tag_ids.setdefault(tag, len(tag_ids)))
-        rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        tag_matrix = sp.csr_matrix(
-            (np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))), shape=(n, max(len(tag_ids), 1))
-        ).tocsc()
-        tag_matrix.sort_indices()
-        self._set_index(
-            weights.indptr, weights.indices, weights.data, tag_ids, sizes, tag_matrix.indptr, tag_matrix.indices
-        )
-
-    def _set_index(self, t_ptr, t_doc, t_weight, tag_ids: dict[str, int], sizes, g_ptr, g_doc) -> None:
-        """The posting lists the kernels read: terms (``t_*``, weights by passage) and raw tags
-        (``g_*``), each sorted by passage; every tag set's size."""
-        self.vocabulary = self.vectorizer.vocabulary_
-        self.idf = self.vectorizer.idf_
-        self._t_ptr = np.asarray(t_ptr, np.int64)
-        self._t_doc = np.asarray(t_doc, np.int64)
-        self._t_weight = np.asarray(t_weight, np.float64)
-        self._tag_ids = tag_ids
-        sizes = np.asarray(sizes)
-        self._tag_sizes = sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64)
-        self._g_ptr = np.asarray(g_ptr, np.int64)
-        self._g_doc = np.asarray(g_doc, np.int64)
-        self._index = Postings(self._t_ptr, self._t_doc, self._t_weight, self._g_ptr, self._g_doc, self._tag_sizes)
-        self._positions: StringIndex | None = None
+        tag_ids, sizes, tag_matrix = _raw_tag_index(kept_tags)
+        index = _postings(weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes)
+        return cls(vectorizer, kept_ids, kept_tags, len(ids) - len(kept_ids), tag_ids, index)
 
     # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
 
@@ -600,12 +626,12 @@ class Retriever:
         index = StringIndex.of(self.ids)
         write_npz(  # aligned: the reader maps the posting lists instead of reading them
             index_path,
-            t_ptr=self._t_ptr,
-            t_doc=self._t_doc,
-            t_weight=self._t_weight,
-            sizes=self._tag_sizes,
-            g_ptr=self._g_ptr,
-            g_doc=self._g_doc,
+            t_ptr=self._index.t_ptr,
+            t_doc=self._index.t_doc,
+            t_weight=self._index.t_weight,
+            sizes=self._index.sizes,
+            g_ptr=self._index.g_ptr,
+            g_doc=self._index.g_doc,
             ids_buffer=ids_buffer,
             ids_offsets=ids_offsets,
             ids_sorted=index.sorted_keys,
@@ -618,30 +644,22 @@ class Retriever:
 
     @classmethod
     def load(cls, vectorizer_path, index_path) -> Retriever:
-        """A model written by :meth:`save`, ready to retrieve (nothing is refitted)."""
+        """A model written by :meth:`save`, ready to query (nothing is refitted)."""
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read
             if "ids_buffer" not in stored.files:
                 raise DataError(f"{index_path}: written by an older claimtrace: run `claimtrace build` to rewrite it")
             meta = json.loads(str(stored["meta"]))
-            self = cls.__new__(cls)
             tokenizer = restem if meta["tokenizer"] == "restem" else final_stems
-            self.vectorizer = load_vectorizer(vectorizer_path, tokenizer)
-            self.ids = PackedStrings(stored["ids_buffer"], stored["ids_offsets"])
-            self.tags = PackedStrings(stored["tags_buffer"], stored["tags_offsets"])
-            positions = StringIndex(stored["ids_sorted"], stored["ids_rank"])
-            self.excluded = int(meta["excluded"])
-            tag_ids = {tag: i for i, tag in enumerate(json.loads(str(stored["tag_ids"])))}
-            self._set_index(
-                stored["t_ptr"],
-                stored["t_doc"],
-                stored["t_weight"],
-                tag_ids,
-                stored["sizes"],
-                stored["g_ptr"],
-                stored["g_doc"],
+            index = _postings(*(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes")))
+            return cls(
+                load_vectorizer(vectorizer_path, tokenizer),
+                PackedStrings(stored["ids_buffer"], stored["ids_offsets"]),
+                PackedStrings(stored["tags_buffer"], stored["tags_offsets"]),
+                int(meta["excluded"]),
+                {tag: i for i, tag in enumerate(json.loads(str(stored["tag_ids"])))},
+                index,
+                StringIndex(stored["ids_sorted"], stored["ids_rank"]),
             )
-            self._positions = positions
-        return self
 
     def position(self, passage_id: str) -> int | None:
         """Frame position of a retrievable passage (None for one without tags)."""
@@ -692,7 +710,7 @@ class Retriever:
 
     def scratch(self) -> _Scratch:
         """Work arrays for one claim at a time (see :class:`_Scratch`)."""
-        return _Scratch.of_size(len(self.ids), int(self._tag_sizes.max()))
+        return _Scratch.of_size(len(self.ids), int(self._index.sizes.max()))
 
     def _rules(self, cosine_in_score: int) -> Rules:
         if cosine_in_score not in (1, 2):
