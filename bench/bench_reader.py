@@ -20,19 +20,31 @@ from pathlib import Path
 MODES = {
     "stream_json_object": "parse only: every (id, text) member",
     "iter_evidence": "parse and corpus checks (duplicate ids, lone surrogates, size), no md5",
+    "dict_iter_evidence": "what the build does: dict(iter_evidence(...)), the corpus held whole",
+    "json_loads_pairs": "the standard library instead: json.loads with an object_pairs_hook refusing duplicate ids",
 }
+
+
+def _refusing_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    corpus = dict(pairs)
+    if len(corpus) != len(pairs):
+        raise ValueError("an id appears twice")
+    return corpus
 
 
 def measure(mode: str, evidence: Path, chunk_size: int) -> dict:
     """One run in this process: {"mode", "passages", "seconds", "max_rss_mb"}."""
     from claimtrace.evidence import iter_evidence, stream_json_object
 
-    if mode == "stream_json_object":
-        stream = stream_json_object(evidence, chunk_size)
-    else:
-        stream = iter_evidence(evidence, check_md5=False, chunk_size=chunk_size)
     started, cpu_started = time.perf_counter(), time.process_time()
-    passages = sum(1 for _ in stream)
+    if mode == "stream_json_object":
+        passages = sum(1 for _ in stream_json_object(evidence, chunk_size))
+    elif mode == "iter_evidence":
+        passages = sum(1 for _ in iter_evidence(evidence, check_md5=False, chunk_size=chunk_size))
+    elif mode == "dict_iter_evidence":
+        passages = len(dict(iter_evidence(evidence, check_md5=False, chunk_size=chunk_size)))
+    else:
+        passages = len(json.loads(evidence.read_bytes(), object_pairs_hook=_refusing_duplicates))
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
