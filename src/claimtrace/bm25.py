@@ -37,6 +37,7 @@ gives the same arrays as a one-shot one.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -47,7 +48,6 @@ from pathlib import Path
 import bm25s
 import numba
 import numpy as np
-from bm25s import scoring
 
 from .errors import DataError
 from .preprocess import stem, stopwords
@@ -251,22 +251,34 @@ def _offer(d, s, k, kept, out_position, out_score):
     return kept
 
 
+def lucene_idf(df: int, n_docs: int) -> float:
+    """Lucene's idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, in Python floats (as bm25s)."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def lucene_tfc(tf: np.ndarray, doc_len: np.ndarray, avg_len: float, k1: float, b: float) -> np.ndarray:
+    """Lucene's term-frequency component, ``tf / (k1 * ((1 - b) + b * len(d) / avglen) + tf)``,
+    elementwise, in bm25s's order of operations (so the same bits)."""
+    return tf / (k1 * ((1 - b) + b * doc_len / avg_len) + tf)
+
+
 class _CountsBM25(bm25s.BM25):
     """bm25s's BM25, indexed from the term counts the chunks already hold.
 
     ``bm25s.BM25.index`` counts each passage's tokens again in a Python loop (about 35 us a
-    passage, 42 s for 1.2M); this does the same steps with array operations and calls bm25s's own
-    idf and term-frequency functions of the method, so its weight matrix is ``index``'s to the
-    bit (tests/test_bm25.py compares the two, so a bm25s release that renames or changes the
-    private ``scoring._select_*_scorer`` used here fails there). Everything else (save, load,
-    ``get_scores``) is bm25s's.
+    passage, 42 s for 1.2M); this does the same steps with array operations and the two Lucene
+    formulas written out (:func:`lucene_idf`, :func:`lucene_tfc`, in bm25s's order of operations:
+    bm25s's public API has no way in from counts, and its scorer selection is private), so its
+    weight matrix is ``index``'s to the bit (tests/test_bm25.py compares the two, so a bm25s
+    release that changes a formula fails there). Everything else (save, load, ``get_scores``) is
+    bm25s's.
     """
 
     def index_counts(self, ptr: np.ndarray, terms: np.ndarray, counts: np.ndarray, vocab: dict[str, int]) -> None:
         """Index passages given as count arrays (:func:`tokenize_chunk`'s ``ptr``, ``terms``,
         ``counts``; ``vocab`` term -> index), as ``index((token_ids, vocab), create_empty_token=False)``."""
-        if self.method in self.methods_requiring_nonoccurrence:
-            raise NotImplementedError(f"method {self.method!r} needs bm25s's non-occurrence array")
+        if self.method != "lucene" or self.idf_method != "lucene":
+            raise NotImplementedError(f"method {self.method!r}: only Lucene's formulas are written out here")
         n_docs, n_vocab = len(ptr) - 1, len(vocab)
         doc = np.repeat(np.arange(n_docs, dtype=self.int_dtype), np.diff(ptr))
         cumulative = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
@@ -274,19 +286,11 @@ class _CountsBM25(bm25s.BM25):
         avg_doc_len = lengths.mean()
         # The idf of each term from its document frequency, one call per term as bm25s does.
         doc_frequencies = np.bincount(terms, minlength=n_vocab).tolist()
-        idf_of = scoring._select_idf_scorer(self.idf_method)
         idf = np.zeros(n_vocab, dtype=self.dtype)
         for term, df in enumerate(doc_frequencies):
             if df:
-                idf[term] = idf_of(df, N=n_docs)
-        tfc = scoring._select_tfc_scorer(self.method)(
-            tf_array=counts.astype(self.dtype),
-            l_d=lengths[doc],
-            l_avg=avg_doc_len,
-            k1=self.k1,
-            b=self.b,
-            delta=self.delta,
-        )
+                idf[term] = lucene_idf(df, n_docs)
+        tfc = lucene_tfc(counts.astype(self.dtype), lengths[doc], avg_doc_len, self.k1, self.b)
         data, indices, indptr = self._np_csc(
             data=idf[terms] * tfc, rows=doc, cols=terms.astype(self.int_dtype), shape=(n_docs, n_vocab)
         )
