@@ -10,16 +10,14 @@ import claimtrace
 
 PACKAGE = Path(claimtrace.__file__).resolve().parent
 
-#: What a function may import locally: heavy libraries a command or page may never need, and the
-#: package's modules that import them (torch through the classifier's model, the stages' numba
-#: and scikit-learn for the command line), and the web package's lazy names.
+#: What a function may import locally: heavy libraries a command or page may never need (torch
+#: and safetensors' torch half, uvicorn, nltk imported without its scipy and scikit-learn), and
+#: the package's modules that import torch.
 DEFERRED = (
     "torch",
     "safetensors",
     "uvicorn",
     "nltk",
-    "tqdm",
-    "sys",
     "claimtrace.classifier.model",
     "claimtrace.classifier.intended",
     "claimtrace.classifier.train",

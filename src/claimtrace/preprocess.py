@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -36,8 +37,6 @@ def _import_nltk_quickly():
     those fallbacks. The tokenizer and stemmer are the same code either way, and scipy.stats and
     scikit-learn import normally afterwards (the entries hidden here are put back as they were).
     """
-    import sys
-
     # Only what is not imported yet is hidden (already imported, nltk finds it at no cost).
     hidden = [name for name in ("scipy.stats", "sklearn") if name not in sys.modules]
     for name in hidden:
