@@ -17,6 +17,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm import tqdm
@@ -485,7 +486,7 @@ def build_classifier(work: Workdir, data_dir: Path) -> dict:
         return read_json(work.classifier_summary)
     from .classifier.model import torch_threads
 
-    with torch_threads(1):  # batches of 16 x 128: one thread is faster
+    with torch_threads(1):  # the forward calls run on worker threads, one PyTorch thread each
         return _classify_every_split(work, data_dir)
 
 
@@ -537,12 +538,9 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
 def _store_forward_calls(classifier, encoded, entries: dict[str, dict]) -> None:
     """Each claim's one real PyTorch forward call on its retrieved evidence (a batch of one), the
     float32 logits every claim page shows beside the exact table's: stored beside the verdicts
-    so that pages need no torch (about 12 ms a claim, once, at build time)."""
-    import torch
-
-    from .classifier.model import alone_logits
-
-    logits = alone_logits(classifier.model, torch.as_tensor(encoded.input_ids)).double().numpy()
+    so that pages need no torch. :meth:`~claimtrace.classifier.predict.Classifier.forward_calls_alone`
+    gives every claim's call, bit for bit, from one encoder call per 128 distinct tokens."""
+    logits = classifier.forward_calls_alone(encoded.input_ids)
     for cid, row in zip(encoded.claim_ids, logits):
         entries[cid]["alone"]["torch_logits"] = row.tolist()
 
@@ -685,33 +683,13 @@ def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
             yield name, MORE_MODELS
 
 
-class _IntendedClassifier:
-    """The intended model behind :func:`claimtrace.classifier.predict.predict`'s interface:
-    ``logits(input_ids, protocol)``. It has real attention, so no exact table: ``alone`` is
-    literally one forward call per claim."""
-
-    def __init__(self):
-        from .classifier.intended import load_intended_model
-
-        self.model = load_intended_model()
-
-    def logits(self, input_ids, protocol: str):
-        import torch
-
-        from .classifier.model import alone_logits, notebook_logits
-
-        ids = torch.as_tensor(input_ids)
-        run = {"alone": alone_logits, "notebook": notebook_logits}[protocol]
-        with torch.no_grad():
-            return run(self.model, ids).double().numpy()
-
-
 def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json, dev and
     test: the intended model on gold, retrieved and BM25 evidence, the notebook's model on BM25
     evidence, both models on each quirk variant's; both protocols (train: an empty entry per
     claim, :func:`_more_sources`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
+    from .classifier.intended import IntendedClassifier
     from .classifier.model import torch_threads
     from .classifier.predict import predict
 
@@ -719,8 +697,8 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     if not todo:
         return
     reader = Build(work.root, data_dir)
-    with torch_threads(1):  # as the classifier stage: small forward calls
-        models = {"notebook": reader.classifier(), "intended": _IntendedClassifier()}
+    with torch_threads(1):  # the forward calls run on worker threads, one PyTorch thread each
+        models = {"notebook": reader.classifier(), "intended": IntendedClassifier()}
         _check_shared_vocabulary(models["notebook"].vocab)
         for split in todo:
             verdicts: dict[str, dict] = {cid: {m: {} for m in MORE_MODELS} for cid in reader.claims(split)}
@@ -780,6 +758,17 @@ def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
 STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
+@contextmanager
+def _stage(seconds: dict[str, float], name: str, what: str) -> Iterator[None]:
+    """Say a stage's start and end on stderr and keep its wall time (a stage with nothing left
+    to do takes a moment)."""
+    _log(f"{name}: {what}")
+    started = time.perf_counter()
+    yield
+    seconds[name] = time.perf_counter() - started
+    _log(f"{name}: done in {seconds[name]:.1f} s")
+
+
 def build(
     workdir: str | os.PathLike,
     data_dir: Path,
@@ -809,7 +798,9 @@ def build(
     _copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
     _record_new(work, files)
-    summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
+    seconds: dict[str, float] = {}
+    with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
+        summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]
     stems_items = {
         Workdir.chunk(work.stems_dir, i, ".json"): min(artifacts.CHUNK, distinct - i * artifacts.CHUNK)
@@ -817,20 +808,23 @@ def build(
     }
     _record_new(work, files, stems_items)
     if until != "tagging":
-        _log("retrieval: every train, dev and test claim")
-        summary["retrieval"] = build_retrieval(work, data_dir)
-        build_variant_records(work, data_dir)
+        with _stage(seconds, "retrieval", "every train, dev and test claim"):
+            summary["retrieval"] = build_retrieval(work, data_dir)
+        with _stage(seconds, "variants", "each quirk variant's retrieval of dev and test"):
+            build_variant_records(work, data_dir)
         _record_new(work, files)
     if until not in ("tagging", "retrieval"):
-        _log("bm25: the reference retriever's index and six passages per claim")
-        summary["bm25"] = build_bm25(work, data_dir, passages, processes)
+        with _stage(seconds, "bm25", "the reference retriever's index and six passages per claim"):
+            summary["bm25"] = build_bm25(work, data_dir, passages, processes)
         _record_new(work, files)
     if until == "classifier":
-        _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
-        summary["classifier"] = build_classifier(work, data_dir)
-        build_more_verdicts(work, data_dir)
-        _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
-        summary["scoreboard"] = build_scoreboard(work, data_dir)
+        with _stage(seconds, "classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
+            summary["classifier"] = build_classifier(work, data_dir)
+        with _stage(seconds, "more verdicts", "the intended model, BM25's and the variants' evidence"):
+            build_more_verdicts(work, data_dir)
+        with _stage(seconds, "scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
+            summary["scoreboard"] = build_scoreboard(work, data_dir)
         _record_new(work, files)
+    summary["seconds"] = seconds
     _verify_repairs(work, files)
     return summary

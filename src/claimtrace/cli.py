@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -215,6 +216,7 @@ def _open_build(ctx: click.Context, workdir: str):
     is_flag=True,
     help="The corpus file was edited in place since the workdir was built: rebuild every stage over it.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print every stage's whole summary as JSON.")
 @click.pass_context
 def build_command(
     ctx: click.Context,
@@ -225,11 +227,14 @@ def build_command(
     processes: int,
     until: str,
     corpus_changed: bool,
+    as_json: bool,
 ) -> None:
     """Run the pipeline's stages over a corpus, resumably (a killed build picks up where it was).
 
     Over an existing workdir, every file is first checked against its manifest and each damaged
-    one is rebuilt; without --demo or --evidence the workdir's own corpus and checkpoint are used."""
+    one is rebuilt; without --demo or --evidence the workdir's own corpus and checkpoint are used.
+    The stages' progress goes to stderr; a short report (passages, time per stage, dev scores
+    beside the course's, where the site is) to stdout, or with --json every stage's summary."""
     from .build import build
 
     if demo and evidence is not None:
@@ -240,6 +245,7 @@ def build_command(
         from .classifier.predict import load_classifier
 
         load_classifier(Path(checkpoint))
+    started = time.perf_counter()
     summary = build(
         workdir,
         _data_dir(ctx),
@@ -249,7 +255,26 @@ def build_command(
         checkpoint=None if checkpoint is None else Path(checkpoint),
         corpus_changed=corpus_changed,
     )
-    click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
+    if as_json:
+        _print_json(summary)
+    else:
+        click.echo(_build_report(summary, workdir, time.perf_counter() - started))
+
+
+def _build_report(summary: dict, workdir: str, total: float) -> str:
+    """A build's few lines: passages, each stage's wall time, the notebook's own dev row of the
+    scoreboard beside the course's Table 2, and the command that serves the site."""
+    seconds = summary.get("seconds", {})
+    lines = [f"built {workdir}: {summary['tagging']['passages']:,} passages in {total:.1f} s"]
+    lines += [f"  {stage:<14}{took:7.1f} s" for stage, took in seconds.items()]
+    board = summary.get("scoreboard")
+    if board is not None:
+        own, anchor = board["rows"][0], board.get("anchor")  # the notebook's own row comes first
+        figures = ", ".join(f"{m} {own[m]:.4f}" for m in ("F", "A", "HM"))
+        course = f" (the course's Table 2: {', '.join(f'{m} {anchor[m]}' for m in ('F', 'A', 'HM'))})" if anchor else ""
+        lines.append(f"dev: {figures}{course}")
+        lines.append(f"site: claimtrace serve --workdir {workdir}  (then http://127.0.0.1:8000/)")
+    return "\n".join(lines)
 
 
 def _recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | None, str | None]:
