@@ -463,10 +463,18 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
                 1, len(records)
             )
         summary["splits"][split] = figures
-    unpadded = retrieval.Retriever(ids, [r["nopad"] for r in rows])
-    summary["variants_dev"] = retrieval.variant_f_table(
-        {"padded": retriever, "unpadded": unpadded}, reader.claims("dev")
+    # The unpadded retriever is fitted once, here, for both the variants' records and their F
+    # table; the table scores the records rather than retrieving dev again.
+    retrievers = {"padded": retriever, "unpadded": retrieval.Retriever(ids, [r["nopad"] for r in rows])}
+    del rows
+    _write_variant_records(work, reader, retrievers)
+    dev_records = {"notebook": list(reader.retrieval("dev").values())}
+    dev_records.update(
+        (name, list(reader.variant_retrieval(name, "dev").values()))
+        for name in retrieval.VARIANTS
+        if name != "notebook"
     )
+    summary["variants_dev"] = retrieval.variant_f_table(retrievers, reader.claims("dev"), records=dev_records)
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
@@ -592,25 +600,38 @@ MORE_MODELS = ("notebook", "intended")
 
 def build_variant_records(work: Workdir, data_dir: Path) -> None:
     """Each quirk variant's retrieval records of dev and test, one file each (skipped when
-    there): a scoreboard row needs its ids for F and its evidence for A."""
+    there): a scoreboard row needs its ids for F and its evidence for A. The retrieval stage
+    writes them as it goes; this writes what is missing after (an older build, a repair)."""
     from . import retrieval
 
     reader = Build(work.root, data_dir)
-    todo = [
+    if not _variant_todo(work):
+        return
+    retrievers: dict = {"padded": reader.retriever()}
+    if any(retrieval.VARIANTS[name].passage_tags == "unpadded" for name, _ in _variant_todo(work)):
+        rows = list(reader.iter_tags())  # the unpadded retriever: fitted only if needed
+        retrievers["unpadded"] = retrieval.Retriever([r["id"] for r in rows], [r["nopad"] for r in rows])
+    _write_variant_records(work, reader, retrievers)
+
+
+def _variant_todo(work: Workdir) -> list[tuple[str, str]]:
+    from . import retrieval
+
+    return [
         (name, split)
         for name in retrieval.VARIANTS
         if name != "notebook"
         for split in VARIANT_SPLITS
         if not work.variant_retrieval(name, split).is_file()
     ]
-    if not todo:
-        return
-    retrievers = {"padded": reader.retriever()}
-    for name, split in todo:
+
+
+def _write_variant_records(work: Workdir, reader: Build, retrievers: dict) -> None:
+    """Write each missing variant record file with the fitted ``retrievers`` (by passage tags)."""
+    from . import retrieval
+
+    for name, split in _variant_todo(work):
         variant = retrieval.VARIANTS[name]
-        if variant.passage_tags not in retrievers:  # the unpadded retriever: fitted once, only if needed
-            rows = list(reader.iter_tags())
-            retrievers["unpadded"] = retrieval.Retriever([r["id"] for r in rows], [r["nopad"] for r in rows])
         records = retrieval.retrieve_all(retrievers[variant.passage_tags], reader.claims(split), variant)
         write_atomic(
             work.variant_retrieval(name, split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -759,14 +780,20 @@ STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
 @contextmanager
-def _stage(seconds: dict[str, float], name: str, what: str) -> Iterator[None]:
-    """Say a stage's start and end on stderr and keep its wall time (a stage with nothing left
-    to do takes a moment)."""
+def _stage(seconds: dict[str, dict[str, float]], name: str, what: str) -> Iterator[None]:
+    """Say a stage's start and end on stderr and keep its wall and CPU times (the CPU time of
+    the build's process and of the workers it waited for; a stage with nothing left to do takes
+    a moment)."""
     _log(f"{name}: {what}")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_seconds()
     yield
-    seconds[name] = time.perf_counter() - started
-    _log(f"{name}: done in {seconds[name]:.1f} s")
+    seconds[name] = {"wall": time.perf_counter() - started, "cpu": _cpu_seconds() - cpu}
+    _log(f"{name}: done in {seconds[name]['wall']:.1f} s")
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def build(
@@ -798,7 +825,7 @@ def build(
     _copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
     _record_new(work, files)
-    seconds: dict[str, float] = {}
+    seconds: dict[str, dict[str, float]] = {}
     with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
         summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]

@@ -266,7 +266,7 @@ def _build_report(summary: dict, workdir: str, total: float) -> str:
     scoreboard beside the course's Table 2, and the command that serves the site."""
     seconds = summary.get("seconds", {})
     lines = [f"built {workdir}: {summary['tagging']['passages']:,} passages in {total:.1f} s"]
-    lines += [f"  {stage:<14}{took:7.1f} s" for stage, took in seconds.items()]
+    lines += [f"  {stage:<14}{took['wall']:7.1f} s" for stage, took in seconds.items()]
     board = summary.get("scoreboard")
     if board is not None:
         own, anchor = board["rows"][0], board.get("anchor")  # the notebook's own row comes first

@@ -827,7 +827,10 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
 
 
 def variant_f_table(
-    retrievers: Mapping[str, Retriever], claims: Mapping[str, Claim], variants: Iterable[str] | None = None
+    retrievers: Mapping[str, Retriever],
+    claims: Mapping[str, Claim],
+    variants: Iterable[str] | None = None,
+    records: Mapping[str, Sequence[dict]] | None = None,
 ) -> list[dict]:
     """Evidence F of each variant on labelled claims (dev): one row per variant,
     ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
@@ -835,6 +838,8 @@ def variant_f_table(
     retrievers: fitted retrievers by the passage tags they were fit on, ``"padded"`` (the
     notebook's tags) and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags
     have no retriever is left out.
+    records: each variant's :func:`retrieve_all` records of these claims where already made
+    (the build keeps them): those variants are scored without retrieving again.
     """
     from .evaluate import evidence_f
 
@@ -844,15 +849,18 @@ def variant_f_table(
         v = _variant(name)
         if v.passage_tags not in retrievers:
             continue
-        records = retrieve_all(retrievers[v.passage_tags], claims, v)
-        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
+        if records is not None and v.name in records:
+            records_of_v = records[v.name]
+        else:
+            records_of_v = retrieve_all(retrievers[v.passage_tags], claims, v)
+        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records_of_v]
         rows.append(
             {
                 "variant": v.name,
                 "description": v.description,
                 "F": float(np.mean(f_values)) if f_values else 0.0,
-                "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
-                "claims": len(records),
+                "fallback_share": float(np.mean([r["fallback"] for r in records_of_v])) if records_of_v else 0.0,
+                "claims": len(records_of_v),
                 "passages": len(retrievers[v.passage_tags]),
             }
         )
