@@ -508,23 +508,27 @@ class Retriever:
         # final_stems does, token by token (tests/test_tagging.py proves it); any other text
         # goes through final_stems whole. Claims always use final_stems.
         if passage_tokenizer is None:
-            clean = all(token.isalpha() for s in self.tags for token in s.lower().split())
+            # every token alphabetic: each string without its whitespace is (no string is blank)
+            clean = all("".join(s.lower().split()).isalpha() for s in self.tags)
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
-        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(self.tags)
-        weights = notebook_weights(self.vectorizer.counts(self.tags), self.vectorizer.idf_).tocsc()
+        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params)
+        counts = self.vectorizer.fit_counts(self.tags)  # fit and count, tokenising once
+        weights = notebook_weights(counts, self.vectorizer.idf_).tocsc()
+        del counts
         weights.sort_indices()
         # Raw tags, as sets: an inverted index for the shared counts.
         tag_ids: dict[str, int] = {}
-        sizes = np.empty(n, np.int64)
+        number = tag_ids.setdefault
+        sizes_list: list[int] = []
         flat: list[int] = []
-        for p, s in enumerate(self.tags):
+        for s in self.tags:
             # in order of first appearance, not set order: a set of strings iterates in an order
             # that changes with every process's hash seed, and the saved index must not
             unique = dict.fromkeys(s.split())
-            sizes[p] = len(unique)
-            for tag in unique:
-                flat.append(tag_ids.setdefault(tag, len(tag_ids)))
+            sizes_list.append(len(unique))
+            flat.extend([number(tag, len(tag_ids)) for tag in unique])
+        sizes = np.array(sizes_list, np.int64)
         rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
         tag_matrix = sp.csr_matrix(
             (np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))), shape=(n, max(len(tag_ids), 1))

@@ -112,6 +112,7 @@ class Classifier:
         self._model = model
         self._lock = threading.Lock()
         self._forward_calls: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._rows = None  # (input length, the encoder's output per vocabulary entry alone)
 
     @property
     def model(self):
@@ -187,10 +188,10 @@ class Classifier:
 
     def _encoder_rows(self, length: int, workers: int):
         """The encoder's output for each vocabulary entry alone, (vocab, 256) float32: calls of
-        ``length`` distinct tokens each (the last one completed with token 0), made once."""
-        cached = getattr(self, "_rows", None)
-        if cached is not None and cached[0] == length:
-            return cached[1]
+        ``length`` distinct tokens each (the last one completed with the first tokens again), made
+        once."""
+        if self._rows is not None and self._rows[0] == length:
+            return self._rows[1]
         import torch
 
         model = self.model
