@@ -22,9 +22,10 @@ import numpy as np
 import torch
 
 from .. import constants as C
-from ..data import atomic_output
+from ..assets import ASSETS_DIR
+from ..store import atomic_output
 from .model import TransformerClassifier, sinusoidal_table
-from .predict import ASSETS_DIR
+from .predict import run_calls
 
 INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
 INTENDED_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["intended"]
@@ -145,8 +146,6 @@ class IntendedClassifier:
 
     def logits(self, input_ids, protocol: str) -> np.ndarray:
         """(n, 4) float64 (float32 values) for ids (n, 128), the same under both protocols."""
-        from .predict import run_calls
-
         if protocol not in C.PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
         ids = np.ascontiguousarray(np.asarray(input_ids, dtype=np.int64))
