@@ -562,6 +562,7 @@ def build(
     until: str = "classifier",
     checkpoint: Path | None = None,
     corpus_changed: bool = False,
+    seconds: dict[str, dict[str, float]] | None = None,
 ) -> dict:
     """Run the stages over the corpus (the demo corpus when ``evidence`` is None), from tagging
     up to and including ``until``; the classifier stage uses ``checkpoint`` (a ``claimtrace
@@ -571,7 +572,8 @@ def build(
     a damaged or missing one is removed and its stage writes it again, and only it. Every file
     written is recorded in the manifest after its stage, and the whole workdir is checked again
     at the end. ``corpus_changed``: the corpus file was edited in place since the workdir was
-    built; rebuild every stage over its new content (without it, the build refuses)."""
+    built; rebuild every stage over its new content (without it, the build refuses).
+    ``seconds``: filled with each stage's wall and CPU time, ``{stage: {"wall", "cpu"}}``."""
     if until not in STAGES:
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
@@ -583,7 +585,7 @@ def build(
     copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
     record_new(work, files)
-    seconds: dict[str, dict[str, float]] = {}
+    seconds = {} if seconds is None else seconds
     with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
         summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]
@@ -609,6 +611,5 @@ def build(
         with _stage(seconds, "scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
             summary["scoreboard"] = build_scoreboard(work, data_dir)
         record_new(work, files)
-    summary["seconds"] = seconds
     verify_repairs(work, files)
     return summary

@@ -253,7 +253,7 @@ def build_command(
         from .classifier.predict import load_classifier
 
         load_classifier(Path(checkpoint))
-    started = time.perf_counter()
+    started, seconds = time.perf_counter(), {}
     summary = build(
         workdir,
         _data_dir(ctx),
@@ -262,24 +262,26 @@ def build_command(
         until=until,
         checkpoint=None if checkpoint is None else Path(checkpoint),
         corpus_changed=corpus_changed,
+        seconds=seconds,
     )
     if as_json:
-        _print_json(summary)
+        _print_json({**summary, "seconds": seconds})
     else:
-        click.echo(_build_report(summary, workdir, time.perf_counter() - started))
+        click.echo(_build_report(summary, seconds, workdir, time.perf_counter() - started))
 
 
-def _build_report(summary: dict, workdir: str, total: float) -> str:
+def _build_report(summary: dict, seconds: dict, workdir: str, total: float) -> str:
     """A build's few lines: passages, each stage's wall time, the notebook's own dev row of the
     scoreboard beside the course's Table 2, and the command that serves the site."""
-    seconds = summary.get("seconds", {})
     lines = [f"built {workdir}: {summary['tagging']['passages']:,} passages in {total:.1f} s"]
     lines += [f"  {stage:<14}{took['wall']:7.1f} s" for stage, took in seconds.items()]
     board = summary.get("scoreboard")
     if board is not None:
         own, anchor = board["rows"][0], board.get("anchor")  # the notebook's own row comes first
         figures = ", ".join(f"{m} {own[m]:.4f}" for m in ("F", "A", "HM"))
-        course = f" (the course's Table 2: {', '.join(f'{m} {anchor[m]}' for m in ('F', 'A', 'HM'))})" if anchor else ""
+        course = (
+            f" (the course's Table 2: {', '.join(f'{m} {anchor[m]:.4f}' for m in ('F', 'A', 'HM'))})" if anchor else ""
+        )
         lines.append(f"dev: {figures}{course}")
         lines.append(f"site: claimtrace serve --workdir {workdir}  (then http://127.0.0.1:8000/)")
     return "\n".join(lines)
