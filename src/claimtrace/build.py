@@ -476,12 +476,12 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     evidence, both models on each quirk variant's; both protocols (train: an empty entry per
     claim, :func:`_more_sources`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
-    from .classifier.intended import IntendedClassifier
-    from .classifier.model import torch_threads
-
     todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
     if not todo:
         return
+    from .classifier.intended import IntendedClassifier  # torch: only when there is work
+    from .classifier.model import torch_threads
+
     reader = Build(work.root, data_dir)
     with torch_threads(1):  # the forward calls run on worker threads, one PyTorch thread each
         models = {"notebook": reader.classifier(), "intended": IntendedClassifier()}
