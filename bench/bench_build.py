@@ -79,6 +79,7 @@ def run_build(corpus: list[str], workdir: Path) -> dict:
 
 def time_calls(batches: int = 24) -> dict:
     """Seconds (wall and CPU) for ``batches`` notebook batches of 16 under each thread layout."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch, as the command line sets it
     import numpy as np
     import torch
 
