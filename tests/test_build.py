@@ -240,3 +240,14 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
     whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
     assert set(whole["seconds"]) == set(stages) and all(set(t) == {"wall", "cpu"} for t in whole["seconds"].values())
+
+
+def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small_evidence, monkeypatch):
+    """The tag chunks made by forked workers and written in order: the same bytes as one process."""
+    monkeypatch.setattr(workdir, "CHUNK", 100)
+    for processes in (1, 2):
+        with pytest.warns(errors.EvidenceChecksumWarning):
+            build(tmp_path / str(processes), data_dir, small_evidence, processes=processes, until="tagging")
+    one, two = (sorted((tmp_path / str(p) / "tagging" / "tags").iterdir()) for p in (1, 2))
+    assert len(one) == 7 and [p.name for p in one] == [p.name for p in two]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two, strict=True))

@@ -78,18 +78,45 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 # --- chunked, resumable steps -------------------------------------------------------------------
 
 
-def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
-    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing."""
+def _run_chunks(
+    folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str, processes: int = 1
+) -> None:
+    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing.
+
+    With ``processes`` > 1 the chunks are made by that many forked workers (``make`` and what it
+    reads are inherited, not pickled) and written by this process in chunk order, so a killed
+    build leaves the same whole files as one process would."""
     spans = chunk_spans(n_items)
     todo = [i for i in range(len(spans)) if not Workdir.chunk(folder, i, suffix).is_file()]
     if not todo:
         return
     done = n_items - sum(spans[i][1] - spans[i][0] for i in todo)
     with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
-        for index in todo:
-            start, stop = spans[index]
-            write_atomic(Workdir.chunk(folder, index, suffix), make(start, stop))
-            bar.update(stop - start)
+        for index, text in zip(todo, _made_chunks(make, [spans[i] for i in todo], processes), strict=True):
+            write_atomic(Workdir.chunk(folder, index, suffix), text)
+            bar.update(spans[index][1] - spans[index][0])
+
+
+#: The chunk maker forked workers call (set just before the pool starts: a closure is not pickled).
+_CHUNK_MAKER: Callable[[int, int], str] | None = None
+
+
+def _make_chunk(span: tuple[int, int]) -> str:
+    return _CHUNK_MAKER(*span)
+
+
+def _made_chunks(make: Callable[[int, int], str], spans: list[tuple[int, int]], processes: int) -> Iterator[str]:
+    """``make(start, stop)`` of each span, in order: here, or in forked workers."""
+    global _CHUNK_MAKER
+    if processes <= 1 or len(spans) < 2:
+        yield from (make(start, stop) for start, stop in spans)
+        return
+    _CHUNK_MAKER = make
+    try:
+        with multiprocessing.get_context("fork").Pool(min(processes, len(spans))) as pool:
+            yield from pool.imap(_make_chunk, spans)
+    finally:
+        _CHUNK_MAKER = None
 
 
 def _stems_of(text: str) -> tuple[str, str]:
@@ -167,7 +194,7 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
             )
         return "\n".join(lines) + "\n"
 
-    _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages")
+    _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages", processes)
     timings["tag_s"] = time.perf_counter() - started
     if work.tagging_summary.is_file():
         summary = read_json(work.tagging_summary)
