@@ -218,3 +218,36 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     assert resumed == expected
     for split in ("train", "dev", "test"):
         assert Build(killed).bm25_retrieval(split) == Build(tmp_path / "whole").bm25_retrieval(split)
+
+
+def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_build, data_dir):
+    """A build's stdout: passages, time per stage, the dev scores beside the course's and where
+    the site is, in a few lines; --json prints every stage's summary and the stage times."""
+    args = ["--data", str(data_dir), "build", "--demo", "--workdir", str(demo_build.root)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 12, lines
+    assert lines[0].startswith(f"built {demo_build.root}: 5,240 passages in ")
+    stages = ("tagging", "retrieval", "variants", "bm25", "classifier", "more verdicts", "scoreboard")
+    assert [line.split("  ")[1].strip() for line in lines[1:8]] == list(stages)
+    own = demo_build.scoreboard()["rows"][0]  # the notebook's own pipeline
+    assert demo_build.scoreboard()["anchor"] == {"F": 0.04299, "A": 0.55844, "HM": 0.07984}
+    assert lines[8] == (
+        f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
+    )
+    assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
+    whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
+    assert set(whole["seconds"]) == set(stages) and all(set(t) == {"wall", "cpu"} for t in whole["seconds"].values())
+
+
+def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small_evidence, monkeypatch):
+    """The tag chunks made by forked workers and written in order: the same bytes as one process."""
+    monkeypatch.setattr(workdir, "CHUNK", 100)
+    for processes in (1, 2):
+        with pytest.warns(errors.EvidenceChecksumWarning):
+            build(tmp_path / str(processes), data_dir, small_evidence, processes=processes, until="tagging")
+    one, two = (sorted((tmp_path / str(p) / "tagging" / "tags").iterdir()) for p in (1, 2))
+    assert len(one) == 7 and [p.name for p in one] == [p.name for p in two]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two, strict=True))

@@ -307,3 +307,45 @@ def test_notebook_logits_batches_in_file_order(data):
         assert torch.equal(batched[16:32], model(ids[16:32]))
         assert torch.equal(batched[32:], model(ids[32:40]))
     assert np.isfinite(batched.numpy()).all()
+
+
+# --- the build's forward calls at the hardware's speed, bit for bit ------------------------------
+
+
+def _claims_and_random_inputs(data, n_random: int = 40) -> np.ndarray:
+    """Every dev claim's gold input, and random inputs (any vocabulary entry, any length)."""
+    generator = np.random.default_rng(0)
+    rows = generator.integers(0, C.VOCAB_SIZE, size=(n_random, C.MAX_LEN))
+    for row, length in zip(rows, generator.integers(1, C.MAX_LEN + 1, size=n_random)):
+        row[length:] = 3  # [PAD]
+    return np.concatenate([data.dev.input_ids, rows]).astype(np.int64)
+
+
+def test_forward_calls_alone_are_each_claims_own_call_bit_for_bit(data):
+    """The stored "torch_logits": one encoder call per 128 distinct tokens gives every claim's
+    own forward call alone exactly, the same bits, at one or two workers."""
+    from claimtrace.classifier.model import alone_logits, torch_threads
+    from claimtrace.classifier.predict import load_classifier
+
+    classifier = load_classifier()
+    ids = _claims_and_random_inputs(data)
+    with torch_threads(1):
+        literal = alone_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
+    for workers in (1, 2):
+        classifier._rows = None  # the encoder rows made again with this many workers
+        assert np.array_equal(classifier.forward_calls_alone(ids, workers=workers), literal)
+
+
+def test_notebook_batches_are_the_notebooks_calls_at_any_worker_or_thread_count(data):
+    """Protocol "notebook" at the build's speed: each batch of 16 is its own call, so the logits
+    are the single-threaded calls' bits whatever the workers and the caller's thread count."""
+    from claimtrace.classifier.model import torch_threads
+    from claimtrace.classifier.predict import notebook_batches
+
+    model = load_model(SHIPPED)
+    ids = data.dev.input_ids[:90]  # five batches of 16 and one of 10
+    with torch_threads(1):
+        literal = notebook_logits(model, torch.from_numpy(ids)).numpy()
+    for workers, threads in ((1, 1), (2, 1), (2, 2)):
+        with torch_threads(threads):
+            assert np.array_equal(notebook_batches(model, ids, workers=workers), literal), (workers, threads)

@@ -239,3 +239,28 @@ def test_shipped_intended_checkpoint_loads(data):
 def test_intended_loader_refuses_the_notebook_checkpoint():
     with pytest.raises(ValueError, match="not the intended one"):
         load_intended_model(ASSETS_DIR / C.CHECKPOINT_FILE)
+
+
+def test_intended_classifier_large_batches_agree_with_one_claim_and_batches_of_16(data):
+    """The build computes each distinct input once, in batches of 64, for both protocols: within
+    float32's agreement of a call of one claim and of the notebook's batches of 16, with the same
+    verdicts; computed again, the same bits."""
+    import numpy as np
+
+    from claimtrace.classifier.intended import IntendedClassifier
+    from claimtrace.classifier.model import alone_logits, torch_threads
+
+    classifier = IntendedClassifier()
+    ids = data.dev.input_ids
+    stored = classifier.logits(np.concatenate([ids, ids[:20]]), "alone")
+    assert np.array_equal(stored[-20:], stored[:20])  # one computation per distinct input
+    assert np.array_equal(classifier.logits(ids, "notebook"), stored[: len(ids)])
+    with torch_threads(1):
+        in_sixteens = notebook_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
+        sample = ids[::8]
+        one_by_one = alone_logits(classifier.model, torch.from_numpy(sample)).double().numpy()
+    assert np.abs(stored[: len(ids)] - in_sixteens).max() < C.FLOAT32_AGREEMENT
+    assert (stored[: len(ids)].argmax(1) == in_sixteens.argmax(1)).all()
+    assert np.abs(stored[: len(ids)][::8] - one_by_one).max() < C.FLOAT32_AGREEMENT
+    assert (stored[: len(ids)][::8].argmax(1) == one_by_one.argmax(1)).all()
+    assert np.array_equal(IntendedClassifier(classifier.model).logits(ids, "alone"), stored[: len(ids)])

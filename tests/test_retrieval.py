@@ -13,6 +13,7 @@ from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claimtrace import constants as C
 from claimtrace import data, npsort
 from claimtrace import retrieval as R
 
@@ -449,3 +450,19 @@ def test_notebook_order_on_ties():
     # is numpy's insertion sort on the reversed column, so equal scores keep frame order.
     order = R.notebook_order(cosine, overlap, score, np.array([2, 2, 2, 2]))
     assert order.tolist() == [0, 1, 3, 2]
+
+
+def test_fit_counts_is_fit_then_counts(demo_tags):
+    """The retriever fits and counts its tags in one tokenising pass: the same vocabulary, idf
+    and counts as fitting, then counting (small batches, so that several are kept)."""
+    from claimtrace.tagging import restem
+    from claimtrace.tfidf import NotebookTfidf
+
+    _, padded, _ = demo_tags
+    kept = [s for s in padded if s.split()]
+    once = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER)
+    counts = once.fit_counts(kept)
+    twice = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER).fit(kept)
+    assert once.vocabulary_ == twice.vocabulary_ and np.array_equal(once.idf_, twice.idf_)
+    expected = twice.counts(kept)
+    assert (counts != expected).nnz == 0 and np.array_equal(counts.indptr, expected.indptr)

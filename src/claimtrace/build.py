@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -77,18 +78,45 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 # --- chunked, resumable steps -------------------------------------------------------------------
 
 
-def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
-    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing."""
+def _run_chunks(
+    folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str, processes: int = 1
+) -> None:
+    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing.
+
+    With ``processes`` > 1 the chunks are made by that many forked workers (``make`` and what it
+    reads are inherited, not pickled) and written by this process in chunk order, so a killed
+    build leaves the same whole files as one process would."""
     spans = chunk_spans(n_items)
     todo = [i for i in range(len(spans)) if not Workdir.chunk(folder, i, suffix).is_file()]
     if not todo:
         return
     done = n_items - sum(spans[i][1] - spans[i][0] for i in todo)
     with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
-        for index in todo:
-            start, stop = spans[index]
-            write_atomic(Workdir.chunk(folder, index, suffix), make(start, stop))
-            bar.update(stop - start)
+        for index, text in zip(todo, _made_chunks(make, [spans[i] for i in todo], processes), strict=True):
+            write_atomic(Workdir.chunk(folder, index, suffix), text)
+            bar.update(spans[index][1] - spans[index][0])
+
+
+#: The chunk maker forked workers call (set just before the pool starts: a closure is not pickled).
+_CHUNK_MAKER: Callable[[int, int], str] | None = None
+
+
+def _make_chunk(span: tuple[int, int]) -> str:
+    return _CHUNK_MAKER(*span)
+
+
+def _made_chunks(make: Callable[[int, int], str], spans: list[tuple[int, int]], processes: int) -> Iterator[str]:
+    """``make(start, stop)`` of each span, in order: here, or in forked workers."""
+    global _CHUNK_MAKER
+    if processes <= 1 or len(spans) < 2:
+        yield from (make(start, stop) for start, stop in spans)
+        return
+    _CHUNK_MAKER = make
+    try:
+        with multiprocessing.get_context("fork").Pool(min(processes, len(spans))) as pool:
+            yield from pool.imap(_make_chunk, spans)
+    finally:
+        _CHUNK_MAKER = None
 
 
 def _stems_of(text: str) -> tuple[str, str]:
@@ -166,7 +194,7 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
             )
         return "\n".join(lines) + "\n"
 
-    _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages")
+    _run_chunks(work.tags_dir, len(ids), ".jsonl", tag_chunk, "tag passages", processes)
     timings["tag_s"] = time.perf_counter() - started
     if work.tagging_summary.is_file():
         summary = read_json(work.tagging_summary)
@@ -248,10 +276,18 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
                 1, len(records)
             )
         summary["splits"][split] = figures
-    unpadded = retrieval.Retriever.fit(ids, [r["nopad"] for r in rows])
-    summary["variants_dev"] = retrieval.variant_f_table(
-        {"padded": retriever, "unpadded": unpadded}, reader.claims("dev")
+    # The unpadded retriever is fitted once, here, for both the variants' records and their F
+    # table; the table scores the records rather than retrieving dev again.
+    retrievers = {"padded": retriever, "unpadded": retrieval.Retriever.fit(ids, [r["nopad"] for r in rows])}
+    del rows
+    _write_variant_records(work, reader, retrievers)
+    dev_records = {"notebook": list(reader.retrieval("dev").values())}
+    dev_records.update(
+        (name, list(reader.variant_retrieval(name, "dev").values()))
+        for name in retrieval.VARIANTS
+        if name != "notebook"
     )
+    summary["variants_dev"] = retrieval.variant_f_table(retrievers, reader.claims("dev"), records=dev_records)
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
@@ -271,7 +307,7 @@ def build_classifier(work: Workdir, data_dir: Path) -> dict:
         return read_json(work.classifier_summary)
     from .classifier.model import torch_threads
 
-    with torch_threads(1):  # batches of 16 x 128: one thread is faster
+    with torch_threads(1):  # the forward calls run on worker threads, one PyTorch thread each
         return _classify_every_split(work, data_dir)
 
 
@@ -321,12 +357,9 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
 def _store_forward_calls(classifier, encoded, entries: dict[str, dict]) -> None:
     """Each claim's one real PyTorch forward call on its retrieved evidence (a batch of one), the
     float32 logits every claim page shows beside the exact table's: stored beside the verdicts
-    so that pages need no torch (about 12 ms a claim, once, at build time)."""
-    import torch
-
-    from .classifier.model import alone_logits
-
-    logits = alone_logits(classifier.model, torch.as_tensor(encoded.input_ids)).double().numpy()
+    so that pages need no torch. :meth:`~claimtrace.classifier.predict.Classifier.forward_calls_alone`
+    gives every claim's call, bit for bit, from one encoder call per 128 distinct tokens."""
+    logits = classifier.forward_calls_alone(encoded.input_ids)
     for cid, row in zip(encoded.claim_ids, logits):
         entries[cid]["alone"]["torch_logits"] = row.tolist()
 
@@ -371,23 +404,32 @@ BM25_CHUNK = CHUNK
 
 def build_variant_records(work: Workdir, data_dir: Path) -> None:
     """Each quirk variant's retrieval records of dev and test, one file each (skipped when
-    there): a scoreboard row needs its ids for F and its evidence for A."""
+    there): a scoreboard row needs its ids for F and its evidence for A. The retrieval stage
+    writes them as it goes; this writes what is missing after (an older build, a repair)."""
     reader = Build(work.root, data_dir)
-    todo = [
+    if not _variant_todo(work):
+        return
+    retrievers: dict = {"padded": reader.retriever()}
+    if any(retrieval.VARIANTS[name].passage_tags == "unpadded" for name, _ in _variant_todo(work)):
+        rows = list(reader.iter_tags())  # the unpadded retriever: fitted only if needed
+        retrievers["unpadded"] = retrieval.Retriever.fit([r["id"] for r in rows], [r["nopad"] for r in rows])
+    _write_variant_records(work, reader, retrievers)
+
+
+def _variant_todo(work: Workdir) -> list[tuple[str, str]]:
+    return [
         (name, split)
         for name in retrieval.VARIANTS
         if name != "notebook"
         for split in VARIANT_SPLITS
         if not work.variant_retrieval(name, split).is_file()
     ]
-    if not todo:
-        return
-    retrievers = {"padded": reader.retriever()}
-    for name, split in todo:
+
+
+def _write_variant_records(work: Workdir, reader: Build, retrievers: dict) -> None:
+    """Write each missing variant record file with the fitted ``retrievers`` (by passage tags)."""
+    for name, split in _variant_todo(work):
         variant = retrieval.VARIANTS[name]
-        if variant.passage_tags not in retrievers:  # the unpadded retriever: fitted once, only if needed
-            rows = list(reader.iter_tags())
-            retrievers["unpadded"] = retrieval.Retriever.fit([r["id"] for r in rows], [r["nopad"] for r in rows])
         records = retrieval.retrieve_all(retrievers[variant.passage_tags], reader.claims(split), variant)
         write_atomic(
             work.variant_retrieval(name, split), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -455,41 +497,21 @@ def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
             yield name, C.CLASSIFIER_VARIANTS
 
 
-class _IntendedClassifier:
-    """The intended model behind :func:`claimtrace.classifier.predict.predict`'s interface:
-    ``logits(input_ids, protocol)``. It has real attention, so no exact table: ``alone`` is
-    literally one forward call per claim."""
-
-    def __init__(self):
-        from .classifier.intended import load_intended_model
-
-        self.model = load_intended_model()
-
-    def logits(self, input_ids, protocol: str):
-        import torch
-
-        from .classifier.model import alone_logits, notebook_logits
-
-        ids = torch.as_tensor(input_ids)
-        run = {"alone": alone_logits, "notebook": notebook_logits}[protocol]
-        with torch.no_grad():
-            return run(self.model, ids).double().numpy()
-
-
 def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     """The verdicts a scoreboard row or the fixes box needs beyond classifier/<split>.json, dev and
     test: the intended model on gold, retrieved and BM25 evidence, the notebook's model on BM25
     evidence, both models on each quirk variant's; both protocols (train: an empty entry per
     claim, :func:`_more_sources`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
-    from .classifier.model import torch_threads
-
     todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
     if not todo:
         return
+    from .classifier.intended import IntendedClassifier  # torch: only when there is work
+    from .classifier.model import torch_threads
+
     reader = Build(work.root, data_dir)
-    with torch_threads(1):  # as the classifier stage: small forward calls
-        models = {"notebook": reader.classifier(), "intended": _IntendedClassifier()}
+    with torch_threads(1):  # the forward calls run on worker threads, one PyTorch thread each
+        models = {"notebook": reader.classifier(), "intended": IntendedClassifier()}
         _check_shared_vocabulary(models["notebook"].vocab)
         for split in todo:
             verdicts: dict[str, dict] = {cid: {m: {} for m in C.CLASSIFIER_VARIANTS} for cid in reader.claims(split)}
@@ -542,6 +564,23 @@ def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
 STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
+@contextmanager
+def _stage(seconds: dict[str, dict[str, float]], name: str, what: str) -> Iterator[None]:
+    """Say a stage's start and end on stderr and keep its wall and CPU times (the CPU time of
+    the build's process and of the workers it waited for; a stage with nothing left to do takes
+    a moment)."""
+    log(f"{name}: {what}")
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    seconds[name] = {"wall": time.perf_counter() - started, "cpu": _cpu_seconds() - cpu}
+    log(f"{name}: done in {seconds[name]['wall']:.1f} s")
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def build(
     workdir: str | os.PathLike,
     data_dir: Path,
@@ -550,6 +589,7 @@ def build(
     until: str = "classifier",
     checkpoint: Path | None = None,
     corpus_changed: bool = False,
+    seconds: dict[str, dict[str, float]] | None = None,
 ) -> dict:
     """Run the stages over the corpus (the demo corpus when ``evidence`` is None), from tagging
     up to and including ``until``; the classifier stage uses ``checkpoint`` (a ``claimtrace
@@ -559,7 +599,8 @@ def build(
     a damaged or missing one is removed and its stage writes it again, and only it. Every file
     written is recorded in the manifest after its stage, and the whole workdir is checked again
     at the end. ``corpus_changed``: the corpus file was edited in place since the workdir was
-    built; rebuild every stage over its new content (without it, the build refuses)."""
+    built; rebuild every stage over its new content (without it, the build refuses).
+    ``seconds``: filled with each stage's wall and CPU time, ``{stage: {"wall", "cpu"}}``."""
     if until not in STAGES:
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
@@ -571,27 +612,31 @@ def build(
     copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
     record_new(work, files)
-    summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
+    seconds = {} if seconds is None else seconds
+    with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
+        summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]
     stems_items = {
         Workdir.chunk(work.stems_dir, i, ".json"): stop - start for i, (start, stop) in enumerate(chunk_spans(distinct))
     }
     record_new(work, files, stems_items)
     if until != "tagging":
-        log("retrieval: every train, dev and test claim")
-        summary["retrieval"] = build_retrieval(work, data_dir)
-        build_variant_records(work, data_dir)
+        with _stage(seconds, "retrieval", "every train, dev and test claim"):
+            summary["retrieval"] = build_retrieval(work, data_dir)
+        with _stage(seconds, "variants", "each quirk variant's retrieval of dev and test"):
+            build_variant_records(work, data_dir)
         record_new(work, files)
     if until not in ("tagging", "retrieval"):
-        log("bm25: the reference retriever's index and six passages per claim")
-        summary["bm25"] = build_bm25(work, data_dir, passages, processes)
+        with _stage(seconds, "bm25", "the reference retriever's index and six passages per claim"):
+            summary["bm25"] = build_bm25(work, data_dir, passages, processes)
         record_new(work, files)
     if until == "classifier":
-        log("classifier: verdicts of the build's checkpoint (and of the intended model)")
-        summary["classifier"] = build_classifier(work, data_dir)
-        build_more_verdicts(work, data_dir)
-        log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
-        summary["scoreboard"] = build_scoreboard(work, data_dir)
+        with _stage(seconds, "classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
+            summary["classifier"] = build_classifier(work, data_dir)
+        with _stage(seconds, "more verdicts", "the intended model, BM25's and the variants' evidence"):
+            build_more_verdicts(work, data_dir)
+        with _stage(seconds, "scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
+            summary["scoreboard"] = build_scoreboard(work, data_dir)
         record_new(work, files)
     verify_repairs(work, files)
     return summary

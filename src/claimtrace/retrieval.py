@@ -517,15 +517,16 @@ def _raw_tag_index(tags: Sequence[str]) -> tuple[dict[str, int], np.ndarray, sp.
     """Raw tags, as sets, for the shared counts: tag -> id, each passage's set size, and the
     passage x tag matrix (CSC: each tag's passages, sorted)."""
     tag_ids: dict[str, int] = {}
-    sizes = np.empty(len(tags), np.int64)
+    number = tag_ids.setdefault
+    sizes_list: list[int] = []
     flat: list[int] = []
-    for p, s in enumerate(tags):
+    for s in tags:
         # in order of first appearance, not set order: a set of strings iterates in an order
         # that changes with every process's hash seed, and the saved index must not
         unique = dict.fromkeys(s.split())
-        sizes[p] = len(unique)
-        for tag in unique:
-            flat.append(tag_ids.setdefault(tag, len(tag_ids)))
+        sizes_list.append(len(unique))
+        flat.extend([number(tag, len(tag_ids)) for tag in unique])
+    sizes = np.array(sizes_list, np.int64)
     rows = np.repeat(np.arange(len(tags), dtype=np.int64), sizes)
     tag_matrix = sp.csr_matrix(
         (np.ones(len(flat), np.int8), (rows, np.asarray(flat, np.int64))), shape=(len(tags), max(len(tag_ids), 1))
@@ -602,11 +603,14 @@ class Retriever:
         # final_stems does, token by token (tests/test_tagging.py proves it); any other text
         # goes through final_stems whole. Claims always use final_stems.
         if passage_tokenizer is None:
-            clean = all(token.isalpha() for s in kept_tags for token in s.lower().split())
+            # every token alphabetic: each string without its whitespace is (no string is blank)
+            clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
-        vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(kept_tags)
-        weights = notebook_weights(vectorizer.counts(kept_tags), vectorizer.idf_).tocsc()
+        vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params)
+        counts = vectorizer.fit_counts(kept_tags)  # fit and count, tokenising once
+        weights = notebook_weights(counts, vectorizer.idf_).tocsc()
+        del counts
         weights.sort_indices()
         tag_ids, sizes, tag_matrix = _raw_tag_index(kept_tags)
         index = _postings(weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes)
@@ -866,7 +870,10 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
 
 
 def variant_f_table(
-    retrievers: Mapping[str, Retriever], claims: Mapping[str, Claim], variants: Iterable[str] | None = None
+    retrievers: Mapping[str, Retriever],
+    claims: Mapping[str, Claim],
+    variants: Iterable[str] | None = None,
+    records: Mapping[str, Sequence[dict]] | None = None,
 ) -> list[dict]:
     """Evidence F of each variant on labelled claims (dev): one row per variant,
     ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
@@ -874,6 +881,8 @@ def variant_f_table(
     retrievers: fitted retrievers by the passage tags they were fit on, ``"padded"`` (the
     notebook's tags) and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags
     have no retriever is left out.
+    records: each variant's :func:`retrieve_all` records of these claims where already made
+    (the build keeps them): those variants are scored without retrieving again.
     """
     names = list(variants) if variants is not None else list(VARIANTS)
     rows = []
@@ -881,15 +890,18 @@ def variant_f_table(
         v = _variant(name)
         if v.passage_tags not in retrievers:
             continue
-        records = retrieve_all(retrievers[v.passage_tags], claims, v)
-        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
+        if records is not None and v.name in records:
+            records_of_v = records[v.name]
+        else:
+            records_of_v = retrieve_all(retrievers[v.passage_tags], claims, v)
+        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records_of_v]
         rows.append(
             {
                 "variant": v.name,
                 "description": v.description,
                 "F": float(np.mean(f_values)) if f_values else 0.0,
-                "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
-                "claims": len(records),
+                "fallback_share": float(np.mean([r["fallback"] for r in records_of_v])) if records_of_v else 0.0,
+                "claims": len(records_of_v),
                 "passages": len(retrievers[v.passage_tags]),
             }
         )

@@ -180,6 +180,24 @@ class NotebookTfidf:
     def fit(self, docs: Iterable[str]) -> NotebookTfidf:
         """Learn vocabulary and idf from ``docs`` (any iterable of strings, read once)."""
         tokens = _TokenIds()
+        return self._fit(self._batches(docs, tokens, grow=True), tokens)
+
+    def fit_counts(self, docs: Sequence[str]) -> sp.csr_matrix:
+        """``fit(docs)``, then ``counts(docs)``, each document tokenised once: the token ids read
+        while fitting are counted against the vocabulary (the same ids ``counts`` would find, every
+        token being known once fitted)."""
+        tokens = _TokenIds()
+        batches: list[_Batch] = []
+
+        def kept() -> Iterable[_Batch]:
+            for batch in self._batches(docs, tokens, grow=True):
+                batches.append(batch)
+                yield batch
+
+        self._fit(kept(), tokens)
+        return self._stack([self._count_batch(batch) for batch in batches])
+
+    def _fit(self, batches: Iterable[_Batch], tokens: _TokenIds) -> NotebookTfidf:
         max_n = self.ngram_range[1]
         # Per-batch count tables wait in `pending` and are merged when they grow large, so the
         # big table is re-sorted a few times, not once per batch.
@@ -190,7 +208,7 @@ class NotebookTfidf:
         # Token ids grow while reading, so the key base is fixed ahead: 2**21, room for
         # 2,097,150 distinct tokens, with trigram keys still inside int64.
         base = 1 << 21
-        for batch in self._batches(docs, tokens, grow=True):
+        for batch in batches:
             if len(tokens.tokens) + 1 >= base:
                 raise ValueError(f"more than {base - 2} distinct tokens: n-gram keys would overflow")
             keys, doc_ids = ngram_keys(batch.token_ids, batch.doc_of_token, base, max_n)
@@ -261,7 +279,9 @@ class NotebookTfidf:
 
     def counts(self, docs: Iterable[str]) -> sp.csr_matrix:
         """Raw term counts of ``docs``: (n_docs, n_features) CSR, float64."""
-        blocks = [self._count_batch(batch) for batch in self._batches(docs, self._tokens, grow=False)]
+        return self._stack([self._count_batch(batch) for batch in self._batches(docs, self._tokens, grow=False)])
+
+    def _stack(self, blocks: list[sp.csr_matrix]) -> sp.csr_matrix:
         if not blocks:
             return sp.csr_matrix((0, len(self.feature_names)), dtype=np.float64)
         return sp.vstack(blocks, format="csr")

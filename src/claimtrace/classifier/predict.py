@@ -7,13 +7,25 @@ Two protocols (``constants.PROTOCOLS``):
   (:mod:`claimtrace.classifier.table`);
 * ``notebook``: batches of 16 in file order, the full model, as the notebook evaluated dev and
   predicted test. A claim's verdict then also depends on its 15 neighbours in the file.
+
+A build makes thousands of forward calls; they run at the hardware's speed without changing a
+bit of what one call gives:
+
+* :func:`notebook_batches`: each batch of 16 is still its own call, exactly the notebook's; the
+  calls run :data:`FORWARD_WORKERS` at a time, each on one PyTorch thread, so a batch's logits do
+  not depend on how many run beside it;
+* :meth:`Classifier.forward_calls_alone`: each claim's one real forward call alone, from one
+  encoder call per 128 distinct tokens (the notebook's model, alone, transforms each position on
+  its own); every call has the shape of a claim's own call, so the bits are that call's.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +39,57 @@ from .table import Table, export_table, load_table, sha256_file, table_metadata
 
 #: The checkpoint's tensors that are not parameters: the positional table is a buffer.
 _BUFFERS = frozenset({"pos_encoder.pe"})
+
+#: Forward calls in flight at once in a build: one per core of a 2-core machine, each on one
+#: PyTorch thread (measured against one worker and against one call on two threads:
+#: docs/benchmarks.md, "The build"). Each call is the same single-threaded computation whatever
+#: runs beside it, so no logit depends on this number.
+FORWARD_WORKERS = 2
+
+
+def run_calls(call: Callable, inputs: Sequence, workers: int = FORWARD_WORKERS) -> list:
+    """``[call(x) for x in inputs]``, ``workers`` calls at a time, each thread on one PyTorch
+    thread and in no-grad mode (both are per thread in PyTorch: a new thread would start with
+    every core's threads and with gradients on)."""
+    import torch
+
+    def run(x):
+        with torch.no_grad():
+            return call(x)
+
+    if workers <= 1 or len(inputs) <= 1:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return [run(x) for x in inputs]
+        finally:
+            torch.set_num_threads(previous)
+    with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+        return list(pool.map(run, inputs))
+
+
+def notebook_batches(model, input_ids: np.ndarray, workers: int = FORWARD_WORKERS) -> np.ndarray:
+    """Protocol "notebook" (:func:`claimtrace.classifier.model.notebook_logits`): consecutive
+    batches of 16 in file order, one forward call each, ``workers`` calls at a time; (n, 4)
+    float32, bit for bit the single-threaded calls one after the other.
+
+    Parameters
+    ----------
+    model : TransformerClassifier
+        Either variant, put in eval mode.
+    input_ids : np.ndarray
+        Token ids (n, 128) in file order.
+    workers : int
+        Calls run at once (each on one thread; the result does not depend on it).
+    """
+    import torch
+
+    model.eval()
+    ids = torch.as_tensor(np.asarray(input_ids))
+    batches = [ids[start : start + C.BATCH_SIZE] for start in range(0, len(ids), C.BATCH_SIZE)]
+    if not batches:
+        return np.zeros((0, len(C.LABELS)), dtype=np.float32)
+    return torch.cat(run_calls(model, batches, workers)).numpy()
 
 
 class Classifier:
@@ -47,6 +110,7 @@ class Classifier:
         self._lock = threading.Lock()
         self._forward_lock = threading.Lock()
         self._forward_calls: LRU[bytes, np.ndarray] = LRU(self.FORWARD_CACHE)
+        self._rows = None  # (input length, the encoder's output per vocabulary entry alone)
 
     @property
     def model(self):
@@ -86,6 +150,57 @@ class Classifier:
         self._forward_calls.put(key, logits)
         return logits.copy()
 
+    def forward_calls_alone(self, input_ids: np.ndarray, workers: int = FORWARD_WORKERS) -> np.ndarray:
+        """Every claim's one real forward call alone (what :meth:`forward_alone` returns), (n, 4)
+        float64 holding the float32 logits, without a call per claim.
+
+        Alone, the notebook's encoder sees a sequence of length one and a "batch" of 128
+        positions (the batch-first bug), so each position is transformed on its own: its output
+        is a function of its token. :attr:`_encoder_rows` holds that output for every vocabulary
+        entry, made by calls shaped exactly as a claim's own, (1, 128) ids in, 128 distinct
+        tokens side by side where a claim has its words; each claim's mean over its 128 rows and
+        ``fc_out`` are then the operations of its own call on the same values, in the same
+        shapes. The float32 sums are the same bits (tests/test_classifier.py checks them against
+        one call per claim); :meth:`_check_forward_calls` checks a few claims here too, and on a
+        CPU whose kernels would differ the calls are made one by one.
+        """
+        import torch
+
+        ids = np.asarray(input_ids)
+        if len(ids) == 0:
+            return np.zeros((0, len(C.LABELS)))
+        rows = self._encoder_rows(ids.shape[1], workers)
+        fc_out = self.model.fc_out
+        logits = []
+        with torch.no_grad():
+            for claim in torch.as_tensor(ids):
+                # (1, 128, 256) -> mean over the positions -> (1, 256) -> (1, 4): the claim's call
+                logits.append(fc_out(rows[claim].unsqueeze(0).mean(dim=1)))
+        out = torch.cat(logits).double().numpy()
+        if not self._check_forward_calls(ids, out):
+            return np.stack([self.forward_alone(row) for row in ids])
+        return out
+
+    def _encoder_rows(self, length: int, workers: int):
+        """The encoder's output for each vocabulary entry alone, (vocab, 256) float32: calls of
+        ``length`` distinct tokens each (the last one completed with the first tokens again), made
+        once."""
+        if self._rows is not None and self._rows[0] == length:
+            return self._rows[1]
+        import torch
+
+        model = self.model
+        vocab = model.embedding.num_embeddings
+        tokens = torch.arange(math.ceil(vocab / length) * length) % vocab
+        calls = [chunk.unsqueeze(0) for chunk in tokens.split(length)]  # (1, length) each: a claim's shape
+        rows = torch.cat([out[0] for out in run_calls(model.encoder_output, calls, workers)])[:vocab]
+        self._rows = (length, rows)
+        return rows
+
+    def _check_forward_calls(self, ids: np.ndarray, logits: np.ndarray) -> bool:
+        """The first, middle and last claims' logits against their own forward calls, bit for bit."""
+        return all(np.array_equal(logits[i], self.forward_alone(ids[i])) for i in {0, len(ids) // 2, len(ids) - 1})
+
     @functools.cached_property
     def parameter_count(self) -> int:
         """The model's number of parameters, read once from the checkpoint's header (no torch)."""
@@ -100,12 +215,7 @@ class Classifier:
         if protocol == "alone":
             return self.table.logits(np.asarray(input_ids))
         if protocol == "notebook":
-            import torch
-
-            from .model import notebook_logits
-
-            with torch.no_grad():
-                return notebook_logits(self.model, torch.as_tensor(np.asarray(input_ids))).double().numpy()
+            return notebook_batches(self.model, input_ids).astype(np.float64)
         raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
 
 
