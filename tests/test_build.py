@@ -28,6 +28,16 @@ def _files(root):
     return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 
 
+def _manifest_entries(root):
+    """manifest.json's entries, the summaries' bytes and digests left out (they hold timings)."""
+    files = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["files"]
+    timed = ("summary.json",)
+    return {
+        name: {k: v for k, v in entry.items() if not (name.endswith(timed) and k in ("bytes", "sha256"))}
+        for name, entry in files.items()
+    }
+
+
 def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_evidence, monkeypatch):
     monkeypatch.setattr(artifacts, "CHUNK", 100)  # the one chunk size: the build's and the reader's
     whole = tmp_path / "whole"
@@ -61,6 +71,19 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
     assert resumed == expected
     assert list(Build(killed).iter_tags()) == list(Build(whole).iter_tags())
+    assert _manifest_entries(killed) == _manifest_entries(whole)  # item counts of chunks written before the kill
+
+
+def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evidence):
+    """manifest.json deleted, then `build`: the manifest it writes again is a fresh build's."""
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
+    fresh = _manifest_entries(tmp_path / "w")
+    assert fresh["tagging/stems/00000.json"]["items"] == 600
+    (tmp_path / "w" / "manifest.json").unlink()
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
+    assert _manifest_entries(tmp_path / "w") == fresh
 
 
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
@@ -218,3 +241,55 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     assert resumed == expected
     for split in ("train", "dev", "test"):
         assert Build(killed).bm25_retrieval(split) == Build(tmp_path / "whole").bm25_retrieval(split)
+    assert _manifest_entries(killed) == _manifest_entries(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 6, 11])
+def test_small_corpora_build(tmp_path, data_dir, size):
+    """The documented minimum (two passages) and the sizes around the notebook's retrieval settings
+    (max_df=0.5 of the tagged passages against min_df=3) build; where scikit-learn 1.2.2 could
+    not fit, the summary says so with its message and every claim takes the fallback."""
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:size])
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus), encoding="utf-8")
+    with pytest.warns(data.EvidenceChecksumWarning):
+        summary = build(tmp_path / "w", data_dir, path, processes=1, until="bm25")
+    reader = Build(tmp_path / "w", data_dir)
+    records = reader.retrieval("dev")
+    assert len(records) == 154
+    assert all(set(r["evidences"]) <= set(corpus) for r in records.values())
+    assert summary["bm25"]["passages"] == size
+    if size < 6:  # 0.5 x (at most 5) documents < 3
+        assert summary["retrieval"]["vectorizer_cannot_fit"] == "max_df corresponds to < documents than min_df"
+        assert all(r["fallback"] for r in records.values())
+
+
+def test_tfidf_refuses_as_scikit_learn_does_in_its_order():
+    from claimtrace.tfidf import CannotFit, NotebookTfidf
+
+    def fit(docs, **params):
+        return NotebookTfidf(tokenizer=str.split, **params).fit(docs)
+
+    with pytest.raises(CannotFit, match="^empty vocabulary"):
+        fit(["", " "], max_df=0.5, min_df=3)  # before the df check, as scikit-learn
+    with pytest.raises(CannotFit, match="^max_df corresponds to < documents than min_df$"):
+        fit(["a b", "a c", "b c", "a"], max_df=0.5, min_df=3)
+    with pytest.raises(CannotFit, match="^After pruning, no terms remain"):
+        fit(["a", "a", "a", "a", "b", "c"], max_df=0.5, min_df=3)  # df(a) = 4 > 3, b and c < 3
+    assert len(fit(["a", "a", "a", "b", "c", "d"], max_df=0.5, min_df=3).vocabulary_) == 1  # 3 <= 3.0
+    empty = NotebookTfidf(tokenizer=str.split, max_df=0.5, min_df=3, empty_when_unfittable=True).fit(["a b", "a"])
+    assert empty.cannot_fit_ == "max_df corresponds to < documents than min_df" and empty.vocabulary_ == {}
+    assert empty.transform(["a b"]).shape == (1, 0)
+
+
+def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_path, data_dir):
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:3])
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus), encoding="utf-8")
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, path, processes=1, until="tagging")
+    before = _files(tmp_path / "w")
+    path.write_text(json.dumps({"evidence-0": "only one passage"}), encoding="utf-8")
+    with pytest.raises(data.DataError, match="evidence.json"):
+        build(tmp_path / "w", data_dir, path, processes=1, until="tagging", corpus_changed=True)
+    assert _files(tmp_path / "w") == before  # nothing removed

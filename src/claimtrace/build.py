@@ -251,6 +251,14 @@ def _artifacts(work: Workdir) -> list[Path]:
     return [path for path in work.artifact_files() if path.resolve() != own]
 
 
+def _stems_items(work: Workdir, distinct: int) -> dict[Path, int]:
+    """Each stems chunk's item count (distinct passage texts per chunk)."""
+    return {
+        Workdir.chunk(work.stems_dir, i, ".json"): min(artifacts.CHUNK, distinct - i * artifacts.CHUNK)
+        for i in range(0, (distinct + artifacts.CHUNK - 1) // artifacts.CHUNK)
+    }
+
+
 def _record_new(work: Workdir, files: FileManifest, items: dict[Path, int] | None = None) -> None:
     """Record every file a stage wrote (each whole: written aside and renamed)."""
     items = items or {}
@@ -453,6 +461,9 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     if work.retrieval_summary.is_file():
         return read_json(work.retrieval_summary)
     summary: dict = {"excluded_untagged_passages": retriever.excluded, "splits": {}}
+    if retriever.vectorizer.cannot_fit_:
+        summary["vectorizer_cannot_fit"] = retriever.vectorizer.cannot_fit_
+        _log(cannot_fit_line(len(retriever)))
     for split in C.SPLITS:
         claims = reader.claims(split)
         records = list(reader.retrieval(split).values())
@@ -469,6 +480,16 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
+
+
+def cannot_fit_line(tagged: int) -> str:
+    """What the build says when the notebook's retrieval vectorizer cannot fit the corpus."""
+    settings = C.RETRIEVAL_VECTORIZER
+    return (
+        f"retrieval: the notebook's vectorizer (max_df={settings['max_df']}, min_df={settings['min_df']}) cannot fit "
+        f"{tagged} tagged passage(s), where scikit-learn 1.2.2 raised: no claim term has a weight, so every claim "
+        "takes the fallback passages"
+    )
 
 
 # --- the classifier stage -------------------------------------------------------------------------
@@ -807,30 +828,29 @@ def build(
     files = _check_build_record(work, files, description, checkpoint, corpus_changed)
     files.record(work.manifest, save=False)
     _copy_checkpoint(work, checkpoint)
+    # Every record is made with the item counts of the files whose items are not lines (the
+    # stems chunks: JSON lists), whichever run records them: a fresh build, a resumed one (a
+    # chunk written before the kill is recorded by the next run's first record) or a repair.
+    items = _stems_items(work, len(tagging.deduplicated(passages)))
     build_passage_store(work, passages)
-    _record_new(work, files)
+    _record_new(work, files, items)
     summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
-    distinct = summary["tagging"]["distinct_texts"]
-    stems_items = {
-        Workdir.chunk(work.stems_dir, i, ".json"): min(artifacts.CHUNK, distinct - i * artifacts.CHUNK)
-        for i in range(0, (distinct + artifacts.CHUNK - 1) // artifacts.CHUNK)
-    }
-    _record_new(work, files, stems_items)
+    _record_new(work, files, items)
     if until != "tagging":
         _log("retrieval: every train, dev and test claim")
         summary["retrieval"] = build_retrieval(work, data_dir)
         build_variant_records(work, data_dir)
-        _record_new(work, files)
+        _record_new(work, files, items)
     if until not in ("tagging", "retrieval"):
         _log("bm25: the reference retriever's index and six passages per claim")
         summary["bm25"] = build_bm25(work, data_dir, passages, processes)
-        _record_new(work, files)
+        _record_new(work, files, items)
     if until == "classifier":
         _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
         summary["classifier"] = build_classifier(work, data_dir)
         build_more_verdicts(work, data_dir)
         _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
         summary["scoreboard"] = build_scoreboard(work, data_dir)
-        _record_new(work, files)
+        _record_new(work, files, items)
     _verify_repairs(work, files)
     return summary

@@ -511,7 +511,13 @@ class Retriever:
             clean = all(token.isalpha() for s in self.tags for token in s.lower().split())
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
-        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params).fit(self.tags)
+        # A corpus too small for the notebook's settings (max_df=0.5 of the tagged passages below
+        # min_df=3: fewer than six; or no term between them) made scikit-learn raise; here the
+        # vocabulary is empty instead (``cannot_fit``): no claim term has a weight, so every
+        # claim scores 0 against every passage and takes the fallback, as a claim without tags.
+        self.vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, empty_when_unfittable=True, **params).fit(
+            self.tags
+        )
         weights = notebook_weights(self.vectorizer.counts(self.tags), self.vectorizer.idf_).tocsc()
         weights.sort_indices()
         # Raw tags, as sets: an inverted index for the shared counts.
