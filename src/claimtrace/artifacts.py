@@ -222,6 +222,7 @@ _LOAD_ERRORS: tuple[type[BaseException], ...] = (
     TypeError,
     EOFError,
     RuntimeError,
+    RecursionError,
     zipfile.BadZipFile,
 )
 
@@ -264,6 +265,8 @@ def _json_lines(path: Path) -> list[dict]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
             row = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"line {number}: nested too deeply to read") from None
         except ValueError as err:
             raise ValueError(f"line {number}: {err}") from None
         if not isinstance(row, dict):
@@ -279,7 +282,7 @@ def _read_records(path: Path) -> dict[str, dict]:
         for number, line in enumerate(handle, 1):
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, nested too deeply, an endless integer
                 raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
             records[record["claim_id"]] = record
     return records
