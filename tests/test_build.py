@@ -293,3 +293,40 @@ def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_
     with pytest.raises(data.DataError, match="evidence.json"):
         build(tmp_path / "w", data_dir, path, processes=1, until="tagging", corpus_changed=True)
     assert _files(tmp_path / "w") == before  # nothing removed
+
+
+def test_a_second_build_on_one_workdir_is_refused_in_one_line(tmp_path, data_dir, small_evidence):
+    import fcntl
+
+    work = tmp_path / "w"
+    work.mkdir()
+    with open(work / ".build.lock", "w") as held:  # what a running build holds
+        held.write("pid 4242")
+        held.flush()
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        result = CliRunner().invoke(
+            main, ["--data", str(data_dir), "build", "--evidence", str(small_evidence), "--workdir", str(work)]
+        )
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"claimtrace: error: {work}: another `claimtrace build` (pid 4242) is writing this workdir: "
+            "wait for it to end, or use another --workdir"
+        )
+        assert sorted(p.name for p in work.iterdir()) == [".build.lock"]  # nothing written
+    with pytest.warns(data.EvidenceChecksumWarning):  # released (as when its process ends): builds
+        build(work, data_dir, small_evidence, processes=1, until="tagging")
+
+
+def test_verify_names_unbuilt_stages_and_a_changed_corpus(tmp_path, data_dir, small_evidence):
+    with pytest.warns(data.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
+    work = tmp_path / "w"
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
+    assert result.exit_code == 0, result.output
+    assert f"{work}: incomplete: stages bm25, classifier not built" in result.stderr
+    text = small_evidence.read_text(encoding="utf-8")
+    small_evidence.write_text(text.replace("e", "E", 1), encoding="utf-8")  # edited in place
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
+    assert result.exit_code == 2, result.output
+    assert f"claimtrace: error: {small_evidence}: corpus changed since this workdir was built" in result.stderr
+    assert "--corpus-changed" in result.stderr

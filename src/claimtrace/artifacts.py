@@ -51,6 +51,8 @@ from .data import Claim, DataError
 
 #: Passages per chunk of the tagging stage's files.
 CHUNK = 50_000
+#: The build's stages, in the order it runs them (``claimtrace build --until STAGE``).
+STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
 class Missing(DataError):
@@ -108,6 +110,21 @@ class Workdir:
         """The corpus file build.json names (relative to the workdir, or absolute in a build.json
         an older claimtrace wrote)."""
         return self.root / recorded if not os.path.isabs(recorded) else Path(recorded)
+
+    def stage_done(self, stage: str) -> bool:
+        """Whether a stage has finished: the file it writes last is there (its summary; the
+        classifier stage's: the scoreboard)."""
+        last = {
+            "tagging": self.tagging_summary,
+            "retrieval": self.retrieval_summary,
+            "bm25": self.bm25_summary,
+            "classifier": self.scoreboard,
+        }[stage]
+        return last.is_file()
+
+    def stages_not_built(self) -> list[str]:
+        """The stages, in build order, that have not finished (a build made with --until, or killed)."""
+        return [stage for stage in STAGES if not self.stage_done(stage)]
 
     def artifact_files(self) -> list[Path]:
         """Every file the build keeps, whole and final: not the manifest itself, not a temporary
@@ -206,6 +223,10 @@ class Workdir:
 
     def read_manifest(self) -> dict:
         if not self.manifest.is_file():
+            if self.file_manifest.is_file():  # a build whose build.json was lost: the manifest keeps a copy
+                raise Missing(
+                    "build", self.manifest, f"missing: run `claimtrace build --workdir {self.root}` to repair"
+                )
             raise Missing("build", self.root, "not a claimtrace build (no build.json): run `claimtrace build` first")
         return read_json(self.manifest)
 
@@ -784,8 +805,14 @@ class Build:
         claim_label, evidences}}``: that retrieval's ids, that model's verdict on them."""
         from .evaluate import evidence_source
 
+        source = evidence_source(retrieval)
+        if split == "train" and not (model == "notebook" and source == "retrieved"):
+            raise DataError(
+                f"train has only the notebook's own rows (notebook+notebook+notebook, notebook+notebook+alone): "
+                f"the build computes {retrieval}+{model}+{protocol} for dev and test only"
+            )
         claims = self.claims(split)
-        verdicts = self.verdict_of(split, model, evidence_source(retrieval), protocol)
+        verdicts = self.verdict_of(split, model, source, protocol)
         return {
             cid: {"claim_text": claims[cid].text, "claim_label": verdicts[cid], "evidences": ids}
             for cid, ids in self.evidence_ids(split, retrieval).items()

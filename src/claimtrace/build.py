@@ -17,6 +17,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm import tqdm
@@ -798,7 +799,7 @@ def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
 # --- the whole build ----------------------------------------------------------------------------
 
 
-STAGES = ("tagging", "retrieval", "bm25", "classifier")
+STAGES = artifacts.STAGES
 
 
 def build(
@@ -823,6 +824,48 @@ def build(
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
+    with workdir_lock(work):
+        return _build_locked(work, data_dir, evidence, processes, until, checkpoint, corpus_changed)
+
+
+@contextmanager
+def workdir_lock(work: Workdir) -> Iterator[None]:
+    """One build at a time in a workdir: an exclusive lock on ``.build.lock`` (a dot name: never
+    an artifact), held until the build ends; the system drops it when the process dies, so a
+    killed build never leaves the workdir locked. A second build is refused in one line."""
+    import fcntl
+
+    path = work.root / ".build.lock"
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise DataError(
+                f"{work.root}: another `claimtrace build` ({holder}) is writing this workdir: "
+                "wait for it to end, or use another --workdir"
+            ) from None
+        handle.seek(0)
+        if handle.read() != f"pid {os.getpid()}":  # who holds it, for the second build's message
+            handle.truncate(0)
+            handle.write(f"pid {os.getpid()}")
+            handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _build_locked(
+    work: Workdir,
+    data_dir: Path,
+    evidence: Path | None,
+    processes: int,
+    until: str,
+    checkpoint: Path | None,
+    corpus_changed: bool,
+) -> dict:
     files = _open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)
     files = _check_build_record(work, files, description, checkpoint, corpus_changed)
