@@ -386,3 +386,9 @@ def _closed(client: socket.socket) -> bool:
         return False
     except OSError:
         return True
+
+
+def test_typed_text_is_shown_isolated(web_client):
+    """A right-to-left override in a typed claim cannot reorder the page around it."""
+    page = web_client.get("/live", params={"text": "sea \u202etxet level"}).text
+    assert "<bdi>“sea \u202etxet level”</bdi>" in page
