@@ -749,3 +749,11 @@ def test_deep_nesting_and_huge_integers_are_refused_in_one_line(data_copy, data_
     assert result.exit_code == 2, result.output
     assert result.output.strip().startswith(f"claimtrace: error: {predictions}: {message}")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_an_empty_climate_fever_file_is_named_itself(data_copy):
+    path = data_copy / C.CLIMATE_FEVER_FILE
+    path.write_bytes(b"\n\n")
+    result = run_cli("--data", str(data_copy), "data", "check")
+    assert result.exit_code == 2, result.output
+    assert f"claimtrace: error: {path}: holds no claim" in result.output

@@ -294,6 +294,8 @@ def load_climate_fever(data_dir: Path) -> dict[str, dict]:
             if claim_id in claims:
                 raise DataError(f"{where}: claim_id {row['claim_id']!r} appears a second time")
             claims[claim_id] = claim
+    if not claims:  # not the claim files' fault when they are looked up in it
+        raise DataError(f"{path}: holds no claim (empty, or blank lines only)")
     return claims
 
 
