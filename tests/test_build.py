@@ -28,6 +28,16 @@ def _files(root):
     return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 
 
+def _manifest_entries(root):
+    """manifest.json's entries, the summaries' bytes and digests left out (they hold timings)."""
+    files = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["files"]
+    timed = ("summary.json",)
+    return {
+        name: {k: v for k, v in entry.items() if not (name.endswith(timed) and k in ("bytes", "sha256"))}
+        for name, entry in files.items()
+    }
+
+
 def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_evidence, monkeypatch):
     monkeypatch.setattr(workdir, "CHUNK", 100)  # the one chunk size: the build's and the reader's
     whole = tmp_path / "whole"
@@ -61,6 +71,19 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
     assert resumed == expected
     assert list(Build(killed).iter_tags()) == list(Build(whole).iter_tags())
+    assert _manifest_entries(killed) == _manifest_entries(whole)  # item counts of chunks written before the kill
+
+
+def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evidence):
+    """manifest.json deleted, then `build`: the manifest it writes again is a fresh build's."""
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
+    fresh = _manifest_entries(tmp_path / "w")
+    assert fresh["tagging/stems/00000.json"]["items"] == 600
+    (tmp_path / "w" / "manifest.json").unlink()
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
+    assert _manifest_entries(tmp_path / "w") == fresh
 
 
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
@@ -218,6 +241,7 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     assert resumed == expected
     for split in ("train", "dev", "test"):
         assert Build(killed).bm25_retrieval(split) == Build(tmp_path / "whole").bm25_retrieval(split)
+    assert _manifest_entries(killed) == _manifest_entries(tmp_path / "whole")
 
 
 def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_build, data_dir):
@@ -251,3 +275,91 @@ def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small
     one, two = (sorted((tmp_path / str(p) / "tagging" / "tags").iterdir()) for p in (1, 2))
     assert len(one) == 7 and [p.name for p in one] == [p.name for p in two]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two, strict=True))
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 6, 11])
+def test_small_corpora_build(tmp_path, data_dir, size):
+    """The documented minimum (two passages) and the sizes around the notebook's retrieval settings
+    (max_df=0.5 of the tagged passages against min_df=3) build; where scikit-learn 1.2.2 could
+    not fit, the summary says so with its message and every claim takes the fallback."""
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:size])
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus), encoding="utf-8")
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        summary = build(tmp_path / "w", data_dir, path, processes=1, until="bm25")
+    reader = Build(tmp_path / "w", data_dir)
+    records = reader.retrieval("dev")
+    assert len(records) == 154
+    assert all(set(r["evidences"]) <= set(corpus) for r in records.values())
+    assert summary["bm25"]["passages"] == size
+    if size < 6:  # 0.5 x (at most 5) documents < 3
+        assert summary["retrieval"]["vectorizer_cannot_fit"] == "max_df corresponds to < documents than min_df"
+        assert all(r["fallback"] for r in records.values())
+
+
+def test_tfidf_refuses_as_scikit_learn_does_in_its_order():
+    from claimtrace.tfidf import CannotFit, NotebookTfidf
+
+    def fit(docs, **params):
+        return NotebookTfidf(tokenizer=str.split, **params).fit(docs)
+
+    with pytest.raises(CannotFit, match="^empty vocabulary"):
+        fit(["", " "], max_df=0.5, min_df=3)  # before the df check, as scikit-learn
+    with pytest.raises(CannotFit, match="^max_df corresponds to < documents than min_df$"):
+        fit(["a b", "a c", "b c", "a"], max_df=0.5, min_df=3)
+    with pytest.raises(CannotFit, match="^After pruning, no terms remain"):
+        fit(["a", "a", "a", "a", "b", "c"], max_df=0.5, min_df=3)  # df(a) = 4 > 3, b and c < 3
+    assert len(fit(["a", "a", "a", "b", "c", "d"], max_df=0.5, min_df=3).vocabulary_) == 1  # 3 <= 3.0
+    empty = NotebookTfidf(tokenizer=str.split, max_df=0.5, min_df=3, empty_when_unfittable=True).fit(["a b", "a"])
+    assert empty.cannot_fit_ == "max_df corresponds to < documents than min_df" and empty.vocabulary_ == {}
+    assert empty.transform(["a b"]).shape == (1, 0)
+
+
+def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_path, data_dir):
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:3])
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus), encoding="utf-8")
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, path, processes=1, until="tagging")
+    before = _files(tmp_path / "w")
+    path.write_text(json.dumps({"evidence-0": "only one passage"}), encoding="utf-8")
+    with pytest.raises(errors.DataError, match="evidence.json"):
+        build(tmp_path / "w", data_dir, path, processes=1, until="tagging", corpus_changed=True)
+    assert _files(tmp_path / "w") == before  # nothing removed
+
+
+def test_a_second_build_on_one_workdir_is_refused_in_one_line(tmp_path, data_dir, small_evidence):
+    import fcntl
+
+    work = tmp_path / "w"
+    work.mkdir()
+    with open(work / ".build.lock", "w") as held:  # what a running build holds
+        held.write("pid 4242")
+        held.flush()
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        result = CliRunner().invoke(
+            main, ["--data", str(data_dir), "build", "--evidence", str(small_evidence), "--workdir", str(work)]
+        )
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"claimtrace: error: {work}: another `claimtrace build` (pid 4242) is writing this workdir: "
+            "wait for it to end, or use another --workdir"
+        )
+        assert sorted(p.name for p in work.iterdir()) == [".build.lock"]  # nothing written
+    with pytest.warns(errors.EvidenceChecksumWarning):  # released (as when its process ends): builds
+        build(work, data_dir, small_evidence, processes=1, until="tagging")
+
+
+def test_verify_names_unbuilt_stages_and_a_changed_corpus(tmp_path, data_dir, small_evidence):
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
+    work = tmp_path / "w"
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
+    assert result.exit_code == 0, result.output
+    assert f"{work}: incomplete: stages bm25, classifier not built" in result.stderr
+    text = small_evidence.read_text(encoding="utf-8")
+    small_evidence.write_text(text.replace("e", "E", 1), encoding="utf-8")  # edited in place
+    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
+    assert result.exit_code == 2, result.output
+    assert f"claimtrace: error: {small_evidence}: corpus changed since this workdir was built" in result.stderr
+    assert "--corpus-changed" in result.stderr

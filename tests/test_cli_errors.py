@@ -182,3 +182,60 @@ def test_a_bug_is_one_line_and_exit_1(demo_build, data_dir, tmp_path, monkeypatc
     monkeypatch.setattr(artifacts.Build, "course_predictions", broken)
     result = _run(data_dir, _command("predict", demo_build.root, tmp_path / "out.json"))
     _one_error_line(result, 1, "internal error", "ZeroDivisionError", "CLAIMTRACE_DEBUG")
+
+
+# --- every exit is 0, 1 or 2 with one line -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["serve", "--port", "99999"], ["--port", "99999", "`claimtrace serve --help`"]),
+        (["serve", "--port", "-5"], ["--port", "-5"]),
+        (["site", "--out", "x", "--limit", "-1"], ["--limit", "-1", "`claimtrace site --help`"]),
+        (["site", "--out", "x", "--limit", "0"], ["--limit"]),
+        (["build", "--demo", "--processes", "0"], ["--processes", "`claimtrace build --help`"]),
+        (["build", "--demo", "--processes", "-1"], ["--processes"]),
+        (["build", "--until", "nowhere"], ["--until", "nowhere"]),
+        (["evaluate", "--nope"], ["--nope", "`claimtrace evaluate --help`"]),
+        (["nope"], ["nope", "`claimtrace --help`"]),
+        (["export", "tags", "--split", "dev"], ["--split", "`claimtrace export tags --help`"]),
+    ],
+)
+def test_usage_errors_and_bad_counts_are_one_line_and_exit_2(data_dir, tmp_path, args, words):
+    result = _run(data_dir, args)
+    line = _one_error_line(result, 2, *words)
+    assert line.startswith("claimtrace: error: ")
+
+
+def test_a_busy_port_is_one_line_and_exit_2(demo_build, data_dir):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = _run(data_dir, ["serve", "--workdir", str(demo_build.root), "--port", str(port)])
+    _one_error_line(result, 2, f"port {port} is in use: pass --port")
+
+
+@pytest.mark.parametrize("row", ["bm25+notebook+notebook", "notebook+intended+notebook", "cosine-once+notebook+alone"])
+def test_predict_on_train_names_the_rows_it_has(demo_build, data_dir, tmp_path, row):
+    args = ["predict", "--workdir", str(demo_build.root), "--split", "train", "--out", str(tmp_path / "p.json")]
+    _one_error_line(_run(data_dir, [*args, "--row", row]), 2, "train has only the notebook's own rows")
+    assert _run(data_dir, [*args, "--row", "notebook+notebook+alone"]).exit_code == 0
+
+
+def test_a_missing_build_json_is_named_and_rebuilt_from_the_manifest(demo_build, data_dir, tmp_path):
+    work = tmp_path / "w"
+    shutil.copytree(demo_build.root, work)
+    recorded = (work / "build.json").read_bytes()
+    (work / "build.json").unlink()
+    result = _run(data_dir, ["verify", "--workdir", str(work)])
+    assert result.exit_code == 2 and f"{work / 'build.json'}: missing" in result.stderr.splitlines()
+    result = _run(data_dir, ["explain", "claim-752", "--workdir", str(work)])
+    _one_error_line(result, 2, str(work / "build.json"), f"claimtrace build --workdir {work}")
+    result = _run(data_dir, ["build", "--workdir", str(work)])
+    assert result.exit_code == 0, result.output
+    assert (work / "build.json").read_bytes() == recorded
+    assert _run(data_dir, ["verify", "--workdir", str(work)]).exit_code == 0

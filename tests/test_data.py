@@ -715,3 +715,45 @@ def test_load_npz_of_a_truncated_archive_fails(tmp_path):
     with pytest.raises((zipfile.BadZipFile, ValueError, OSError)):
         loaded = store.load_npz(path)
         np.asarray(loaded["doc"]).sum()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = "9" * 10_000
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [(DEEP, "nested too deeply to read"), (HUGE, "not JSON this reader accepts (Exceeds the limit (4300 digits)")],
+)
+def test_deep_nesting_and_huge_integers_are_refused_in_one_line(data_copy, data_dir, tmp_path, value, message):
+    """Every JSON reader: a claim file, a CLIMATE-FEVER line, a predictions file."""
+    claims = data_copy / C.COURSE_DIR / "dev-claims.json"
+    claims.write_text('{"claim-1": ' + value + "}", encoding="utf-8")
+    result = run_cli("--data", str(data_copy), "data", "check")
+    assert result.exit_code == 2, result.output
+    assert f"claimtrace: error: {claims}: {message}" in result.output
+    assert result.output.count("claimtrace:") == 1 and "internal error" not in result.output
+
+    shutil.copyfile(data_dir / C.COURSE_DIR / "dev-claims.json", claims)  # whole again
+    fever = data_copy / C.CLIMATE_FEVER_FILE
+    lines = fever.read_bytes().splitlines(keepends=True)
+    lines.insert(1, ('{"claim_id": ' + value + "}\n").encode())
+    fever.write_bytes(b"".join(lines))
+    result = run_cli("--data", str(data_copy), "data", "check")
+    assert result.exit_code == 2, result.output
+    assert f"{fever}: line 2 is {message}" in result.output
+
+    predictions = tmp_path / "predictions.json"
+    predictions.write_text('{"claim-1": ' + value + "}", encoding="utf-8")
+    result = run_cli("--data", str(data_copy), "evaluate", "--predictions", str(predictions))
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith(f"claimtrace: error: {predictions}: {message}")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_an_empty_climate_fever_file_is_named_itself(data_copy):
+    path = data_copy / C.CLIMATE_FEVER_FILE
+    path.write_bytes(b"\n\n")
+    result = run_cli("--data", str(data_copy), "data", "check")
+    assert result.exit_code == 2, result.output
+    assert f"claimtrace: error: {path}: holds no claim" in result.output

@@ -230,3 +230,176 @@ def test_the_answer_cache_is_bounded_in_entries_and_bytes():
     assert len(cache) == 3 and cache.get("/p9") is not None and cache.get("/p0") is None
     cache.put("/big", [], b"x" * 1000)  # more than a sixteenth of the bytes: not kept
     assert cache.get("/big") is None and cache.total == 270
+
+
+# --- every byte served is checked; every answer has the headers --------------------------------------
+
+
+def _flip(path: Path, offset: int) -> None:
+    """One byte of ``path`` changed in place (its size stays: only its content check sees it)."""
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.unlink()  # a copy of its own (the workdir's files may be links to the shared build)
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_in_the_passage_store_is_a_503_not_a_500(demo_build, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(demo_build.root, work, copy_function=os.symlink)
+    texts = work / "corpus" / "texts.bin"
+    _flip(texts, texts.stat().st_size // 2)
+    with TestClient(
+        create_app(tracer=Tracer(Build(work, demo_build.data_dir))), raise_server_exceptions=False
+    ) as client:
+        for path in ("/claim/claim-2214.html", "/claim/claim-752.json", "/live.json?text=glaciers"):
+            answer = client.get(path)
+            assert answer.status_code == 503, (path, answer.status_code, answer.text[:300])
+            assert "corpus/texts.bin" in answer.text and "claimtrace build" in answer.text
+            assert str(tmp_path) not in answer.text
+            assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_bug_in_a_route_is_a_500_page_with_the_headers(web_tracer, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    app = create_app(tracer=web_tracer)
+    monkeypatch.setattr(app.state.site.renderer, "live_page", broken)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/live?text=x")
+        assert answer.status_code == 500 and answer.headers["content-type"].startswith("text/html")
+        assert "Internal Server Error" not in answer.text and "ZeroDivisionError" in answer.text
+        assert answer.headers["content-security-policy"].startswith("default-src 'self'")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "manifest"])
+def test_row_predictions_over_a_damaged_file_are_a_503_without_machine_paths(demo_build, tmp_path, damage):
+    work = tmp_path / "work"
+    shutil.copytree(demo_build.root, work)
+    if damage == "truncate":
+        more = work / "classifier" / "more" / "test.json"
+        more.write_bytes(more.read_bytes()[:1000])
+    else:
+        (work / "manifest.json").write_text("{garbled", encoding="utf-8")
+    with TestClient(
+        create_app(tracer=Tracer(Build(work, demo_build.data_dir))), raise_server_exceptions=False
+    ) as client:
+        answer = client.get("/predictions/test/bm25+intended+notebook.json")
+        assert answer.status_code == 503, (answer.status_code, answer.text[:300])
+        assert str(tmp_path) not in answer.text and "claimtrace build" in answer.json()["error"]
+        assert client.get("/predictions/test/no+such+row.json").status_code == 404
+
+
+def _serve(app, **options):
+    """``app`` served by uvicorn on a free port in a thread: (server, thread, port)."""
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(server_config(app, port, lifespan="off", **options))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, thread, port
+
+
+def _head_of(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = client.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer.split(b"\r\n\r\n")[0].lower()
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n",  # no Host
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",  # two
+    ],
+)
+def test_the_server_layers_own_400_has_the_security_headers(web_tracer, request_bytes):
+    server, thread, port = _serve(create_app(tracer=web_tracer))
+    try:
+        head = _head_of(port, request_bytes)
+        assert head.startswith(b"http/1.1 400") and b"x-frame-options: deny" in head
+        assert b"content-security-policy:" in head
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_slow_bodies_are_cut_off_and_the_connection_limit_answers_503_with_headers(web_tracer, monkeypatch):
+    """1,000 connections each send a POST's headers and one byte of its body: a normal client
+    still gets a 200 within 10 s; past the connection limit a new client gets a prompt 503 with
+    the security headers; the slow ones are closed after the body deadline, and the limit frees."""
+    from claimtrace.web import serving
+
+    monkeypatch.setattr(serving, "MAX_CONNECTIONS", 1_010)
+    server, thread, port = _serve(create_app(tracer=web_tracer))
+    slow = []
+    try:
+        request = b"POST /api/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        request += b"Content-Length: 1000\r\n\r\n{"
+        for _ in range(1_000):
+            client = socket.create_connection(("127.0.0.1", port), timeout=10)
+            client.sendall(request)
+            slow.append(client)
+        normal = time.monotonic()
+        head = _head_of(port, b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert head.startswith(b"http/1.1 200") and time.monotonic() - normal < 10
+        crowd = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]  # past the limit
+        refused = time.monotonic()
+        heads = []
+        for client in crowd:
+            client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            heads.append(client.recv(4096).split(b"\r\n\r\n")[0].lower())
+            client.close()
+        assert any(h.startswith(b"http/1.1 503") for h in heads), heads[:2]
+        assert all(b"x-content-type-options: nosniff" in h for h in heads if h.startswith(b"http/1.1 503"))
+        assert time.monotonic() - refused < 5
+        still_open, answered = _wait_closed(slow, within=normal + serving.BODY_TIMEOUT_SECONDS + 20 - time.monotonic())
+        assert not still_open and not answered, (len(still_open), answered[:1])  # each closed, none answered
+        head = _head_of(port, b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert head.startswith(b"http/1.1 200")
+    finally:
+        for client in slow:
+            client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _wait_closed(clients: list[socket.socket], within: float) -> tuple[set, list[bytes]]:
+    """Wait up to ``within`` seconds for the server to close each connection: (those still
+    open, what any of them was answered instead of being closed)."""
+    import selectors
+
+    end = time.monotonic() + within
+    still_open, answered = set(clients), []
+    with selectors.DefaultSelector() as selector:
+        for client in clients:
+            selector.register(client, selectors.EVENT_READ)
+        while still_open and time.monotonic() < end:
+            for key, _ in selector.select(timeout=0.5):
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:  # a reset is a close too
+                    data = b""
+                if data:
+                    answered.append(data)
+                selector.unregister(key.fileobj)
+                still_open.discard(key.fileobj)
+    return still_open, answered
+
+
+def test_typed_text_is_shown_isolated(web_client):
+    """A right-to-left override in a typed claim cannot reorder the page around it."""
+    page = web_client.get("/live", params={"text": "sea \u202etxet level"}).text
+    assert "<bdi>“sea \u202etxet level”</bdi>" in page

@@ -61,6 +61,8 @@ def _json_lines(path: Path) -> list[dict]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
             row = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"line {number}: nested too deeply to read") from None
         except ValueError as err:
             raise ValueError(f"line {number}: {err}") from None
         if not isinstance(row, dict):
@@ -76,14 +78,14 @@ def _read_records(path: Path) -> dict[str, dict]:
         for number, line in enumerate(handle, 1):
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, nested too deeply, an endless integer
                 raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
             records[record["claim_id"]] = record
     return records
 
 
 def _rebuild_hint(work: Workdir) -> str:
-    return f"run `claimtrace build --workdir {work.root}` (it completes a build made by an older claimtrace)"
+    return f"not built yet: run `claimtrace build --workdir {work.root}`"
 
 
 # --- the manifest: what the build wrote, to be checked against what is there ---------------------
@@ -99,6 +101,7 @@ class PassageStore:
     a look-up is a binary search and one slice."""
 
     def __init__(self, texts_path: Path, index_path: Path):
+        self._texts_path = texts_path
         with damaged(index_path), store.load_npz(index_path) as stored:
             self._index = store.StringIndex(stored["ids"], stored["rank"])
             offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
@@ -129,7 +132,10 @@ class PassageStore:
     def get(self, passage_id: str) -> str | None:
         """The text of a passage, or None when the corpus has no such id."""
         p = self.position(passage_id)
-        return None if p is None else self._texts[p]
+        if p is None:
+            return None
+        with damaged(self._texts_path):  # a flipped byte can leave a text that is not UTF-8
+            return self._texts[p]
 
     def __contains__(self, passage_id: str) -> bool:
         return self.position(passage_id) is not None
@@ -160,6 +166,7 @@ class Build:
             )
         self._data_dir = data_dir
         self._memo: dict[Any, Any] = {}
+        self._verified: dict[Path, tuple[int, int, int]] = {}  # files whose sha256 was checked
         self._locks: dict[Any, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -173,40 +180,71 @@ class Build:
         return self.once("data_dir", lambda: data_layer.find_data_dir(self._data_dir))
 
     def once(self, key, make: Callable[[], Any]):
-        """``make()`` once per key (thread-safe); a Missing is remembered and raised again."""
+        """``make()`` once per key (thread-safe). A failure is not remembered: a piece not built
+        yet (Missing) or damaged is looked for again on the next call, so that a server notices a
+        build that completes or is repaired while it runs (a stat: cheap)."""
         try:
-            value = self._memo[key]
+            return self._memo[key]
         except KeyError:
             with self._guard:
                 lock = self._locks.setdefault(key, threading.Lock())
             with lock:
                 if key not in self._memo:
-                    try:
-                        self._memo[key] = make()
-                    except Missing as err:
-                        self._memo[key] = err
-                value = self._memo[key]
-        if isinstance(value, Missing):
-            raise value
-        return value
+                    self._memo[key] = make()
+                return self._memo[key]
 
     def file_manifest(self) -> FileManifest | None:
         """The build's manifest.json (None: a build made before manifests, read unchecked)."""
-        return self.once("file_manifest", lambda: FileManifest.read(self.work))
+        try:  # read again when it changes: a build completing or repaired while a server runs
+            status = self.work.file_manifest.stat()
+            stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+        except OSError:
+            stamp = None
+        return self.once(("file_manifest", stamp), lambda: FileManifest.read(self.work))
 
     def _require(self, stage: str, path: Path) -> Path:
-        """``path``, there and of the size the build recorded (a stat, no reading: opening a
-        1.2M-passage build must stay fast; ``claimtrace verify`` checks every sha256)."""
+        """``path``, there and as the build wrote it: its size, and at its first read by this
+        reader its sha256 against the manifest's (every byte a page shows is checked once per
+        process: sha256 runs at about 550 MB/s on a shared core, so the 1.2M-passage build's
+        900 MB cost about 1.6 s in all, spread over the first reads), or a DataError naming it. A folder (the BM25 index)
+        is checked file by file."""
         files = self.file_manifest()
         if not path.exists():
             self.build_record()
             if files is not None and files.get(path) is not None:
                 raise Missing(stage, path, f"missing (the build wrote it): {REPAIR_HINT}")
-            raise Missing(stage, path, f"not built: {_rebuild_hint(self.work)}")
-        problem = None if files is None else files.cheap_problem(path)
-        if problem is not None:
-            raise damaged_file(path, problem)
+            raise Missing(stage, path, _rebuild_hint(self.work))
+        if files is None:  # a build made before manifests: read unchecked
+            return path
+        for member in self._recorded_under(files, path):
+            problem = files.cheap_problem(member)
+            if problem is None:
+                problem = self._content_problem(files, member)
+            if problem is not None:
+                raise damaged_file(member, problem)
         return path
+
+    def _recorded_under(self, files: FileManifest, path: Path) -> list[Path]:
+        """The recorded files that are ``path`` or lie in it (a folder)."""
+        if files.get(path) is not None or not path.is_dir():
+            return [path]
+        prefix = self.work.relative(path) + "/"
+        return [self.work.at(name) for name in files.files if name.startswith(prefix)]
+
+    def _content_problem(self, files: FileManifest, path: Path) -> str | None:
+        """The file's sha256 and item count against the manifest, once per file while it stays
+        the same (size and modification time): a repaired file is checked again."""
+        try:
+            status = path.stat()
+        except OSError as err:
+            return f"cannot be read ({err.strerror or err})"
+        stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+        if self._verified.get(path) == stamp:
+            return None
+        problem = files.full_problem(path)
+        if problem is None:
+            self._verified[path] = stamp
+        return problem
 
     def _check_items(self, path: Path, count: int) -> None:
         """A file of records holds as many as the build wrote: a file cut at a line's end (whole
@@ -439,8 +477,14 @@ class Build:
     def predictions(self, split: str, retrieval: str, model: str, protocol: str) -> dict[str, dict]:
         """One scoreboard row's predictions in the course's shape ``{claim_id: {claim_text,
         claim_label, evidences}}``: that retrieval's ids, that model's verdict on them."""
+        source = evidence_source(retrieval)
+        if split == "train" and not (model == "notebook" and source == "retrieved"):
+            raise DataError(
+                f"train has only the notebook's own rows (notebook+notebook+notebook, notebook+notebook+alone): "
+                f"the build computes {retrieval}+{model}+{protocol} for dev and test only"
+            )
         claims = self.claims(split)
-        verdicts = self.verdict_of(split, model, evidence_source(retrieval), protocol)
+        verdicts = self.verdict_of(split, model, source, protocol)
         return {
             cid: {"claim_text": claims[cid].text, "claim_label": verdicts[cid], "evidences": ids}
             for cid, ids in self.evidence_ids(split, retrieval).items()

@@ -9,6 +9,7 @@ claimtrace is completed in place: the files it lacks are written.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
 import os
@@ -23,6 +24,7 @@ from tqdm import tqdm
 from . import bm25, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
+from . import workdir as workdir_module
 from .artifacts import Build, PassageStore, protocol_verdicts
 from .assets import ASSETS_DIR
 from .classifier.inputs import Encoded, encode, evidence_texts, load_vocab, make_rows
@@ -267,6 +269,9 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     if work.retrieval_summary.is_file():
         return read_json(work.retrieval_summary)
     summary: dict = {"excluded_untagged_passages": retriever.excluded, "splits": {}}
+    if retriever.vectorizer.cannot_fit_:
+        summary["vectorizer_cannot_fit"] = retriever.vectorizer.cannot_fit_
+        log(cannot_fit_line(len(retriever)))
     for split in C.SPLITS:
         claims = reader.claims(split)
         records = list(reader.retrieval(split).values())
@@ -291,6 +296,16 @@ def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     summary["seconds"] = time.perf_counter() - started
     write_atomic(work.retrieval_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
+
+
+def cannot_fit_line(tagged: int) -> str:
+    """What the build says when the notebook's retrieval vectorizer cannot fit the corpus."""
+    settings = C.RETRIEVAL_VECTORIZER
+    return (
+        f"retrieval: the notebook's vectorizer (max_df={settings['max_df']}, min_df={settings['min_df']}) cannot fit "
+        f"{tagged} tagged passage(s), where scikit-learn 1.2.2 raised: no claim term has a weight, so every claim "
+        "takes the fallback passages"
+    )
 
 
 # --- the classifier stage -------------------------------------------------------------------------
@@ -561,7 +576,8 @@ def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
 # --- the whole build ----------------------------------------------------------------------------
 
 
-STAGES = ("tagging", "retrieval", "bm25", "classifier")
+#: The stages, in build order (``--until``).
+STAGES = workdir_module.STAGES
 
 
 @contextmanager
@@ -605,31 +621,87 @@ def build(
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
+    with workdir_lock(work):
+        return _build_locked(work, data_dir, evidence, processes, until, checkpoint, corpus_changed)
+
+
+@contextmanager
+def workdir_lock(work: Workdir) -> Iterator[None]:
+    """One build at a time in a workdir: an exclusive lock on ``.build.lock`` (a dot name: never
+    an artifact), held until the build ends, then removed; the system drops the lock when the
+    process dies, so a killed build never leaves the workdir locked. A second build is refused
+    in one line."""
+    path = work.root / ".build.lock"
+    while True:
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until the build ends
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise DataError(
+                f"{work.root}: another `claimtrace build` ({holder}) is writing this workdir: "
+                "wait for it to end, or use another --workdir"
+            ) from None
+        try:  # the file locked is still the one at the path (not one a finishing build removed)
+            same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        handle.close()
+    try:
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}")  # who holds it, for a second build's message
+        handle.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()  # closing releases the lock
+
+
+def _stems_items(work: Workdir, distinct: int) -> dict[Path, int]:
+    """Each stems chunk's item count (distinct passage texts per chunk)."""
+    return {
+        Workdir.chunk(work.stems_dir, i, ".json"): stop - start for i, (start, stop) in enumerate(chunk_spans(distinct))
+    }
+
+
+def _build_locked(
+    work: Workdir,
+    data_dir: Path,
+    evidence: Path | None,
+    processes: int,
+    until: str,
+    checkpoint: Path | None,
+    corpus_changed: bool,
+) -> dict:
     files = open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)
     files = check_build_record(work, files, description, checkpoint, corpus_changed)
     files.record(work.build_record, save=False)
     copy_checkpoint(work, checkpoint)
+    # Every record is made with the item counts of the files whose items are not lines (the
+    # stems chunks: JSON lists), whichever run records them: a fresh build, a resumed one (a
+    # chunk written before the kill is recorded by the next run's first record) or a repair.
+    items = _stems_items(work, len(tagging.deduplicated(passages)))
     build_passage_store(work, passages)
-    record_new(work, files)
+    record_new(work, files, items)
     seconds = {} if seconds is None else seconds
     with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
         summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
-    distinct = summary["tagging"]["distinct_texts"]
-    stems_items = {
-        Workdir.chunk(work.stems_dir, i, ".json"): stop - start for i, (start, stop) in enumerate(chunk_spans(distinct))
-    }
-    record_new(work, files, stems_items)
+    record_new(work, files, items)
     if until != "tagging":
         with _stage(seconds, "retrieval", "every train, dev and test claim"):
             summary["retrieval"] = build_retrieval(work, data_dir)
         with _stage(seconds, "variants", "each quirk variant's retrieval of dev and test"):
             build_variant_records(work, data_dir)
-        record_new(work, files)
+        record_new(work, files, items)
     if until not in ("tagging", "retrieval"):
         with _stage(seconds, "bm25", "the reference retriever's index and six passages per claim"):
             summary["bm25"] = build_bm25(work, data_dir, passages, processes)
-        record_new(work, files)
+        record_new(work, files, items)
     if until == "classifier":
         with _stage(seconds, "classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
             summary["classifier"] = build_classifier(work, data_dir)
@@ -637,6 +709,6 @@ def build(
             build_more_verdicts(work, data_dir)
         with _stage(seconds, "scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
             summary["scoreboard"] = build_scoreboard(work, data_dir)
-        record_new(work, files)
+        record_new(work, files, items)
     verify_repairs(work, files)
     return summary

@@ -38,6 +38,24 @@ class _Group(click.Group):
     would not read or write (OSError: disk full, permission, not a folder) exits 2; anything else
     is a bug in claimtrace and exits 1 (CLAIMTRACE_DEBUG=1 shows its traceback)."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Click's own errors in one line too: a usage error (exit 2) names the command's help."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.UsageError as err:
+            where = err.ctx.command_path if err.ctx is not None else "claimtrace"
+            click.echo(f"claimtrace: error: {err.format_message()} (see `{where} --help`)", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            click.echo(f"claimtrace: error: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except click.exceptions.Abort:
+            click.echo("claimtrace: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -72,7 +90,7 @@ def _print_json(value: object) -> None:
     click.echo(json.dumps(value, ensure_ascii=False))
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, name="claimtrace")
 @click.option(
     "--data",
     "data",
@@ -208,7 +226,9 @@ def _open_build(ctx: click.Context, workdir: str):
 )
 @workdir_option("Where the build lives (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @checkpoint_option("The classifier stage's checkpoint (default: the shipped one).")
-@click.option("--processes", type=int, default=2, show_default=True, help="Worker processes for preprocessing.")
+@click.option(
+    "--processes", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes for preprocessing."
+)
 @click.option(
     "--until",
     type=click.Choice(["tagging", "retrieval", "bm25", "classifier"]),
@@ -295,7 +315,7 @@ def verify_command(workdir: str, as_json: bool) -> None:
     each damaged or missing file."""
 
     work = Workdir(Path(workdir))
-    if not work.build_record.is_file():
+    if not work.build_record.is_file() and not work.file_manifest.is_file():
         raise DataError(f"{work.root}: not a claimtrace build (no build.json): run `claimtrace build` first")
     files = FileManifest.read(work)
     if files is None:
@@ -304,15 +324,57 @@ def verify_command(workdir: str, as_json: bool) -> None:
             f"run `claimtrace build --workdir {work.root}` to check and record its files"
         )
     problems = files.problems(full=True)
+    not_built = work.stages_not_built()
+    changed = _corpus_change(work, files)
     if as_json:
-        _print_json({"workdir": str(work.root), "files": len(files.files), "damaged": problems})
+        _print_json(
+            {
+                "workdir": str(work.root),
+                "files": len(files.files),
+                "damaged": problems,
+                "not_built": not_built,
+                "corpus_changed": changed,
+            }
+        )
     else:
         for name, problem in problems.items():
             click.echo(f"{work.at(name)}: {problem}", err=True)
         if not problems:
             click.echo(f"{len(files.files)} files as the build wrote them", err=True)
+        if not_built:
+            click.echo(
+                f"{work.root}: incomplete: stage{'s' if len(not_built) > 1 else ''} {', '.join(not_built)} not built "
+                f"(run `claimtrace build --workdir {work.root}` to complete it)",
+                err=True,
+            )
     if problems:
         raise DataError(f"{len(problems)} of {len(files.files)} files damaged or missing: {REPAIR_HINT}")
+    if changed:
+        raise DataError(changed)
+
+
+def _corpus_change(work: Workdir, files: FileManifest) -> str | None:
+    """What verify says when the corpus the build was made from changed since (an edit in
+    place: the build is stale), or None."""
+    from .store import read_json
+    from .workdir import sha256_of
+
+    try:
+        recorded = read_json(work.build_record)["corpus"] if work.build_record.is_file() else (files.build or {})["corpus"]
+    except (DataError, KeyError, TypeError):
+        return None
+    place = (
+        work.demo_evidence if recorded.get("kind") == "demo" else work.corpus_path(recorded.get("source", "")).resolve()
+    )
+    if "sha256" not in recorded or not place.is_file():
+        return None
+    now = sha256_of(place)[0]
+    if now == recorded["sha256"]:
+        return None
+    return (
+        f"{place}: corpus changed since this workdir was built from it (sha256 {now[:12]}..., the build read "
+        f"{recorded['sha256'][:12]}...): run `claimtrace build --workdir {work.root} --corpus-changed` to rebuild over it"
+    )
 
 
 @main.group("export", cls=_Group)
@@ -351,8 +413,8 @@ def _before_torch() -> None:
 @main.command("train")
 @checkpoint_option("Where to write the checkpoint, classifier_vocab.json and the training log.", required=True)
 @click.option("--seed", type=int, default=None, help="Seed (default: the shipped checkpoint's).")
-@click.option("--epochs", type=int, default=None, help="Epochs (default: the notebook's 10).")
-@click.option("--threads", type=int, default=None, help="Torch CPU threads (default: 2).")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs (default: the notebook's 10).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads (default: 2).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--variant",
@@ -649,8 +711,8 @@ def _echo_scoreboard(board: dict | None) -> None:
 def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row: str | None) -> None:
     """Write the build's predictions in the course's shape: retrieved ids and the
     notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`); with
-    --row, one scoreboard row's (dev and test for every row; train for the notebook's and
-    BM25's retrieval)."""
+    --row, one scoreboard row's (dev and test for every row; train for the notebook's own rows,
+    notebook+notebook+notebook and notebook+notebook+alone)."""
     from .scoreboard import scoreboard_row
 
     build = _open_build(ctx, workdir)
@@ -668,7 +730,7 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
 
 @main.command("serve")
 @workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port on 127.0.0.1.")
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
@@ -693,6 +755,7 @@ def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, pre
     data_dir = _data_dir(ctx)
     stopwords(data_dir)  # every trace preprocesses: a bad stopword list stops the server now
     build = _open_build(ctx, workdir)
+    _check_port_free(port)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if workers == 1:
         uvicorn.Server(server_config(create_app(build, warm=True, prerender=prerender), port)).run()
@@ -706,6 +769,21 @@ def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, pre
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
+def _check_port_free(port: int) -> None:
+    """A port another program holds is said in one line (uvicorn would log it and exit 3)."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise DataError(f"port {port} is in use: pass --port") from None
+            raise DataError(f"port {port}: {err.strerror or err}: pass another --port") from None
+
+
 @main.command("site")
 @workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the site into.")
@@ -717,7 +795,10 @@ def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, pre
     help="Splits whose claim pages to write (default: all three).",
 )
 @click.option(
-    "--limit", type=int, default=None, help="Write only the first N claim pages of each split (a quick preview)."
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Write only the first N claim pages of each split (a quick preview).",
 )
 @click.option("--json", "json_twins", is_flag=True, help="Also write every claim page's JSON twin (most of the size).")
 @click.pass_context

@@ -125,6 +125,23 @@ class Claim:
     evidences: tuple[str, ...]
 
 
+def json_value(text: str, where: str, line: bool = False) -> object:
+    """``json.loads(text)``, or a DataError naming ``where`` (a file, or with ``line`` a file's
+    line) and what is wrong: not valid JSON (with the line and column), nested deeper than the
+    reader's stack (json.loads raises RecursionError), or an integer longer than Python converts
+    (ValueError)."""
+    is_ = " is" if line else ":"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        at = f"column {err.colno}" if line else f"line {err.lineno}, column {err.colno}"
+        raise DataError(f"{where}{is_} not valid JSON ({err.msg} at {at})") from None
+    except RecursionError:
+        raise DataError(f"{where}{is_} nested too deeply to read (arrays or objects within each other)") from None
+    except ValueError as err:  # int(): an integer of more than sys.get_int_max_str_digits() digits
+        raise DataError(f"{where}{is_} not JSON this reader accepts ({str(err).split(';')[0]})") from None
+
+
 def _read_json(path: Path) -> object:
     """The JSON value of a whole (small) file; DataError for anything unreadable."""
     if not path.is_file():
@@ -133,10 +150,7 @@ def _read_json(path: Path) -> object:
         text = path.read_bytes().decode("utf-8")  # bytes first: the error's offset is the file's
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: not UTF-8 text ({err.reason} at byte offset {err.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    return json_value(text, str(path))
 
 
 def parse_claims(raw: object, source: str, labelled: bool) -> dict[str, Claim]:
@@ -280,6 +294,8 @@ def load_climate_fever(data_dir: Path) -> dict[str, dict]:
             if claim_id in claims:
                 raise DataError(f"{where}: claim_id {row['claim_id']!r} appears a second time")
             claims[claim_id] = claim
+    if not claims:  # not the claim files' fault when they are looked up in it
+        raise DataError(f"{path}: holds no claim (empty, or blank lines only)")
     return claims
 
 
@@ -291,10 +307,7 @@ def _json_line(raw: bytes, where: str) -> object | None:
         raise DataError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start} of the line)") from None
     if not line.strip():
         return None
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{where} is not valid JSON ({err.msg} at column {err.colno})") from None
+    return json_value(line, where, line=True)
 
 
 def _climate_fever_claim(row: object, where: str) -> tuple[str, dict]:

@@ -40,6 +40,7 @@ _LOAD_ERRORS: tuple[type[BaseException], ...] = (
     TypeError,
     EOFError,
     RuntimeError,
+    RecursionError,
     zipfile.BadZipFile,
 )
 

@@ -245,11 +245,11 @@ def recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | 
     --workdir DIR`` alone: its corpus where build.json says (relative to the workdir) and the
     copy of its trained checkpoint it keeps. None: the workdir holds no build yet."""
     work = Workdir(workdir)
-    if not work.build_record.is_file():
+    if not work.build_record.is_file() and not work.file_manifest.is_file():
         return None
     try:
         recorded = read_json(work.build_record)
-    except DataError:  # damaged: the manifest keeps a copy (the build writes it back)
+    except DataError:  # missing or damaged: the manifest keeps a copy (the build writes it back)
         files = FileManifest.read(work)
         if files is None or files.build is None:
             raise

@@ -607,7 +607,11 @@ class Retriever:
             clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
             passage_tokenizer = restem if clean else final_stems
         params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
-        vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, **params)
+        # A corpus too small for the notebook's settings (max_df=0.5 of the tagged passages below
+        # min_df=3: fewer than six; or no term between them) made scikit-learn raise; here the
+        # vocabulary is empty instead (``cannot_fit``): no claim term has a weight, so every
+        # claim scores 0 against every passage and takes the fallback, as a claim without tags.
+        vectorizer = NotebookTfidf(tokenizer=passage_tokenizer, empty_when_unfittable=True, **params)
         counts = vectorizer.fit_counts(kept_tags)  # fit and count, tokenising once
         weights = notebook_weights(counts, vectorizer.idf_).tocsc()
         del counts

@@ -39,6 +39,12 @@ from .store import write_npz
 Tokenizer = Callable[[str], Sequence[str]]
 
 
+class CannotFit(ValueError):
+    """The settings cannot fit this corpus: what scikit-learn 1.2.2's ``fit`` raises, with its
+    message, in its order: an empty vocabulary (no document has a token), then ``max_df`` below
+    ``min_df`` once both are counts of documents, then no term left between them."""
+
+
 def analyze(doc: str, tokenizer: Tokenizer) -> list[str]:
     """Tokens of one document as scikit-learn's analyzer produces them (before n-grams)."""
     return list(tokenizer(doc.lower()))
@@ -148,6 +154,7 @@ class NotebookTfidf:
         norm: str | None = "l2",
         argsort: Callable[[np.ndarray], np.ndarray] | None = None,
         batch_size: int = 20_000,
+        empty_when_unfittable: bool = False,
     ):
         if ngram_range[0] != 1 or not use_idf or norm != "l2":
             raise ValueError("only ngram_range=(1, n), use_idf=True and norm='l2' are implemented")
@@ -158,6 +165,10 @@ class NotebookTfidf:
         self.ngram_range = ngram_range
         self.argsort = introsort if argsort is None else argsort  # numpy 1.24's introsort, re-implemented
         self.batch_size = batch_size
+        #: Instead of raising CannotFit, fit an empty vocabulary and keep scikit-learn's message
+        #: in ``cannot_fit_`` (every document then transforms to an all-zero row).
+        self.empty_when_unfittable = empty_when_unfittable
+        self.cannot_fit_: str | None = None
 
     # --- fitting ------------------------------------------------------------------------------
 
@@ -229,11 +240,17 @@ class NotebookTfidf:
 
     def _select(self, keys, tf, df, n_docs, tokens: _TokenIds, base: int) -> None:
         """The df filter, the max_features cut and the idf, as scikit-learn 1.2.2 orders them."""
+        # scikit-learn: an int (numbers.Integral, bool included) is a count of documents, a
+        # float a share of them; its three refusals, in its order.
         max_count = self.max_df if isinstance(self.max_df, (int, np.integer)) else self.max_df * n_docs
         min_count = self.min_df if isinstance(self.min_df, (int, np.integer)) else self.min_df * n_docs
-        if max_count < min_count:
-            raise ValueError("max_df corresponds to < documents than min_df")
         keep = (df <= max_count) & (df >= min_count)
+        if len(keys) == 0:
+            self._cannot_fit("empty vocabulary; perhaps the documents only contain stop words")
+            keep = np.zeros(0, dtype=bool)
+        elif max_count < min_count:
+            self._cannot_fit("max_df corresponds to < documents than min_df")
+            keep = np.zeros(len(keys), dtype=bool)
         keys, tf, df = keys[keep], tf[keep], df[keep]
         terms = np.array([_key_to_term(k, base, tokens.tokens) for k in keys.tolist()], dtype=object)
         by_name = np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
@@ -252,8 +269,8 @@ class NotebookTfidf:
                 "tied_kept": int(np.sum(tf[chosen] == last_tf)),
             }
             keys, tf, df, terms = keys[chosen], tf[chosen], df[chosen], terms[chosen]
-        if len(keys) == 0:
-            raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+        if len(keys) == 0 and self.cannot_fit_ is None:
+            self._cannot_fit("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
         self._keys = keys  # sorted by term name, not by key
         self._key_order = np.argsort(keys, kind="stable")
         self._sorted_keys = keys[self._key_order]
@@ -265,6 +282,11 @@ class NotebookTfidf:
         self.df_ = df
         self.tf_ = tf
         self.idf_ = smooth_idf(df, n_docs)
+
+    def _cannot_fit(self, message: str) -> None:
+        if not self.empty_when_unfittable:
+            raise CannotFit(message)
+        self.cannot_fit_ = message
 
     # --- applying -----------------------------------------------------------------------------
 
@@ -287,6 +309,8 @@ class NotebookTfidf:
         return sp.vstack(blocks, format="csr")
 
     def _count_batch(self, batch: _Batch) -> sp.csr_matrix:
+        if len(self._sorted_keys) == 0:  # an empty vocabulary (cannot_fit_): every row is zero
+            return sp.csr_matrix((batch.n_docs, 0), dtype=np.float64)
         keys, doc_ids = ngram_keys(batch.token_ids, batch.doc_of_token, self._base, self.ngram_range[1])
         position = np.searchsorted(self._sorted_keys, keys)
         position[position == len(self._sorted_keys)] = 0
@@ -400,6 +424,7 @@ def save(vectorizer: NotebookTfidf, path) -> None:
                     "max_features": vectorizer.max_features,
                     "ngram_range": list(vectorizer.ngram_range),
                     "cut": vectorizer.cut_,
+                    **({"cannot_fit": vectorizer.cannot_fit_} if vectorizer.cannot_fit_ else {}),
                 }
             )
         ),
@@ -428,6 +453,7 @@ def load(path, tokenizer: Tokenizer) -> NotebookTfidf:
         vectorizer._base = meta["base"]
         vectorizer.n_docs_ = meta["n_docs"]
         vectorizer.cut_ = meta["cut"]
+        vectorizer.cannot_fit_ = meta.get("cannot_fit")
         vectorizer.feature_names = np.array(json.loads(str(stored["feature_names"])), dtype=object)
         vectorizer.vocabulary_ = {term: i for i, term in enumerate(vectorizer.feature_names.tolist())}
         vectorizer.df_ = stored["df"]

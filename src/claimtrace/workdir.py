@@ -16,6 +16,8 @@ from .store import read_json, write_atomic
 
 #: Passages per chunk of the tagging stage's files.
 CHUNK = 50_000
+#: The build's stages, in the order it runs them (``claimtrace build --until STAGE``).
+STAGES = ("tagging", "retrieval", "bm25", "classifier")
 
 
 def chunk_spans(n_items: int) -> list[tuple[int, int]]:
@@ -162,12 +164,31 @@ class Workdir:
     def scoreboard(self) -> Path:
         return self.root / "scoreboard.json"
 
+    def stage_done(self, stage: str) -> bool:
+        """Whether a stage has finished: the file it writes last is there (its summary; the
+        classifier stage's: the scoreboard)."""
+        last = {
+            "tagging": self.tagging_summary,
+            "retrieval": self.retrieval_summary,
+            "bm25": self.bm25_summary,
+            "classifier": self.scoreboard,
+        }[stage]
+        return last.is_file()
+
+    def stages_not_built(self) -> list[str]:
+        """The stages, in build order, that have not finished (a build made with --until, or killed)."""
+        return [stage for stage in STAGES if not self.stage_done(stage)]
+
     @staticmethod
     def chunk(folder: Path, index: int, suffix: str) -> Path:
         return folder / f"{index:05d}{suffix}"
 
     def read_build_record(self) -> dict:
         if not self.build_record.is_file():
+            if self.file_manifest.is_file():  # a build whose build.json was lost: the manifest keeps a copy
+                raise Missing(
+                    "build", self.build_record, f"missing: run `claimtrace build --workdir {self.root}` to repair"
+                )
             raise Missing("build", self.root, "not a claimtrace build (no build.json): run `claimtrace build` first")
         return read_json(self.build_record)
 

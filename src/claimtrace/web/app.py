@@ -35,7 +35,7 @@ from ..artifacts import Build
 from ..errors import DataError
 from . import sections
 from .memory import limit_malloc_arenas
-from .middleware import AnswerCache, FinalAnswers, HostGuard, SecurityHeaders
+from .middleware import AnswerCache, BuildWatch, Failsafe, FinalAnswers, HostGuard, SecurityHeaders
 from .pages import CLAIM, PAGES
 from .render import STATIC, Renderer
 from .responses import error_response, utf8
@@ -72,11 +72,38 @@ def create_app(
     app.add_exception_handler(DataError, damaged)
     app.add_middleware(FinalAnswers, answers=answers)
     app.add_middleware(HostGuard, renderer=renderer)
+    app.add_middleware(BuildWatch, stamp=lambda: build_stamp(tracer.build), reload=lambda: reload_site(app, answers))
+    app.add_middleware(Failsafe, site=lambda: app.state.site)
     app.add_middleware(SecurityHeaders)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         limit_malloc_arenas()
         threading.Thread(target=warm_up, args=(app, answers, prerender), name="claimtrace-warm", daemon=True).start()
     return app
+
+
+def build_stamp(build: Build) -> tuple:
+    """What changes when a build is completed or repaired: its manifest's and build.json's
+    size, modification time and inode (every file the build writes is recorded in the manifest)."""
+    stamp = []
+    for path in (build.work.file_manifest, build.work.manifest):
+        try:
+            status = path.stat()
+            stamp.append((status.st_size, status.st_mtime_ns, status.st_ino))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
+
+
+def reload_site(app: FastAPI, answers: AnswerCache) -> None:
+    """The site's state made again over the build as it is now (a completed or repaired build):
+    a new reader and tracer, no answer kept from before."""
+    old: Build = app.state.tracer.build
+    tracer = Tracer(Build(old.root, old.data_dir))
+    app.state.site = SiteState(tracer, Renderer(tracer, mode="server"))
+    app.state.tracer = tracer
+    with answers.lock:
+        answers.items.clear()
+        answers.bytes = 0
 
 
 # -- warming up: the front page, every Explore, and with ``prerender`` every claim page ------------

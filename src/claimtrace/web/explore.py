@@ -233,10 +233,18 @@ def intended_training() -> dict:
     }
 
 
+class UnknownRow(DataError):
+    """An address that names no scoreboard row (or a split without row predictions): a 404, not
+    a damaged build."""
+
+
 def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
-    """One scoreboard row's predictions of dev or test in the course's shape (DataError for an
-    unknown row; Missing when the build lacks them)."""
+    """One scoreboard row's predictions of dev or test in the course's shape (UnknownRow for an
+    unknown row or split; Missing when the build lacks them; a DataError naming a damaged file)."""
     if split not in PREDICTION_SPLITS:
-        raise DataError(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")
-    row = scoreboard_row(name)
+        raise UnknownRow(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")
+    try:
+        row = scoreboard_row(name)
+    except DataError as err:
+        raise UnknownRow(str(err)) from None
     return build.predictions(split, row.retrieval, row.model, row.protocol)

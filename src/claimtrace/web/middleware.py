@@ -3,6 +3,11 @@ outermost first:
 
 * :class:`SecurityHeaders`: SECURITY_HEADERS on every response; HEAD answered as GET without
   the body;
+* :class:`Failsafe`: whatever a route raised becomes an answer with those headers: a build file
+  that cannot be read a 503 naming it (no machine path), anything else a 500 page, never
+  Starlette's bare text;
+* :class:`BuildWatch`: a build that completes or is repaired while the server runs is served
+  at once (the site's state is made again when the build's manifest changes);
 * :class:`HostGuard`: a Host that is not the loopback is refused (400: DNS rebinding);
 * :class:`FinalAnswers`: a walkthrough or Explore page already served is answered from its copy,
   in the event loop: under load, those stay instant while new traces wait for the CPU.
@@ -13,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ..lru import LRU
+from ..errors import DataError
 from .render import Renderer
 from .responses import error_response
 
@@ -64,6 +70,76 @@ class SecurityHeaders:
             await send(message)
 
         return await self.app(scope, receive, secured)
+
+
+class Failsafe:
+    """The last answer of a request whose route raised: a DataError (a build file damaged or not
+    built: the handlers answer those raised in a route, this catches one raised elsewhere) is a
+    503 naming the file without the machine's paths; anything else is a bug, said as a 500 page
+    (its traceback on the server's stderr). Only before the answer has started: after, the
+    connection is closed by the server."""
+
+    def __init__(self, app, site):
+        self.app = app
+        self.site = site  # a callable: the current SiteState
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def watched(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            return await self.app(scope, receive, watched)
+        except Exception as err:  # noqa: BLE001 - the one place a request's failure is answered
+            if started:
+                raise
+            answer = self.answer(scope.get("path", "/"), err)
+        return await answer(scope, receive, send)
+
+    def answer(self, path: str, err: Exception):
+        from . import sections
+
+        site = self.site()
+        if isinstance(err, DataError):
+            message = sections.public_paths(f"The build cannot be read: {err}", site.tracer.build.root)
+            return error_response(site.renderer, path, 503, "The build is damaged", message)
+        import traceback
+
+        traceback.print_exception(err)
+        message = f"claimtrace could not answer this ({type(err).__name__}): a bug; the server's log has the details."
+        return error_response(site.renderer, path, 500, "Internal error", message)
+
+
+class BuildWatch:
+    """Looks at the build's manifest.json at most once a second; when it has changed (a build
+    that was not finished, or was damaged, has been completed or repaired), ``reload()`` makes
+    the site's state again over the build as it is now, and the answers kept are dropped."""
+
+    def __init__(self, app, stamp, reload, every: float = 1.0):
+        self.app = app
+        self.stamp, self.reload, self.every = stamp, reload, every
+        self.seen = stamp()
+        self.checked = 0.0
+        self.lock = threading.Lock()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            import time
+
+            now = time.monotonic()
+            if now - self.checked >= self.every:
+                self.checked = now
+                stamp = self.stamp()
+                if stamp != self.seen:
+                    with self.lock:
+                        self.seen = stamp
+                        self.reload()
+        return await self.app(scope, receive, send)
 
 
 def _host_name(host: str) -> str:

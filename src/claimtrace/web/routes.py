@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from .. import constants as C
 from ..course import WALKTHROUGH_CLAIM
-from ..errors import DataError
 from . import pages
+from .explore import UnknownRow
 from .render import Renderer, root_for
 from .responses import EncodedCache, html_response, json_response, text_problem, wants_json
 from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
@@ -166,9 +166,7 @@ def row_predictions_json(request: Request, split: str, name: str):
         return not_found(request, "Predictions are JSON: ask for ROW.json.", as_json=True)
     try:
         return _site(request).encoded.response(pages.ROW_PREDICTIONS.data(_site(request).tracer, (split, row)))
-    except StageMissing:
-        raise  # the stage_missing handler: 503, naming what to build
-    except DataError as err:  # an unknown row or split
+    except UnknownRow as err:  # a damaged or missing file is the handlers' 503, naming no machine path
         return not_found(request, str(err), as_json=True)
 
 

@@ -650,6 +650,15 @@ def _add_figures(
 # --- 5. the classifier ----------------------------------------------------------------------------
 
 
+def _table_vs_torch(build: Build) -> dict | None:
+    """The whole table against PyTorch (the classifier stage's summary), or None while the stage
+    has not finished (a killed build has some splits' verdicts before its summary)."""
+    try:
+        return build.classifier_summary().get("table_vs_torch")
+    except Missing:
+        return None
+
+
 def classifier_section(
     build: Build,
     pre: Preprocessed,
@@ -722,7 +731,7 @@ def classifier_section(
         },
         "gold_evidence": None,
         # The whole table against PyTorch, computed once at build time (every row, every label).
-        "table_vs_torch": build.classifier_summary().get("table_vs_torch"),
+        "table_vs_torch": _table_vs_torch(build),
         "course": {"table_vs_torch": course.pair("table_vs_torch", None)},
     }
     whole = section["table_vs_torch"]

@@ -1,5 +1,6 @@
-"""Serving the site: uvicorn's HTTP protocol with a deadline for each request's headers
-(slowloris), the connection limits, and the worker processes of ``claimtrace serve --workers N``
+"""Serving the site: uvicorn's HTTP protocol with deadlines for each request's headers and body
+(slowloris, slow bodies), the connection limit (a prompt 503 past it), the server layer's own
+answers with the security headers, and the worker processes of ``claimtrace serve --workers N``
 (each opens the build its environment names)."""
 
 from __future__ import annotations
@@ -17,10 +18,33 @@ from .app import create_app
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
 #: connection longer. Browsers send the headers in one packet.
 HEADER_TIMEOUT_SECONDS = 5.0
+#: A request's body must arrive whole within this many seconds of its headers, else the
+#: connection is closed: a client sending a body a byte at a time holds no connection longer (a
+#: claim's body is at most MAX_BODY_BYTES, about 120 KB: one or two packets on any link).
+BODY_TIMEOUT_SECONDS = 5.0
 #: Idle keep-alive connections are closed after this many seconds (uvicorn's setting).
 KEEP_ALIVE_SECONDS = 5
-#: Connections at once beyond which uvicorn answers 503 at once, rather than queue without bound.
+#: Connections at once beyond which a new one is answered 503 at once (with the security
+#: headers) and closed, rather than queued without bound; slots free as slow ones are closed.
 MAX_CONNECTIONS = 1024
+
+
+def _raw_answer(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP/1.1 answer that closes the connection, written by the server layer itself
+    (before or instead of the app): the site's security headers included."""
+    from .middleware import SECURITY_HEADERS
+
+    body = message.encode("utf-8")
+    lines = [
+        f"HTTP/1.1 {status} {reason}".encode("ascii"),
+        b"content-type: text/plain; charset=utf-8",
+        b"content-length: " + str(len(body)).encode("ascii"),
+        b"connection: close",
+        *(name + b": " + value for name, value in SECURITY_HEADERS),
+    ]
+    if status == 503:
+        lines.append(b"retry-after: 5")
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
 def _header_deadline_protocol():
@@ -30,10 +54,39 @@ def _header_deadline_protocol():
 
     class HeaderDeadline(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         """Closes the connection when no request has started (its headers all read) within
-        HEADER_TIMEOUT_SECONDS of the connection opening or of the last response."""
+        HEADER_TIMEOUT_SECONDS of the connection opening or of the last response, or when a
+        request's body has not arrived whole within BODY_TIMEOUT_SECONDS of its headers. Past
+        MAX_CONNECTIONS, a new connection is answered 503 and closed at once; the server's own
+        400 (a request h11 refuses: no Host, two Hosts) carries the security headers too."""
 
         _deadline = None
         _waiting_since_cycle = None
+        _body_deadline = None
+        _body_cycle = None
+
+        def send_400_response(self, msg: str) -> None:
+            self.transport.write(_raw_answer(400, "Bad Request", f"{msg}\n"))
+            self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if not self.transport.is_closing():  # refused (503) or cut off: nothing more is read
+                super().data_received(data)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            cycle = self.cycle
+            if cycle is None or cycle is self._body_cycle or self.transport.is_closing():
+                return
+            self._body_cycle = cycle  # a request whose headers have just arrived
+            if getattr(cycle, "more_body", False):
+                if self._body_deadline is not None:
+                    self._body_deadline.cancel()
+                self._body_deadline = self.loop.call_later(BODY_TIMEOUT_SECONDS, self._body_expired, cycle)
+
+        def _body_expired(self, cycle) -> None:
+            self._body_deadline = None
+            if self.cycle is cycle and getattr(cycle, "more_body", False) and not self.transport.is_closing():
+                self.transport.close()
 
         def _arm(self) -> None:
             if self._deadline is not None:
@@ -48,6 +101,10 @@ def _header_deadline_protocol():
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
+            if len(self.connections) > MAX_CONNECTIONS:
+                transport.write(_raw_answer(503, "Service Unavailable", "Too many connections: try again shortly.\n"))
+                transport.close()
+                return
             self._arm()
 
         def on_response_complete(self) -> None:
@@ -56,8 +113,9 @@ def _header_deadline_protocol():
                 self._arm()
 
         def connection_lost(self, exc) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
+            for deadline in (self._deadline, self._body_deadline):
+                if deadline is not None:
+                    deadline.cancel()
             super().connection_lost(exc)
 
     return HeaderDeadline
@@ -116,7 +174,9 @@ def server_config(app, port: int, **options):
         "log_level": "warning",
         "http": f"{__name__}:HeaderDeadline" if isinstance(app, str) else _header_deadline_protocol(),
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
-        "limit_concurrency": MAX_CONNECTIONS,
+        # uvicorn's own limit answers 503 without the site's headers: it stays as a backstop
+        # above the protocol's (MAX_CONNECTIONS), which answers first.
+        "limit_concurrency": 2 * MAX_CONNECTIONS,
         "h11_max_incomplete_event_size": 16 * 1024,
         **options,
     }
