@@ -343,7 +343,7 @@ def test_json_for_script_escapes_everything_that_could_end_a_script():
 def test_unknown_pages_give_a_clear_404_page(web_client, path):
     response = web_client.get(path)
     assert response.status_code == 404 and "text/html" in response.headers["content-type"]
-    assert "Not found" in response.text and "<script>" not in response.text.split("<main>")[1].split("</main>")[0]
+    assert "Not found" in response.text and "<script>" not in response.text.split("<main")[1].split("</main>")[0]
     assert 'href="' in response.text  # a way back
 
 
@@ -855,4 +855,4 @@ def test_quotes_are_never_nested_and_invisible_characters_are_shown():
 def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
     page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
     section = page[page.index('id="preprocess"') : page.index('id="tags"')]
-    assert 'title="dropped: not alphabetic"' in section and "U+00AD" in section
+    assert "not alphabetic: " in section and "U+00AD" in section

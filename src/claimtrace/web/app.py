@@ -91,6 +91,13 @@ def text_problem(text: str) -> str | None:
     return f"The text holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start() + 1}), which is not Unicode text."
 
 
+def _download(response: Response, filename: str) -> Response:
+    """A JSON file the browser saves as ``filename`` (``<split>-<row>.json``) rather than opens."""
+    safe = "".join(ch if ch.isalnum() or ch in "+-_." else "_" for ch in filename)
+    response.headers["Content-Disposition"] = f'attachment; filename="{safe}"'
+    return response
+
+
 def _json(value, status: int = 200) -> Response:
     return Response(_encode(value), status_code=status, media_type="application/json")
 
@@ -384,7 +391,8 @@ def create_app(
         if kind != "json":
             return not_found(request, True, "Predictions are JSON: ask for ROW.json.")
         try:
-            return encoded.response(predictions_of(tracer.build, split, row))
+            answer = encoded.response(predictions_of(tracer.build, split, row))
+            return _download(answer, f"{split}-{row}.json")
         except StageMissing:
             raise  # the stage_missing handler: 503, naming what to build
         except DataError as err:  # an unknown row or split
@@ -515,7 +523,7 @@ def create_app(
                 f"There are no predictions “{name}”.",
                 "They are predictions/<split>.json: dev, train, test.",
             )
-        return _json(tracer.build.course_predictions(split))
+        return _download(_json(tracer.build.course_predictions(split)), f"{split}-predictions.json")
 
     @app.get("/api/build.json")
     def api_build():

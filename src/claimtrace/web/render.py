@@ -93,7 +93,10 @@ def _visible(text: str) -> Markup:
 
 
 def _bar(value: float, scale: float) -> Markup:
-    """A diverging CSS bar: zero in the middle, ``scale`` = half the width; clipped beyond."""
+    """A diverging bar drawn to scale: zero in the middle, ``scale`` = half the bar's width, so
+    the fill is ``|value| / scale`` of a half, on the value's side of zero. A value beyond the
+    scale is drawn full and marked clipped (the page prints every value beside its bar); a tiny
+    value is drawn as tiny as it is. ``data-value`` and ``data-scale`` let a test measure it."""
     if value is None or not scale:
         return Markup('<span class="bar"></span>')
     share = abs(value) / scale
@@ -101,7 +104,11 @@ def _bar(value: float, scale: float) -> Markup:
     width = min(share, 1.0) * 50
     side = "pos" if value >= 0 else "neg"
     extra = " clipped" if clipped else ""
-    return Markup(f'<span class="bar"><span class="fill {side}{extra}" style="width:{width:.2f}%"></span></span>')
+    return Markup(
+        f'<span class="bar" data-value="{value!r}" data-scale="{scale!r}">'
+        f'<span class="fill {side}{extra}" style="width:{width:.4f}%"></span></span>'
+        + ('<small class="off">off scale</small>' if clipped else "")
+    )
 
 
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):

@@ -77,6 +77,8 @@ def live_data(trace: dict) -> dict | None:
 _LEADING_SPACE = re.compile(r"\n\s+")
 #: A relative link to a site file: (quote, path).
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
+#: The opening tag of every page's main content (templates/base.html; the skip link's target).
+MAIN_TAG = '<main id="main" tabindex="-1">'
 NOT_EXPORTED_NOTE = (
     '<p class="export-note" role="note">This export leaves some pages out (a preview, or no JSON twins): '
     "their links are disabled and marked “not exported”. "
@@ -112,7 +114,7 @@ def disable_unexported(html: str, written: set[str]) -> str:
     html = _LINK.sub(replace, html)
     if missing:
         # the same note on every page of such an export: a part the claim pages share
-        html = html.replace("<main>", "<main>\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)
+        html = html.replace(MAIN_TAG, MAIN_TAG + "\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)
     return html
 
 
@@ -126,6 +128,7 @@ def write_site(
     limit: int | None = None,
     json_twins: bool = False,
     shared_parts: bool = True,
+    only: Iterable[str] | None = None,
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts, bytes and seconds.
@@ -135,6 +138,7 @@ def write_site(
     ``json_twins``: also write each claim page's JSON twin (``claim/<id>.json``).
     ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
     (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
+    ``only``: write only these claims' pages (and claim-752's), a preview like ``limit``.
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -142,7 +146,7 @@ def write_site(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
-    claim_ids = {split: _chosen(list(tracer.claims(split)), limit) for split in splits}
+    claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
     written_paths = _planned(claim_ids, json_twins)
     written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
     editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
@@ -210,8 +214,11 @@ def write_site(
     return written
 
 
-def _chosen(ids: list[str], limit: int | None) -> list[str]:
+def _chosen(ids: list[str], limit: int | None, only: Iterable[str] | None = None) -> list[str]:
     """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
+    if only is not None:
+        wanted = set(only) | {DEFAULT_CLAIM}
+        ids = [claim_id for claim_id in ids if claim_id in wanted]
     if limit is None:
         return ids
     return ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])

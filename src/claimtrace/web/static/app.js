@@ -270,23 +270,32 @@
      every keystroke would cost more than a frame. */
   function makeCell(tr, strong) {
     var fill = el("span", { cls: "fill" });
+    var bar = el("span", { cls: "bar" }, [fill]);
+    var off = el("small", { cls: "off", text: "off scale" });
     var v = el("span", { cls: "v" });
     var text = strong ? el("strong") : v;
     if (strong) v.appendChild(text);
-    tr.appendChild(el("td", null, [el("span", { cls: "bar" }, [fill]), v]));
-    return { fill: fill, text: text };
+    tr.appendChild(el("td", null, [bar, off, v]));
+    return { bar: bar, fill: fill, off: off, text: text };
   }
 
+  /* A bar drawn to scale, as the server's pages draw it (render._bar): a half-bar is `scale`, the
+     fill is |value| / scale of a half on the value's side of zero; past the scale it is drawn
+     full, striped, and marked "off scale"; a tiny value is drawn as tiny as it is. */
   function setCell(c, value, scale, digits) {
     var share = scale ? Math.abs(value) / scale : 0;
-    c.fill.className = "fill " + (value >= 0 ? "pos" : "neg") + (share > 1 ? " clipped" : "");
-    c.fill.style.width = (Math.min(share, 1) * 50).toFixed(2) + "%";
+    var clipped = share > 1;
+    c.fill.className = "fill " + (value >= 0 ? "pos" : "neg") + (clipped ? " clipped" : "");
+    c.fill.style.width = (Math.min(share, 1) * 50).toFixed(4) + "%";
+    c.bar.setAttribute("data-value", String(value));
+    c.bar.setAttribute("data-scale", String(scale));
+    c.off.hidden = !clipped;
     c.text.textContent = signed(value, digits);
   }
 
   var PUSHES = 5; // tokens listed for and against the verdict
 
-  function buildOutput(out, labels, maxLen) {
+  function buildOutput(out, labels, withVerdict) {
     var view = {};
     view.verdict = el("span", { cls: "verdict" });
     view.right = el("span");
@@ -324,15 +333,20 @@
     view.labelHeads = labels.map(function (label) { var th = el("th", { text: label }); headB.appendChild(th); return th; });
     view.bodyB = el("tbody");
     view.full = el("details", { cls: "tokens-detail" }, [
-      el("summary", { text: "every token’s exact share, for all four labels" }),
+      el("summary", { text: "Every token’s exact share, for all four labels" }),
       el("table", { cls: "chart tokens" }, [
-        el("caption", { text: "each token’s share: g[token] / " + maxLen + " (bars scaled to the largest word; bias and padding clipped)" }),
+        view.tokensCaption = el("caption"),
         el("thead", null, [headB]), view.bodyB])]);
     view.fullRows = null;
     out.textContent = "";
-    out.appendChild(el("p", { cls: "big" }, [view.verdict, " ", view.right, view.changed]));
-    out.appendChild(view.counts);
-    out.appendChild(el("table", { cls: "chart sum" }, [el("caption", { text: "where each logit comes from (one scale)" }), el("thead", null, [headA]), bodyA]));
+    /* the editor's verdict line; a static claim page's charts go without it (its verdict is
+       section 9's, by protocol, as on the server's page) */
+    if (withVerdict) {
+      out.appendChild(el("p", { cls: "big" }, [view.verdict, " ", view.right, view.changed]));
+      out.appendChild(view.counts);
+    }
+    view.sumCaption = el("caption");
+    out.appendChild(el("table", { cls: "chart sum" }, [view.sumCaption, el("thead", null, [headA]), bodyA]));
     out.appendChild(el("table", { cls: "chart margin" }, [view.marginCaption, bodyM]));
     out.appendChild(view.full);
     return view;
@@ -341,7 +355,7 @@
   function buildFullRows(view, labels, maxLen) {
     function tokenRow(cls, fixedName) {
       var name = el("th", { cls: "l" });
-      var row = { pos: el("span", { cls: "pos" }), name: el("span"), word: el("s") };
+      var row = { pos: el("span", { cls: "at" }), name: el("span"), word: el("s") };
       if (fixedName) name.textContent = fixedName; else { name.appendChild(row.pos); name.appendChild(document.createTextNode(" ")); name.appendChild(row.name); name.appendChild(row.word); }
       row.label = name;
       row.tr = el("tr", cls ? { cls: cls } : null, [name]);
@@ -361,6 +375,8 @@
     TABLE.labels.forEach(function (label, i) { view.labelHeads[i].className = label === result.verdict ? "win" : ""; });
     var scale = 0;
     result.tokens.forEach(function (t) { t.share.forEach(function (x) { scale = Math.max(scale, Math.abs(x)); }); });
+    view.tokensCaption.textContent = "each token’s share: g[token] / " + TABLE.maxLen + " (a half-bar is " + scale.toFixed(4) +
+      ", the largest word’s share; a bar past it is drawn full, striped and marked off scale)";
     result.bias.forEach(function (x, k) { setCell(rows.bias.cells[k], x, scale, 4); });
     rows.tokens.forEach(function (row, t) {
       var tok = result.tokens[t];
@@ -380,10 +396,10 @@
 
   var VIEW = null, LAST = null;
 
-  function render(out, result, reference) {
+  function render(out, result, reference, withVerdict) {
     var labels = TABLE.labels;
     if (!VIEW) {
-      VIEW = buildOutput(out, labels, TABLE.maxLen);
+      VIEW = buildOutput(out, labels, withVerdict !== false);
       VIEW.full.addEventListener("toggle", function () { if (VIEW.full.open && LAST) renderFull(VIEW, LAST); });
     }
     LAST = result;
@@ -407,6 +423,7 @@
     labels.forEach(function (_, i) {
       [result.bias[i], result.wordsTotal[i], result.padding.share[i], result.logits[i]].forEach(function (x) { scaleA = Math.max(scaleA, Math.abs(x)); });
     });
+    v.sumCaption.textContent = "where each logit comes from (one scale: a half-bar is " + scaleA.toFixed(3) + ")";
     labels.forEach(function (label, i) {
       var row = v.sumRows[i];
       row.tr.className = label === result.verdict ? "win" : "";
@@ -420,13 +437,14 @@
     var win = labels.indexOf(result.verdict), second = -1;
     result.logits.forEach(function (x, i) { if (i !== win && (second < 0 || x > result.logits[second])) second = i; });
     v.marginCaption.textContent = "why " + result.verdict + " beats " + labels[second] + " (the runner-up) by " +
-      (result.logits[win] - result.logits[second]).toFixed(4) + ": each part’s share of the margin";
+      (result.logits[win] - result.logits[second]).toFixed(4) + ": each part’s share of that margin (a half-bar is ";
     var pushes = result.tokens.map(function (tok) { return { tok: tok, m: tok.share[win] - tok.share[second] }; });
     pushes.sort(function (a, b) { return b.m - a.m; });
     var against = pushes.slice(Math.max(PUSHES, pushes.length - PUSHES)).reverse();
     var top = pushes.slice(0, PUSHES);
     var scaleM = 0;
     pushes.forEach(function (p) { scaleM = Math.max(scaleM, Math.abs(p.m)); });
+    v.marginCaption.textContent += scaleM.toFixed(4) + ", the largest token’s push; a bar past it is drawn full, striped and marked off scale)";
     var biasM = result.bias[win] - result.bias[second], padM = result.padding.share[win] - result.padding.share[second];
     v.marginBias.name.textContent = "bias";
     setCell(v.marginBias.cell, biasM, scaleM, 4);
@@ -451,10 +469,19 @@
     if (v.full.open) renderFull(v, result);
   }
 
+  /* What the editor's live region announces: one line, not the tables. */
+  function oneLine(result, reference) {
+    var line = "Claim alone: " + result.verdict;
+    if (reference.label) line += result.verdict === reference.label ? ", right" : ", wrong (label " + reference.label + ")";
+    if (reference.alone && result.verdict !== reference.alone.verdict) line += "; changed from " + reference.alone.verdict;
+    return line + "; " + result.real + " real tokens, " + result.pads + " [PAD].";
+  }
+
   function initEditor() {
     var input = document.getElementById("model-input");
     var out = document.getElementById("editor-out");
     var status = document.getElementById("editor-status");
+    var summary = document.getElementById("editor-summary");
     var data = document.getElementById("trace-data");
     if (!input || !out || !data) return;
     var reference = JSON.parse(data.textContent);
@@ -466,6 +493,7 @@
       var t0 = performance.now();
       var result = compute(TABLE, input.value);
       render(out, result, reference);
+      if (summary) summary.textContent = oneLine(result, reference);
       void out.offsetHeight; // include layout in the measured time
       var ms = performance.now() - t0;
       status.textContent = "recomputed in your browser in " + ms.toFixed(1) + " ms";
@@ -529,7 +557,7 @@
       var result = compute(TABLE, reference.text);
       var input = document.getElementById("static-model-input");
       if (input) writeModelInput(input, result);
-      render(out, result, reference);
+      render(out, result, reference, false);
       VIEW.full.open = true; // every token's share, open as on the server's pages
       status.hidden = true;
       body.setAttribute("data-charts", "ready");
@@ -575,13 +603,34 @@
 
   /* ---------------------------------------------------------------- the claim form */
 
+  /* The form is a GET, so the address bar is the share link and a reload traces again; a text
+     too long for an address (the server takes 16 KB of headers) goes as a POST instead. While
+     the box holds another text than the one traced, the results below are marked stale. */
+  var MAX_ADDRESS = 8000;
+
   function initForm() {
     var form = document.querySelector(".claim-form");
     if (!form) return;
+    var box = document.getElementById("claim-text");
+    var note = document.getElementById("stale-note");
+    var results = [document.getElementById("editor"), document.getElementById("live-trace")];
     form.addEventListener("submit", function () {
+      if (box && encodeURIComponent(box.value).length > MAX_ADDRESS) form.method = "post";
       var button = form.querySelector("button");
       if (button) { button.disabled = true; button.textContent = "Tracing…"; }
     });
+    if (!box || !note || box.disabled) return;
+    function markStale() {
+      var stale = box.value.trim() !== (box.getAttribute("data-traced") || "").trim();
+      note.hidden = !stale;
+      results.forEach(function (section) {
+        if (!section) return;
+        if (stale) section.setAttribute("data-stale", "true"); else section.removeAttribute("data-stale");
+        if ("inert" in section) section.inert = stale;
+      });
+    }
+    box.addEventListener("input", markStale);
+    markStale();
   }
 
   /* ---------------------------------------------------------------- forms that filter in place */
