@@ -390,6 +390,7 @@
     rows.pad.tr.hidden = !result.padding.count;
     rows.pad.label.textContent = "[PAD] × " + result.padding.count;
     result.padding.share.forEach(function (x, k) { setCell(rows.pad.cells[k], x, scale, 4); });
+    if (!view.fullMarked) { view.fullMarked = true; markScrollables(view.full); }
   }
 
   function tokenName(tok) { return (tok.unknown ? "<unk> " + tok.word : tok.token) + " @" + tok.position; }
@@ -467,6 +468,7 @@
     setCell(v.marginTotal.cell, result.logits[win] - result.logits[second], scaleM, 4);
 
     if (v.full.open) renderFull(v, result);
+    if (!v.scrollsMarked) { v.scrollsMarked = true; markScrollables(out); }
   }
 
   /* What the editor's live region announces: one line, not the tables. */
@@ -643,10 +645,35 @@
     });
   }
 
+  /* A table wider than the screen scrolls inside its box (style.css): such a box is made
+     reachable from the keyboard and shows a shadow at the edge it scrolls to. */
+  function markScrollables(scope) {
+    var boxes = (scope || document).querySelectorAll("table, .scroll");
+    Array.prototype.forEach.call(boxes, function (box) {
+      if (box.classList.contains("scroll") && box.querySelector("table.scrolls")) return;
+      var scrolls = box.scrollWidth > box.clientWidth + 1 && getComputedStyle(box).overflowX !== "visible";
+      box.classList.toggle("scrolls", scrolls);
+      if (scrolls) {
+        box.setAttribute("tabindex", "0");
+        if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "a table that scrolls sideways");
+      } else if (box.getAttribute("aria-label") === "a table that scrolls sideways") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () { markScrollables(); }, 150);
+  });
+
   expandShared();
   initExplore();
   initEditor();
   initStaticCharts();
   initForm();
   initInPlaceForms();
+  markScrollables();
 })();
