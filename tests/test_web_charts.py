@@ -165,3 +165,39 @@ def test_every_bar_of_the_static_export_is_drawn_to_scale(viewport_page, web_tra
     _open_details(page)
     check_bars(page.evaluate(MEASURE), f"static live at {width} px")
     assert not page.problems, page.problems
+
+
+SECTIONS = [
+    "header.top",
+    ".claim-head",
+    *(f"section#{stage}" for stage in ("preprocess", "tags", "vectors", "filter", "retrieved", "input")),
+    "section#model",
+    "section#quirk",
+    "section#verdict",
+    "section#fixes",
+    "footer",
+]
+
+
+def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_server, web_tracer, tmp_path_factory):
+    """The served page and the exported page of a claim, section by section, the verdict's
+    charts (drawn by the server's templates on one, by app.js on the other) included."""
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("site")
+    write_site(None, out, tracer=web_tracer, splits=("dev",), only=CLAIMS)
+    page = viewport_page(1280)
+
+    def texts() -> dict[str, str]:
+        return {selector: page.locator(selector).first.inner_text() for selector in SECTIONS}
+
+    for claim_id in CLAIMS:
+        page.goto(f"{web_server}/claim/{claim_id}.html", wait_until="load")
+        served = texts()
+        page.goto((out / "claim" / f"{claim_id}.html").as_uri(), wait_until="load")
+        page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+        exported = texts()
+        for selector in SECTIONS:
+            assert exported[selector] == served[selector], f"{claim_id} {selector}"
+        assert page.locator("table.chart").count() == 3
+    assert not page.problems, page.problems
