@@ -725,7 +725,7 @@ def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tr
     assert all(p["source"].startswith("notebook.md §") for p in r["course"].values())
     # the demo corpus is not the course's evidence.json: the page says the figures need not match
     assert t["build"]["course"]["course_corpus"] is False
-    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    page = re.sub(r"<[^>]+>", "", web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text)  # the text, chips' links out
     assert "course run 8" in page and "course run 37" in page and "course run 167,592" in page
     assert "notebook.md §4 (Retrieval)" in page and "not of the course’s evidence.json" in page
     # another claim has no claim-752 pairs
@@ -814,7 +814,10 @@ def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_cl
     assert [row["course_dev"] for row in k["training"]] == [v[1] for v in course.ORIGINAL_LOG.values()]
     assert "89/154" in k["accuracy_note"] and "seed" in k["accuracy_note"]
     page = web_client.get("/explore/dev.html").text
-    assert 'id="table2"' in page and "0.04299" in page and "course run 89/154" in page
+    text = re.sub(r"<[^>]+>", "", page)
+    # the 89/154 is the 2026 explainer's (its retrained weights), named so and defined in the glossary
+    assert 'id="table2"' in page and "0.04299" in page and "the 2026 explainer 89/154" in text
+    assert 'id="g-explainer"' in page and "86/154" in text and 'id="look-alikes"' in page
     test = web_client.get("/explore/test.json").json()["course"]
     assert test["table2"]["F"]["course"] == 0.03310 and test["table2"]["F"]["build"] is None
     assert "0.03310" in web_client.get("/explore/test.html").text
@@ -848,6 +851,10 @@ def test_quotes_are_never_nested_and_invisible_characters_are_shown():
         '"South Australia has the highest power prices in the world".'
     )
     assert _quoted("Sea levels rise.") == "“Sea levels rise.”"
+    # a claim that opens a quotation and never closes it (claim-871): one opening mark, not two
+    assert (
+        _quoted("“As it happens, Zika may also be a good model.") == "“As it happens, Zika may also be a good model.”"
+    )
     shown = str(_visible("elec\u00adtricity\u200b<b>"))
     assert "U+00AD" in shown and "U+200B" in shown and "&lt;b&gt;" in shown and "\u00ad" not in shown
 
@@ -856,3 +863,18 @@ def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
     page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
     section = page[page.index('id="preprocess"') : page.index('id="tags"')]
     assert "not alphabetic: " in section and "U+00AD" in section
+
+
+def test_downloads_are_saved_under_their_split_and_row(web_client):
+    """A prediction download is an attachment named <split>-<row>.json (dev and test differ),
+    and Explore's links carry the same name for the static export; the demo corpus's cf: ids
+    are flagged beside them."""
+    page = web_client.get("/explore/dev.html").text
+    names = re.findall(r'href="\.\./predictions/(dev|test)/([^"]+)\.json"[^>]* download="([^"]+)"', page)
+    assert names and all(name == f"{split}-{row}.json" for split, row, name in names)
+    assert len({name for _, _, name in names}) == len(names)
+    assert "<code>cf:</code>" in page
+    split, row, name = names[0]
+    response = web_client.get(f"/predictions/{split}/{row}.json")
+    assert response.headers["content-disposition"] == f'attachment; filename="{name}"'
+    assert web_client.get("/predictions/dev.json").headers["content-disposition"].endswith('"dev-predictions.json"')

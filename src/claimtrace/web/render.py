@@ -71,10 +71,13 @@ _OPENING, _CLOSING = "\"“‘'«„", "\"”’'»“"
 
 def _quoted(text: str) -> str:
     """A text in “curly quotes”, unless it is already quoted from end to end (a passage that
-    is itself a quotation): never “"…"”."""
+    is itself a quotation): never “"…"”; a text that opens a quotation and never closes it gets
+    only the closing mark, never a doubled opening one."""
     stripped = text.strip()
     if len(stripped) > 1 and stripped[0] in _OPENING and any(ch in _CLOSING for ch in stripped[-2:]):
         return stripped
+    if len(stripped) > 1 and stripped[0] in _OPENING and not any(ch in _CLOSING for ch in stripped[1:]):
+        return f"{stripped}”"  # a quotation opened and never closed (claim-871): not ““…”
     return f"“{stripped}”"
 
 
