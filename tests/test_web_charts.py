@@ -201,3 +201,40 @@ def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_se
             assert exported[selector] == served[selector], f"{claim_id} {selector}"
         assert page.locator("table.chart").count() == 3
     assert not page.problems, page.problems
+
+
+#: Explore's weight limits: HTML bytes and elements of a split's page, served and exported.
+MAX_EXPLORE_BYTES, MAX_EXPLORE_ELEMENTS = 300_000, 4_000
+
+
+def test_explore_train_is_light_served_and_exported(viewport_page, web_server, web_tracer, tmp_path_factory):
+    """/explore/train.html (1,228 claims): under 300 KB of HTML and 4,000 elements, with the
+    filters, the sort, the pages and the URL state working over every claim."""
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("site")
+    write_site(None, out, tracer=web_tracer, splits=("train",), limit=1)
+    fallbacks = sum(r["fallback"] for r in web_tracer.build.retrieval("train").values())
+    page = viewport_page(1280)
+    for url in (f"{web_server}/explore/train.html", (out / "explore" / "train.html").as_uri()):
+        response = page.goto(url, wait_until="load")
+        assert len(response.body()) < MAX_EXPLORE_BYTES, f"{url}: {len(response.body()):,} bytes"
+        elements = page.evaluate("document.getElementsByTagName('*').length")
+        assert elements < MAX_EXPLORE_ELEMENTS, f"{url}: {elements:,} elements"
+        assert page.locator("#f-count").inner_text().startswith("1228 of 1228")
+        page.select_option("#f-fallback", "yes")
+        assert page.locator("#f-count").inner_text().startswith(f"{fallbacks} of 1228")
+        page.click("#claims-table thead th[data-key=f]")
+        page.click("#claims-table thead th[data-key=f]")  # descending
+        page.click("#page-next")
+        rows = page.locator("#claims-table tbody tr")
+        second_page = [r.get_attribute("data-id") for r in rows.all()]
+        assert len(second_page) == min(100, fallbacks - 100)
+        assert all(r.get_attribute("data-fallback") == "yes" for r in rows.all())
+        f_values = [float(r.get_attribute("data-f")) for r in rows.all()]
+        assert f_values == sorted(f_values, reverse=True)
+        assert "fallback=yes" in page.url and "sort=f" in page.url and "dir=desc" in page.url and "page=2" in page.url
+        page.goto(page.url, wait_until="load")  # the shared link gives the same view
+        assert [r.get_attribute("data-id") for r in page.locator("#claims-table tbody tr").all()] == second_page
+        assert page.evaluate("document.getElementsByTagName('*').length") < MAX_EXPLORE_ELEMENTS
+    assert not page.problems, page.problems

@@ -114,6 +114,53 @@ def _bar(value: float, scale: float) -> Markup:
     )
 
 
+#: The columns of Explore's claims table as app.js receives them (one array per claim).
+CLAIM_FIELDS = (
+    "position",
+    "id",
+    "text",
+    "label",
+    "gold-alone",
+    "gold-notebook",
+    "retrieved-alone",
+    "retrieved-notebook",
+    "passed",
+    "fallback",
+    "f",
+)
+
+
+#: Claims drawn at a time in Explore's table (app.js reads the page size from the page).
+CLAIMS_PAGE = 100
+
+
+def claims_table(explore: dict) -> dict:
+    """Explore's claims as compact rows for app.js, which draws the table a page of rows at a
+    time (1,228 rows written as HTML made the train page 1.7 MB and 27,000 elements): labels
+    and verdicts as indices into ``labels``, F to 6 decimals."""
+    index = {label: i for i, label in enumerate(C.LABELS)}
+    rows = []
+    for row in explore["claims"]:
+        verdicts = []
+        for source in ("gold", "retrieved"):
+            for protocol in C.PROTOCOLS:
+                got = row.get(source)
+                verdicts.append(index[got[protocol]] if got else None)
+        rows.append(
+            [
+                row["position"],
+                row["id"],
+                row["text"],
+                index.get(row["label"]) if row["label"] else None,
+                *verdicts,
+                row.get("passed"),
+                None if row.get("fallback") is None else int(row["fallback"]),
+                None if row.get("F") is None else round(row["F"], 6),
+            ]
+        )
+    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows}
+
+
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):
 #: the site writer keeps one copy in a shared script and leaves a placeholder (web.fragments).
 SHARED_OPEN, SHARED_CLOSE = "<!--shared-->", "<!--/shared-->"
@@ -151,6 +198,8 @@ def make_env() -> Environment:
     env.globals.update(
         live_bucket=live_bucket,
         bar=_bar,
+        claims_table=claims_table,
+        CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
         LABELS=C.LABELS,
         SPLITS=C.SPLITS,

@@ -79,6 +79,8 @@ _LEADING_SPACE = re.compile(r"\n\s+")
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
 #: The opening tag of every page's main content (templates/base.html; the skip link's target).
 MAIN_TAG = '<main id="main" tabindex="-1">'
+#: The claim ids in Explore's data for app.js (web.render.claims_table).
+_CLAIM_IDS = re.compile(r'"(claim-\d+)"')
 NOT_EXPORTED_NOTE = (
     '<p class="export-note" role="note">This export leaves some pages out (a preview, or no JSON twins): '
     "their links are disabled and marked “not exported”. "
@@ -112,6 +114,12 @@ def disable_unexported(html: str, written: set[str]) -> str:
         return f'data-not-exported="{match.group(2)}" aria-disabled="true" title="not exported"'
 
     html = _LINK.sub(replace, html)
+    # Explore's rows are drawn by app.js from data: it is told which claim pages exist
+    if 'id="claims-table"' in html:
+        exported = sorted(path[len("claim/") : -len(".html")] for path in written if path.startswith("claim/"))
+        if any(f"claim/{claim_id}.html" not in written for claim_id in _CLAIM_IDS.findall(html)):
+            missing = True
+            html = html.replace('id="claims-table"', f'id="claims-table" data-exported="{" ".join(exported)}"', 1)
     if missing:
         # the same note on every page of such an export: a part the claim pages share
         html = html.replace(MAIN_TAG, MAIN_TAG + "\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)

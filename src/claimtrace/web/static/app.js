@@ -56,11 +56,64 @@
 
   /* ---------------------------------------------------------------- Explore */
 
+  /* Explore's table is drawn here from the page's data (#claims-data), a page of rows at a
+     time: the filters and the sort run over every claim, the page shows PAGE of them. */
+  var SHORT = { SUPPORTS: "SUP", REFUTES: "REF", NOT_ENOUGH_INFO: "NEI", DISPUTED: "DIS" };
+
+  function claimRows(data) {
+    var at = {};
+    data.fields.forEach(function (name, i) { at[name] = i; });
+    return data.rows.map(function (r) {
+      var row = { position: r[at.position], id: r[at.id], text: r[at.text], lower: String(r[at.text]).toLowerCase() };
+      row.label = r[at.label] === null ? "" : data.labels[r[at.label]];
+      ["gold-alone", "gold-notebook", "retrieved-alone", "retrieved-notebook"].forEach(function (key) {
+        row[key] = r[at[key]] === null ? "" : data.labels[r[at[key]]];
+      });
+      row.passed = r[at.passed] === null ? "" : r[at.passed];
+      row.fallback = r[at.fallback] === null ? "" : (r[at.fallback] ? "yes" : "no");
+      row.f = r[at.f] === null ? "" : r[at.f];
+      return row;
+    });
+  }
+
+  function claimRow(row, columns, labelled, exported) {
+    var tr = el("tr", { "data-id": row.id, "data-label": row.label, "data-f": String(row.f), "data-fallback": row.fallback, "data-passed": String(row.passed) });
+    tr.appendChild(el("td", { text: String(row.position + 1) }));
+    /* a preview export writes some claim pages only: a link to another is disabled and marked,
+       as site.py marks the links it writes itself */
+    var link = exported && !exported.has(row.id)
+      ? el("a", { "data-not-exported": "claim/" + row.id + ".html", "aria-disabled": "true", title: "not exported", text: row.id })
+      : el("a", { href: root + "claim/" + row.id + ".html", text: row.id });
+    tr.appendChild(el("td", { cls: "l" }, [link, el("span", { cls: "ctext", text: row.text })]));
+    if (labelled) tr.appendChild(el("td", { cls: "l" }, [el("span", { cls: "mini v-" + row.label, title: row.label, text: SHORT[row.label] || "" })]));
+    columns.forEach(function (key) {
+      var v = row[key];
+      var cell = el("td", { cls: "l" });
+      if (!v) { cell.textContent = "—"; } else {
+        cell.appendChild(el("span", { cls: "mini v-" + v, title: v, text: SHORT[v] }));
+        if (labelled) cell.appendChild(v === row.label ? el("span", { cls: "right", title: "right", text: "✓" }) : el("span", { cls: "wrong", title: "wrong", text: "✗" }));
+      }
+      tr.appendChild(cell);
+    });
+    tr.appendChild(el("td", { text: row.passed === "" ? "—" : String(row.passed) }));
+    tr.appendChild(el("td", { text: row.fallback === "" ? "—" : (row.fallback === "yes" ? "yes" : "") }));
+    if (labelled) tr.appendChild(el("td", { text: row.f === "" ? "—" : row.f.toFixed(2) }));
+    return tr;
+  }
+
   function initExplore() {
     var table = document.getElementById("claims-table");
-    if (!table) return;
+    var source = document.getElementById("claims-data");
+    if (!table || !source) return;
+    var data = JSON.parse(source.textContent);
+    var all = claimRows(data);
+    var PAGE = data.page;
+    var exported = table.hasAttribute("data-exported") ? new Set(table.getAttribute("data-exported").split(" ")) : null;
     var tbody = table.tBodies[0];
-    var rows = Array.prototype.slice.call(tbody.rows);
+    var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    var labelled = heads.some(function (th) { return th.getAttribute("data-key") === "label"; });
+    var columns = heads.map(function (th) { return th.getAttribute("data-key"); })
+      .filter(function (key) { return /^(gold|retrieved)-/.test(key || ""); });
     var controls = {
       text: document.getElementById("f-text"),
       label: document.getElementById("f-label"),
@@ -71,60 +124,76 @@
       fallback: document.getElementById("f-fallback")
     };
     var count = document.getElementById("f-count");
-    var sortKey = "position", sortType = "num", sortDir = 1;
+    var pager = document.getElementById("pager"), pageOf = document.getElementById("page-of");
+    var prev = document.getElementById("page-prev"), next = document.getElementById("page-next");
+    var sortKey = "position", sortType = "num", sortDir = 1, page = 0, shown = [];
 
     function value(control) { return control ? control.value : ""; }
 
-    function apply() {
+    function sortValue(row) {
+      var v = row[sortKey];
+      if (sortType === "num") return v === "" ? -Infinity : Number(v);
+      if (sortType === "id") return parseInt(String(v).replace(/\D+/g, ""), 10) || 0;
+      return String(v);
+    }
+
+    function select() {
       var text = value(controls.text).trim().toLowerCase();
       var label = value(controls.label), verdictWanted = value(controls.verdict);
       var right = value(controls.right), fallback = value(controls.fallback);
-      var attr = "data-" + value(controls.source) + "-" + value(controls.protocol);
-      var shown = 0, correct = 0, judged = 0;
-      rows.forEach(function (row) {
-        var verdict = row.getAttribute(attr) || "";
-        var rowLabel = row.getAttribute("data-label");
-        var ok = true;
-        if (text && row.getAttribute("data-text").indexOf(text) < 0 && row.getAttribute("data-id").indexOf(text) < 0) ok = false;
-        if (label && rowLabel !== label) ok = false;
-        if (verdictWanted && verdict !== verdictWanted) ok = false;
-        if (right === "right" && verdict !== rowLabel) ok = false;
-        if (right === "wrong" && (verdict === rowLabel || !verdict)) ok = false;
-        if (fallback && row.getAttribute("data-fallback") !== fallback) ok = false;
-        row.hidden = !ok;
-        if (ok) {
-          shown += 1;
-          if (verdict && rowLabel) { judged += 1; if (verdict === rowLabel) correct += 1; }
-        }
+      var key = value(controls.source) + "-" + value(controls.protocol);
+      var correct = 0, judged = 0;
+      shown = all.filter(function (row) {
+        var verdict = row[key] || "";
+        if (text && row.lower.indexOf(text) < 0 && row.id.indexOf(text) < 0) return false;
+        if (label && row.label !== label) return false;
+        if (verdictWanted && verdict !== verdictWanted) return false;
+        if (right === "right" && verdict !== row.label) return false;
+        if (right === "wrong" && (verdict === row.label || !verdict)) return false;
+        if (fallback && row.fallback !== fallback) return false;
+        if (verdict && row.label) { judged += 1; if (verdict === row.label) correct += 1; }
+        return true;
       });
-      if (count) {
-        count.textContent = shown + " of " + rows.length + " claims shown" +
-          (judged ? "; " + value(controls.source) + " evidence, " + value(controls.protocol) + ": " + correct + "/" + judged + " right" : "");
-      }
-    }
-
-    function sortValue(row) {
-      var v = row.getAttribute("data-" + sortKey) || "";
-      if (sortType === "num") return v === "" ? -Infinity : parseFloat(v);
-      if (sortType === "id") return parseInt(v.replace(/\D+/g, ""), 10) || 0;
-      return v;
-    }
-
-    function sort() {
-      var keyed = rows.map(function (row, i) { return [sortValue(row), i, row]; });
+      var keyed = shown.map(function (row, i) { return [sortValue(row), i, row]; });
       keyed.sort(function (a, b) {
         if (a[0] < b[0]) return -sortDir;
         if (a[0] > b[0]) return sortDir;
         return a[1] - b[1];
       });
-      keyed.forEach(function (k) { tbody.appendChild(k[2]); });
-      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      shown = keyed.map(function (k) { return k[2]; });
+      if (count) {
+        count.textContent = shown.length + " of " + all.length + " claims shown" +
+          (judged ? "; " + value(controls.source) + " evidence, " + value(controls.protocol) + ": " + correct + "/" + judged + " right" : "");
+      }
+    }
+
+    function draw() {
+      var pages = Math.max(1, Math.ceil(shown.length / PAGE));
+      page = Math.min(Math.max(page, 0), pages - 1);
+      var fragment = document.createDocumentFragment();
+      shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (row) { fragment.appendChild(claimRow(row, columns, labelled, exported)); });
+      tbody.textContent = "";
+      tbody.appendChild(fragment);
+      heads.forEach(function (th) {
         th.removeAttribute("aria-sort");
         if (th.getAttribute("data-key") === sortKey) th.setAttribute("aria-sort", sortDir > 0 ? "ascending" : "descending");
       });
+      if (pager) {
+        pager.hidden = pages < 2;
+        pageOf.textContent = "claims " + (shown.length ? page * PAGE + 1 : 0) + "–" + Math.min(shown.length, (page + 1) * PAGE) + " of " + shown.length + " (page " + (page + 1) + " of " + pages + ")";
+        prev.disabled = page === 0;
+        next.disabled = page >= pages - 1;
+      }
     }
 
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+    function update(keepPage) {
+      if (!keepPage) page = 0;
+      select();
+      draw();
+      saveState();
+    }
+
+    heads.forEach(function (th) {
       var key = th.getAttribute("data-key");
       if (!key) return;
       th.tabIndex = 0;
@@ -132,13 +201,16 @@
       function go() {
         if (sortKey === key) sortDir = -sortDir; else { sortKey = key; sortDir = 1; }
         sortType = th.getAttribute("data-type") || "str";
-        sort();
+        update();
       }
-      th.addEventListener("click", function () { go(); saveState(); });
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); saveState(); } });
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
     });
+    if (prev) prev.addEventListener("click", function () { page -= 1; draw(); saveState(); });
+    if (next) next.addEventListener("click", function () { page += 1; draw(); saveState(); });
 
-    /* The filters and the sort live in the URL (?label=…&sort=f&dir=desc), so a view can be shared. */
+    /* The filters, the sort and the page live in the URL (?label=…&sort=f&dir=desc&page=2), so a
+       view can be shared. */
     function saveState() {
       var params = new URLSearchParams();
       Object.keys(controls).forEach(function (k) {
@@ -146,6 +218,7 @@
         if (c && c.value !== c.getAttribute("data-default")) params.set(k, c.value);
       });
       if (sortKey !== "position" || sortDir !== 1) { params.set("sort", sortKey); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+      if (page > 0) params.set("page", String(page + 1));
       var query = params.toString();
       try { history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash); } catch (e) { /* some file:// setups refuse */ }
     }
@@ -160,18 +233,17 @@
       });
       var key = params.get("sort");
       var th = key && table.tHead.querySelector('th[data-key="' + key.replace(/[^a-z-]/g, "") + '"]');
-      if (th) {
-        sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1;
-        sort();
-      }
+      if (th) { sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1; }
+      page = (parseInt(params.get("page"), 10) || 1) - 1;
     }
 
     Object.keys(controls).forEach(function (k) {
       var c = controls[k];
-      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { apply(); saveState(); });
+      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { update(); });
     });
     loadState();
-    apply();
+    select();
+    draw();
   }
 
   /* ---------------------------------------------------------------- the table */
