@@ -24,6 +24,7 @@ of different lengths never collide. Strings are made only for terms that survive
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
+
+from .npsort import argsort as introsort
+from .store import write_npz
 
 Tokenizer = Callable[[str], Sequence[str]]
 
@@ -152,9 +156,7 @@ class NotebookTfidf:
         self.min_df = min_df
         self.max_features = max_features
         self.ngram_range = ngram_range
-        if argsort is None:
-            from .npsort import argsort  # numpy 1.24's introsort, re-implemented
-        self.argsort = argsort
+        self.argsort = introsort if argsort is None else argsort  # numpy 1.24's introsort, re-implemented
         self.batch_size = batch_size
 
     # --- fitting ------------------------------------------------------------------------------
@@ -360,10 +362,6 @@ def _key_to_term(key: int, base: int, tokens: list[str]) -> str:
 def save(vectorizer: NotebookTfidf, path) -> None:
     """Write a fitted vectorizer to ``path`` (.npz) through a temporary file, then rename.
     The tokenizer is not saved: :func:`load` takes it again."""
-    import json
-
-    from .data import write_npz
-
     write_npz(
         path,
         keys=vectorizer._keys,
@@ -390,8 +388,6 @@ def save(vectorizer: NotebookTfidf, path) -> None:
 
 def load(path, tokenizer: Tokenizer) -> NotebookTfidf:
     """Read a vectorizer written by :func:`save`."""
-    import json
-
     with np.load(path) as stored:
         meta = json.loads(str(stored["meta"]))
         vectorizer = NotebookTfidf(

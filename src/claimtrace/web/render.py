@@ -20,10 +20,29 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
 from .. import constants as C
-from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
+from ..course import WALKTHROUGH_CLAIM
+from . import pictures
+from .tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
+
+#: The site's own static files, each also under a name carrying its content's hash
+#: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
+#: has a new name.
+STATIC_FILES = ("app.js", "style.css")
+
+
+def _hashed(name: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:12]
+    stem, ext = name.rsplit(".", 1)
+    return f"{stem}.{digest}.{ext}"
+
+
+#: ``{"app.js": "app.<hash>.js", ...}``
+ASSETS = {name: _hashed(name) for name in STATIC_FILES}
 
 
 def json_for_script(value: Any) -> Markup:
@@ -198,12 +217,14 @@ def make_env() -> Environment:
     env.globals.update(
         live_bucket=live_bucket,
         bar=_bar,
+        asset=ASSETS.__getitem__,
         claims_table=claims_table,
+        pictures=pictures,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
         LABELS=C.LABELS,
         SPLITS=C.SPLITS,
-        DEFAULT_CLAIM=DEFAULT_CLAIM,
+        WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
         MAX_TEXT_CHARS=MAX_TEXT_CHARS,
     )
     return env

@@ -717,6 +717,35 @@
     });
   }
 
+  /* Tables whose heads sort them (class "sortable", th[data-sort]: "num" or "str"): by a cell's
+     data-v, else its text; a second click reverses. The scoreboard is one. */
+  function initSortable() {
+    Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+      var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+      var body = table.tBodies[0];
+      var original = Array.prototype.slice.call(body.rows);
+      heads.forEach(function (th, column) {
+        var type = th.getAttribute("data-sort");
+        if (!type) return;
+        th.tabIndex = 0;
+        function go() {
+          var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+          var keyed = original.map(function (row, i) {
+            var cell = row.cells[column];
+            var v = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent.trim();
+            return [type === "num" ? parseFloat(v) : v, i, row];
+          });
+          keyed.sort(function (a, b) { return a[0] < b[0] ? -dir : a[0] > b[0] ? dir : a[1] - b[1]; });
+          keyed.forEach(function (k) { body.appendChild(k[2]); });
+          heads.forEach(function (other) { other.removeAttribute("aria-sort"); });
+          th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+        }
+        th.addEventListener("click", go);
+        th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+      });
+    });
+  }
+
   /* A table wider than the screen scrolls inside its box (style.css): such a box is made
      reachable from the keyboard and shows a shadow at the edge it scrolls to. */
   function markScrollables(scope) {
@@ -743,6 +772,7 @@
 
   expandShared();
   initExplore();
+  initSortable();
   initEditor();
   initStaticCharts();
   initForm();
