@@ -145,7 +145,7 @@ def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
             x, y = left + cell * j, top + cell * i
             stroke = ' stroke="#1d232b" stroke-width="2"' if i == j else ' stroke="#d9dee4"'
             body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}"{stroke}/>')
-            ink = "light" if share > 0.5 else "dark"
+            ink = "light" if share > 0.6 else "dark"
             body.append(_text(x + cell / 2, y + cell / 2 + 5, str(n), "middle", f"count {ink}"))
     for j in never:
         x = left + cell * j
