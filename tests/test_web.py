@@ -929,3 +929,15 @@ def test_answers_over_1_kb_are_gzipped_and_static_files_cached_by_their_hashed_n
         assert answer.content == (STATIC / name).read_bytes()
         assert web_client.get(f"/static/{name}").headers["cache-control"] == "no-cache"
     assert web_client.get("/static/app.000000000000.js").status_code == 404
+
+
+def test_stems_of_stems_are_shown_where_they_decide_a_shared_tag(web_client):
+    """claim-871's missed gold passage evidence-286834 has the tag "disea" where the claim has
+    "diseas" (the passages' tags are stemmed twice): the table says so."""
+    from claimtrace.web.render import stems_of_stems
+
+    assert stems_of_stems(["diseas", "zika"], ["disea", "zika", "mosquito"]) == {"disea": "diseas"}
+    page = web_client.get("/claim/claim-871.html").text
+    row = page[page.index('data-id="evidence-286834"') :]
+    row = row[: row.index("</tr>")]
+    assert "≠ the claim’s diseas" in row and "stems of stems" in row

@@ -133,6 +133,16 @@ def _bar(value: float, scale: float) -> Markup:
     )
 
 
+def stems_of_stems(claim_tags, passage_tags) -> dict[str, str]:
+    """The passage tags that are a claim tag stemmed once more (the "stems of stems" quirk:
+    the tagging vectorizer preprocesses what was already preprocessed, ``diseas -> disea``), so
+    the two never count as shared: ``{passage tag: claim tag}``."""
+    from ..preprocess import stem
+
+    again = {stem(tag): tag for tag in claim_tags}
+    return {tag: again[tag] for tag in passage_tags if tag in again and again[tag] != tag and tag not in claim_tags}
+
+
 #: The columns of Explore's claims table as app.js receives them (one array per claim).
 CLAIM_FIELDS = (
     "position",
@@ -219,6 +229,7 @@ def make_env() -> Environment:
         bar=_bar,
         asset=ASSETS.__getitem__,
         claims_table=claims_table,
+        stems_of_stems=stems_of_stems,
         pictures=pictures,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
