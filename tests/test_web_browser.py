@@ -376,3 +376,30 @@ def test_explore_filters_and_sort_live_in_the_url(page, web_server):
     assert page.locator("#claims-table tbody tr:visible").first.get_attribute("data-id") == first
     assert page.locator("th[data-key=f]").get_attribute("aria-sort") == "descending"
     assert not page.problems, page.problems
+
+
+def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server, web_tracer):
+    """The claim form is a GET: after tracing, the address bar traces the same text again on
+    reload. While the box holds another text, the results below are marked stale; the editor's
+    live region announces one line, not the tables."""
+    text = "Arctic sea ice is growing"
+    page.goto(web_server + "/live.html", wait_until="load")
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    summary = page.locator("#editor-summary")
+    assert summary.get_attribute("aria-live") == "polite" and page.locator("#editor-out[aria-live]").count() == 0
+    verdict = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
+    assert summary.inner_text().startswith(f"Claim alone: {verdict}") and "\n" not in summary.inner_text()
+    assert page.locator("#stale-note").is_hidden() and page.locator("#live-trace[data-stale]").count() == 0
+    page.fill("#claim-text", text)
+    assert page.locator("#stale-note").is_visible()
+    assert page.locator("#live-trace[data-stale]").count() == 1 and page.locator("#editor[data-stale]").count() == 1
+    with page.expect_navigation():
+        page.click(".claim-form button")
+    assert "text=Arctic+sea+ice+is+growing" in page.url
+    page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
+    assert page.locator("#stale-note").is_hidden() and page.locator("#live-trace[data-stale]").count() == 0
+    assert page.locator(".live-trace .claim-text").inner_text() == f"“{text}”"
+    page.reload(wait_until="load")  # a reload traces again, no form to resubmit
+    assert page.locator(".live-trace .claim-text").inner_text() == f"“{text}”"
+    assert page.locator("#share-link").get_attribute("href").endswith("text=Arctic%20sea%20ice%20is%20growing")
+    assert not page.problems, page.problems
