@@ -238,3 +238,26 @@ def test_explore_train_is_light_served_and_exported(viewport_page, web_server, w
         assert [r.get_attribute("data-id") for r in page.locator("#claims-table tbody tr").all()] == second_page
         assert page.evaluate("document.getElementsByTagName('*').length") < MAX_EXPLORE_ELEMENTS
     assert not page.problems, page.problems
+
+
+def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, web_tracer):
+    """Explore's scoreboard: one column per choice; a head sorts the rows (a second click
+    reverses); its chart has a bar per row and metric."""
+    board = web_tracer.explore("dev")["scoreboard"]["rows"]
+    page = viewport_page(1280)
+    page.goto(f"{web_server}/explore/dev.html", wait_until="load")
+    table = page.locator("#scoreboard-table")
+    heads = [h.inner_text() for h in table.locator("thead th").all()]
+    assert heads[:3] == ["retrieval", "model", "protocol"]
+    hm = heads.index("HM") + 1
+    for direction in ("ascending", "descending"):
+        table.locator("thead th", has_text="HM").click()
+        assert table.locator("thead th", has_text="HM").get_attribute("aria-sort") == direction
+        values = [float(v) for v in table.locator(f"tbody tr td:nth-child({hm})").all_inner_texts()]
+        assert values == sorted(values, reverse=direction == "descending") and len(values) == len(board)
+    table.locator("thead th", has_text="retrieval").click()
+    names = table.locator("tbody tr th").all_inner_texts()
+    assert names == sorted(names)
+    assert page.locator("svg.picture.scores rect").count() == 3 * len(board)
+    page.locator("#scoreboard").scroll_into_view_if_needed()
+    assert not page.problems, page.problems

@@ -8,6 +8,7 @@ folder (``""`` or ``"../"``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import threading
@@ -21,6 +22,7 @@ from markupsafe import Markup, escape
 
 from .. import constants as C
 from ..course import WALKTHROUGH_CLAIM
+from ..preprocess import stem
 from . import pictures
 from .tracer import MAX_TEXT_CHARS, Tracer
 
@@ -34,8 +36,6 @@ STATIC_FILES = ("app.js", "style.css")
 
 
 def _hashed(name: str) -> str:
-    import hashlib
-
     digest = hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:12]
     stem, ext = name.rsplit(".", 1)
     return f"{stem}.{digest}.{ext}"
@@ -137,8 +137,6 @@ def stems_of_stems(claim_tags, passage_tags) -> dict[str, str]:
     """The passage tags that are a claim tag stemmed once more (the "stems of stems" quirk:
     the tagging vectorizer preprocesses what was already preprocessed, ``diseas -> disea``), so
     the two never count as shared: ``{passage tag: claim tag}``."""
-    from ..preprocess import stem
-
     again = {stem(tag): tag for tag in claim_tags}
     return {tag: again[tag] for tag in passage_tags if tag in again and again[tag] != tag and tag not in claim_tags}
 
