@@ -881,6 +881,11 @@ def test_downloads_are_saved_under_their_split_and_row(web_client):
     assert names and all(name == f"{split}-{row}.json" for split, row, name in names)
     assert len({name for _, _, name in names}) == len(names)
     assert "<code>cf:</code>" in page
+    ids = web_client.get("/explore/dev.json").json()["evidence_ids"]
+    download = web_client.get("/predictions/dev.json").json()
+    returned = [e for row in download.values() for e in row["evidences"]]
+    assert ids == {"returned": len(returned), "outside_course": sum(e.startswith("cf:") for e in returned)}
+    assert f"{ids['outside_course']} of its {ids['returned']} evidence ids start with" in re.sub(r"<[^>]+>", "", page)
     split, row, name = names[0]
     response = web_client.get(f"/predictions/{split}/{row}.json")
     assert response.headers["content-disposition"] == f'attachment; filename="{name}"'

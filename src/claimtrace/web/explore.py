@@ -19,6 +19,11 @@ from ..scoreboard import scoreboard_row, scoreboard_rows
 from .sections import build_info, missing
 
 
+#: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
+#: sentences under ``cf:<article>:<n>``.
+OUTSIDE_COURSE_PREFIX = "cf:"
+
+
 def explore(build: Build, split: str) -> dict:
     """The Explore page's data for one split."""
     claims = build.claims(split)
@@ -62,6 +67,14 @@ def explore(build: Build, split: str) -> dict:
             for source in sources:
                 row[source] = {p: verdicts[cid][source][p]["verdict"] for p in C.PROTOCOLS}
         out["claims"].append(row)
+    if records is not None:
+        # the download's evidence ids that the course's corpus lacks (the demo corpus's "cf:"
+        # CLIMATE-FEVER sentences): the course's scorer can only count them as wrong evidence
+        returned = [e for record in records.values() for e in record["evidences"]]
+        out["evidence_ids"] = {
+            "returned": len(returned),
+            "outside_course": sum(str(e).startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
+        }
     accuracy: dict[str, Any] = {}
     for source in ("gold", "retrieved"):
         if verdicts is None or not labelled:
