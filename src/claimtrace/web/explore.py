@@ -18,7 +18,6 @@ from ..evaluate import evaluate, evidence_scores
 from ..scoreboard import scoreboard_row, scoreboard_rows
 from .sections import build_info, missing
 
-
 #: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
 #: sentences under ``cf:<article>:<n>``.
 OUTSIDE_COURSE_PREFIX = "cf:"
