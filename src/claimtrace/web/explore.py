@@ -18,6 +18,10 @@ from ..evaluate import evaluate, evidence_scores
 from ..scoreboard import scoreboard_row, scoreboard_rows
 from .sections import build_info, missing
 
+#: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
+#: sentences under ``cf:<article>:<n>``.
+OUTSIDE_COURSE_PREFIX = "cf:"
+
 
 def explore(build: Build, split: str) -> dict:
     """The Explore page's data for one split."""
@@ -45,6 +49,14 @@ def explore(build: Build, split: str) -> dict:
         out["classifier"] = missing(err.stage, err.reason)
     for position, claim in enumerate(claims.values()):
         out["claims"].append(_claim_row(position, claim, labelled, records, verdicts, sources))
+    if records is not None:
+        # the download's evidence ids that the course's corpus lacks (the demo corpus's "cf:"
+        # CLIMATE-FEVER sentences): the course's scorer can only count them as wrong evidence
+        returned = [e for record in records.values() for e in record["evidences"]]
+        out["evidence_ids"] = {
+            "returned": len(returned),
+            "outside_course": sum(str(e).startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
+        }
     accuracy: dict[str, Any] = {}
     for source in ("gold", "retrieved"):
         if verdicts is None or not labelled:
