@@ -251,7 +251,7 @@ def test_cli_prints_the_baseline_beside_the_build(demo_build, data_dir, baseline
     )
     assert result.exit_code == 0, result.output
     assert "course baseline" in result.output and "F = 0.3378  A = 0.3506  HM = 0.3441" in result.output
-    assert "Table 2 (the course run)" in result.output
+    assert "the course run (Table 2)" in result.output
     assert "claim-1515: " in result.output
     as_json = _cli(
         data_dir, "compare", "--predictions", str(baseline_path), "--workdir", str(demo_build.root), "--json"

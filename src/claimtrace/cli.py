@@ -705,16 +705,16 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
         click.echo(f"{report['split']}: course scores (the course's scorer, as `claimtrace evaluate --predictions`)")
         for run in sorted(report["runs"], key=lambda r: -r["HM"]):
             click.echo(
-                f"  {run['name']:28s} F = {run['F']:.4f}  A = {run['A']:.4f}  HM = {run['HM']:.4f}  "
+                f"  {run['name']:40s} F = {run['F']:.4f}  A = {run['A']:.4f}  HM = {run['HM']:.4f}  "
                 f"gold passage found for {run['found_gold']}/{run['claims']}, label right {run['right']}/{run['claims']}"
             )
         for row in report["scoreboard"]:
             click.echo(
-                f"  {'this build ' + row['name']:28s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}"
+                f"  {'this build: ' + row['name']:40s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}"
             )
         if report["table2"]:
             t2 = report["table2"]
-            click.echo(f"  {'Table 2 (the course run)':28s} F = {t2['F']:.4f}  A = {t2['A']:.4f}  HM = {t2['HM']:.4f}")
+            click.echo(f"  {'the course run (Table 2)':40s} F = {t2['F']:.4f}  A = {t2['A']:.4f}  HM = {t2['HM']:.4f}")
         found = pipeline_found_gold(report)
         click.echo(
             f"  gold passage found: notebook retrieval {found['notebook']}/{len(report['claims'])}, "
