@@ -33,6 +33,7 @@ import numpy as np
 
 from claimtrace import bm25, data
 from claimtrace.evaluate import evidence_f
+from claimtrace.evidence import iter_evidence
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +69,7 @@ def made_up_words(n: int, seed: int = 11) -> list[str]:
 
 def bench_build(evidence: Path, processes: int, distinct_words: int = 0) -> tuple[bm25.BM25Index, dict]:
     started = time.perf_counter()
-    passages = list(data.iter_evidence(evidence, check_md5=False))
+    passages = list(iter_evidence(evidence, check_md5=False))
     read_s = time.perf_counter() - started
     if distinct_words:
         # The synthetic corpus draws from CLIMATE-FEVER's few thousand words; a real corpus has

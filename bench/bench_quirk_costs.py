@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from claimtrace import build as stages
-from claimtrace.artifacts import Workdir
 from claimtrace.data import find_data_dir
+from claimtrace.workdir import Workdir
 
 NEW_STEPS = ("variant_records", "bm25", "more_verdicts", "scoreboard")
 

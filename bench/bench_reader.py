@@ -25,12 +25,12 @@ MODES = {
 
 def measure(mode: str, evidence: Path, chunk_size: int) -> dict:
     """One run in this process: {"mode", "passages", "seconds", "max_rss_mb"}."""
-    from claimtrace import data
+    from claimtrace.evidence import iter_evidence, stream_json_object
 
     if mode == "stream_json_object":
-        stream = data.stream_json_object(evidence, chunk_size)
+        stream = stream_json_object(evidence, chunk_size)
     else:
-        stream = data.iter_evidence(evidence, check_md5=False, chunk_size=chunk_size)
+        stream = iter_evidence(evidence, check_md5=False, chunk_size=chunk_size)
     started, cpu_started = time.perf_counter(), time.process_time()
     passages = sum(1 for _ in stream)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started

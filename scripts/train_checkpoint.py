@@ -40,7 +40,8 @@ from claimtrace import constants as C  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
 from claimtrace.course import ORIGINAL_LOG  # noqa: E402  (the one copy of the 2024 log)
-from claimtrace.data import find_data_dir, write_atomic  # noqa: E402
+from claimtrace.data import find_data_dir  # noqa: E402
+from claimtrace.store import write_atomic  # noqa: E402
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import bm25
-from claimtrace.data import DataError
+from claimtrace.errors import DataError
 from claimtrace.preprocess import stem, stopwords
 
 # --- the slow reference ---------------------------------------------------------------------------

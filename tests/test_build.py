@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import artifacts, data
+from claimtrace import artifacts, data, errors
 from claimtrace import build as build_module
 from claimtrace.artifacts import Build
 from claimtrace.build import build
@@ -31,7 +31,7 @@ def _files(root):
 def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_evidence, monkeypatch):
     monkeypatch.setattr(artifacts, "CHUNK", 100)  # the one chunk size: the build's and the reader's
     whole = tmp_path / "whole"
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         expected = build(whole, data_dir, small_evidence, processes=1, until="tagging")
 
     killed = tmp_path / "killed"
@@ -46,14 +46,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
         real_write(path, text)
 
     monkeypatch.setattr(build_module, "write_atomic", dying_write)
-    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="tagging")
     before = _files(killed)
     assert not [name for name in before if name.endswith(".tmp") or "/." in name]  # no half-written file
     assert sum(name.startswith("tagging/tags/") for name in before) == 3
 
     monkeypatch.setattr(build_module, "write_atomic", real_write)
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="tagging")
     after = _files(killed)
     rewritten = ("tagging/summary.json", "manifest.json")  # the manifest records what the resumed run adds
@@ -64,14 +64,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
 
 
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     tags = {row["id"]: row["tags"] for row in Build(tmp_path / "w").iter_tags()}
     assert tags["evidence-9999999"] == tags["evidence-67732"]
 
 
 def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
     other = tmp_path / "other.json"
     other.write_text('{"evidence-1": "Some text.", "evidence-2": "More text."}', encoding="utf-8")
@@ -160,10 +160,10 @@ def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
 
 def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
     """All three stages on a user's evidence file; a second run redoes nothing."""
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         first = build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
     files = _files(tmp_path / "w")
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         again = build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
     assert again["retrieval"] == first["retrieval"]
     assert {k: v for k, v in _files(tmp_path / "w").items() if k != "tagging/summary.json"} == {
@@ -178,7 +178,7 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     from claimtrace import bm25
 
     monkeypatch.setattr(build_module, "BM25_CHUNK", 100)
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         expected = build(tmp_path / "whole", data_dir, small_evidence, processes=1, until="bm25")["bm25"]
 
     killed = tmp_path / "killed"
@@ -192,7 +192,7 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
         real_chunk(job)
 
     monkeypatch.setattr(bm25, "_write_chunk", dying_chunk)
-    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="bm25")
     assert sorted(p.name for p in (killed / "bm25" / "chunks").iterdir()) == ["00000.npz", "00001.npz", "00002.npz"]
     monkeypatch.setattr(bm25, "_write_chunk", real_chunk)
@@ -203,14 +203,14 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
         real_write(path, text)
 
     monkeypatch.setattr(build_module, "write_atomic", dying_write)
-    with pytest.warns(data.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="bm25")
     assert (killed / "bm25" / "index").is_dir() and not (killed / "bm25" / "chunks").exists()
     assert (killed / "retrieval" / "bm25-dev.jsonl").is_file() and not (killed / "bm25" / "summary.json").exists()
     kept = _files(killed)
 
     monkeypatch.setattr(build_module, "write_atomic", real_write)
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="bm25")["bm25"]
     now = _files(killed)  # nothing finished was redone (the manifest records what the resumed run adds)
     assert all(now[name] == mtime for name, mtime in kept.items() if name != "manifest.json")

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from claimtrace import constants as C
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.classifier.inputs import Vocabulary, load_vocab
 from claimtrace.classifier.model import (
     TransformerClassifier,
@@ -27,7 +28,6 @@ from claimtrace.classifier.model import (
     notebook_logits,
     sinusoidal_table,
 )
-from claimtrace.classifier.predict import ASSETS_DIR
 from claimtrace.classifier.train import TrainingData, train, training_data
 
 SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE

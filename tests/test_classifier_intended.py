@@ -19,6 +19,7 @@ import torch
 from click.testing import CliRunner
 
 from claimtrace import constants as C
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.classifier import train as train_module
 from claimtrace.classifier.intended import (
     INTENDED_CHECKPOINT,
@@ -27,7 +28,6 @@ from claimtrace.classifier.intended import (
     load_intended_model,
 )
 from claimtrace.classifier.model import TransformerClassifier, build_model, notebook_logits, sinusoidal_table
-from claimtrace.classifier.predict import ASSETS_DIR
 from claimtrace.classifier.table import sha256_file
 from claimtrace.classifier.train import TrainingData, train, training_data
 

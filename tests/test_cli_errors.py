@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace import artifacts
-from claimtrace.classifier.predict import ASSETS_DIR
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.cli import main
 
 #: Build files, and the commands that read each (args after the workdir's).

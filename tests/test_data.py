@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import constants as C
-from claimtrace import data
+from claimtrace import data, errors, evidence, store
 from claimtrace.cli import main
 
 
@@ -68,10 +68,10 @@ def test_data_dir_precedence(tmp_path, monkeypatch, data_dir):
     monkeypatch.setenv("CLAIMTRACE_DATA", str(data_dir))
     assert data.find_data_dir() == data_dir
     assert data.find_data_dir(data_dir) == data_dir
-    with pytest.raises(data.DataError, match="does not exist"):
+    with pytest.raises(errors.DataError, match="does not exist"):
         data.find_data_dir(tmp_path / "nowhere")
     monkeypatch.setenv("CLAIMTRACE_DATA", str(tmp_path / "nowhere"))
-    with pytest.raises(data.DataError, match="CLAIMTRACE_DATA"):
+    with pytest.raises(errors.DataError, match="CLAIMTRACE_DATA"):
         data.find_data_dir()
 
 
@@ -134,10 +134,10 @@ def test_demo_corpus_command_writes_atomically(tmp_path, data_dir):
 
 def test_write_atomic_leaves_old_file_on_failure(tmp_path):
     target = tmp_path / "a.json"
-    data.write_atomic(target, "old")
+    store.write_atomic(target, "old")
 
     with pytest.raises(TypeError):
-        data.write_atomic(target, 123)  # type: ignore[arg-type]
+        store.write_atomic(target, 123)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
 
@@ -148,10 +148,10 @@ def test_iter_evidence_streams_and_warns(tmp_path):
     path.write_text(json.dumps(corpus, ensure_ascii=False, indent=1), encoding="utf-8")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pairs = list(data.stream_json_object(path, chunk_size=4096))
-        list(data.iter_evidence(path))
+        pairs = list(evidence.stream_json_object(path, chunk_size=4096))
+        list(evidence.iter_evidence(path))
     assert dict(pairs) == corpus and [k for k, _ in pairs] == list(corpus)
-    assert any(issubclass(w.category, data.EvidenceChecksumWarning) for w in caught)
+    assert any(issubclass(w.category, errors.EvidenceChecksumWarning) for w in caught)
     assert any("results will not match the course's" in str(w.message) for w in caught)
 
 
@@ -225,7 +225,7 @@ def test_stream_agrees_with_json_loads(tmp_path, members, chunk_size, rng, bom):
     raw = (codecs.BOM_UTF8 if bom else b"") + _encode_object(members, rng).encode("utf-8")
     assert json.loads(raw) == members  # the encoder is right
     path = _write(tmp_path, raw)
-    assert list(data.stream_json_object(path, chunk_size)) == list(members.items())
+    assert list(evidence.stream_json_object(path, chunk_size)) == list(members.items())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -241,8 +241,8 @@ def test_every_truncation_is_refused(tmp_path, members, rng, chunk_size):
     path = tmp_path / "cut.json"
     for cut in sorted({rng.randrange(len(raw)) for _ in range(25)} | {0, len(raw) - 1}):
         path.write_bytes(raw[:cut])
-        with pytest.raises(data.DataError, match="evidence.json|cut.json"):
-            list(data.stream_json_object(path, chunk_size))
+        with pytest.raises(errors.DataError, match="evidence.json|cut.json"):
+            list(evidence.stream_json_object(path, chunk_size))
 
 
 @pytest.mark.parametrize("length", [600_000, 1_300_000, 2_600_000])
@@ -256,8 +256,8 @@ def test_passages_longer_than_the_buffer(tmp_path, length):
     }
     for ensure_ascii in (True, False):
         path = _write(tmp_path, json.dumps(corpus, ensure_ascii=ensure_ascii).encode("utf-8"))
-        assert list(data.iter_evidence(path, check_md5=False)) == list(corpus.items())
-        assert dict(data.stream_json_object(path, chunk_size=64 << 10)) == corpus
+        assert list(evidence.iter_evidence(path, check_md5=False)) == list(corpus.items())
+        assert dict(evidence.stream_json_object(path, chunk_size=64 << 10)) == corpus
 
 
 def test_escapes_across_every_boundary(tmp_path):
@@ -268,7 +268,7 @@ def test_escapes_across_every_boundary(tmp_path):
     assert expected == [('ev"id\\', 'a😀b\\"c é中😀 é/'), ("e2", "\\")]
     path = _write(tmp_path, raw)
     for chunk_size in range(1, len(raw) + 1):
-        assert list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == expected
+        assert list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == expected
 
 
 def test_window_stays_bounded(tmp_path, monkeypatch):
@@ -276,15 +276,15 @@ def test_window_stays_bounded(tmp_path, monkeypatch):
     corpus = {f"evidence-{i}": "word " * (i % 50) for i in range(40_000)}  # ~5 MB
     path = _write(tmp_path, json.dumps(corpus).encode("utf-8"))
     widest = []
-    read_on = data._ObjectStream._read_on
+    read_on = evidence._ObjectStream._read_on
 
     def recording(self, pos):
         new_pos = read_on(self, pos)
         widest.append(len(self.window))
         return new_pos
 
-    monkeypatch.setattr(data._ObjectStream, "_read_on", recording)
-    assert dict(data.stream_json_object(path, chunk_size=4096)) == corpus
+    monkeypatch.setattr(evidence._ObjectStream, "_read_on", recording)
+    assert dict(evidence.stream_json_object(path, chunk_size=4096)) == corpus
     assert len(widest) > 1000 and max(widest) <= 2 * 4096 + 300
 
 
@@ -292,14 +292,14 @@ def test_bom_is_skipped(tmp_path):
     raw = codecs.BOM_UTF8 + b'{"evidence-1": "a", "evidence-2": "b"}'
     path = _write(tmp_path, raw)
     for chunk_size in (1, 2, 3, 4, 1 << 20):
-        assert list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == [
+        assert list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size)) == [
             ("evidence-1", "a"),
             ("evidence-2", "b"),
         ]
     # Only at the very start: a BOM anywhere else is not JSON (json.loads agrees).
     path = _write(tmp_path, b" " + raw)
-    with pytest.raises(data.DataError, match="at byte offset 1: expected a JSON object"):
-        list(data.stream_json_object(path))
+    with pytest.raises(errors.DataError, match="at byte offset 1: expected a JSON object"):
+        list(evidence.stream_json_object(path))
 
 
 @pytest.mark.parametrize("tail", [b"x", b"}", b',"evidence-3": "c"}', b"\n\n{}", b" \x00"])
@@ -308,8 +308,8 @@ def test_trailing_junk_is_refused(tmp_path, tail):
     path = _write(tmp_path, body + tail)
     offset = len(body) + len(tail) - len(tail.lstrip(b" \n"))
     for chunk_size in (1, 7, 1 << 20):
-        with pytest.raises(data.DataError) as caught:
-            list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
+        with pytest.raises(errors.DataError) as caught:
+            list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
         assert str(caught.value).startswith(f"{path}: not valid JSON at byte offset {offset}: unexpected ")
         assert "after the object's closing brace" in str(caught.value)
 
@@ -317,8 +317,8 @@ def test_trailing_junk_is_refused(tmp_path, tail):
 def test_not_an_object_is_refused(tmp_path):
     for text, found in (("[]", "'['"), ('"evidence"', "'\"'"), ("\ufeff{}", "'\\ufeff'")):
         path = _write(tmp_path, b" " + text.encode("utf-8"))
-        with pytest.raises(data.DataError) as caught:
-            list(data.stream_json_object(path))
+        with pytest.raises(errors.DataError) as caught:
+            list(evidence.stream_json_object(path))
         assert (
             str(caught.value)
             == f"{path}: not valid JSON at byte offset 1: expected a JSON object ('{{'), found {found}"
@@ -327,7 +327,7 @@ def test_not_an_object_is_refused(tmp_path):
 
 def test_trailing_whitespace_is_fine(tmp_path):
     path = _write(tmp_path, b'\n {"evidence-1": "a", "evidence-2": "b"} \r\n\t\n')
-    assert len(list(data.iter_evidence(path, check_md5=False, chunk_size=3))) == 2
+    assert len(list(evidence.iter_evidence(path, check_md5=False, chunk_size=3))) == 2
 
 
 @pytest.mark.parametrize(
@@ -369,8 +369,8 @@ def test_trailing_whitespace_is_fine(tmp_path):
 def test_invalid_or_truncated_json_names_the_byte_offset(tmp_path, text, offset, message):
     path = _write(tmp_path, text.encode("utf-8"))
     for chunk_size in (1, 7, 1 << 20):
-        with pytest.raises(data.DataError) as caught:
-            list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
+        with pytest.raises(errors.DataError) as caught:
+            list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
         assert str(caught.value) == f"{path}: not valid JSON at byte offset {offset}: {message}"
     with pytest.raises(json.JSONDecodeError):  # json.loads agrees the file is not valid
         json.loads(text.encode("utf-8"))
@@ -390,8 +390,8 @@ def test_error_offsets_are_file_offsets(tmp_path):
         assert offset > 3 << 20  # well past the first 1 MiB buffer, and past 3 MiB
         path = _write(tmp_path, raw)
         for chunk_size in (4096, 1 << 20):
-            with pytest.raises(data.DataError, match=f"not valid JSON at byte offset {offset}: {re.escape(message)}"):
-                list(data.stream_json_object(path, chunk_size))
+            with pytest.raises(errors.DataError, match=f"not valid JSON at byte offset {offset}: {re.escape(message)}"):
+                list(evidence.stream_json_object(path, chunk_size))
 
 
 @pytest.mark.parametrize(
@@ -409,8 +409,8 @@ def test_error_offsets_are_file_offsets(tmp_path):
 def test_non_string_value_is_refused(tmp_path, value, kind):
     path = _write(tmp_path, f'{{"evidence-1": "a", "evidence-2": {value}}}'.encode())
     for chunk_size in (1, 1 << 20):
-        with pytest.raises(data.DataError) as caught:
-            list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
+        with pytest.raises(errors.DataError) as caught:
+            list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
         assert str(caught.value) == (
             f"{path}: the value of 'evidence-2' at byte offset 34 is {kind}, not a string (a passage's text)"
         )
@@ -422,10 +422,10 @@ def test_duplicate_ids(tmp_path):
     that names two texts makes gold lists and retrieval output ambiguous."""
     raw = b'{"evidence-1": "a", "evidence-2": "b", "evidence-1": "c"}'
     path = _write(tmp_path, raw)
-    assert list(data.stream_json_object(path)) == [("evidence-1", "a"), ("evidence-2", "b"), ("evidence-1", "c")]
-    assert dict(data.stream_json_object(path)) == json.loads(raw)
-    with pytest.raises(data.DataError, match=f"{re.escape(str(path))}: evidence id 'evidence-1' appears twice"):
-        list(data.iter_evidence(path, check_md5=False))
+    assert list(evidence.stream_json_object(path)) == [("evidence-1", "a"), ("evidence-2", "b"), ("evidence-1", "c")]
+    assert dict(evidence.stream_json_object(path)) == json.loads(raw)
+    with pytest.raises(errors.DataError, match=f"{re.escape(str(path))}: evidence id 'evidence-1' appears twice"):
+        list(evidence.iter_evidence(path, check_md5=False))
 
 
 @pytest.mark.parametrize(
@@ -443,9 +443,9 @@ def test_bad_utf8_names_the_byte_offset(tmp_path, prefix, bad):
     offset = len(prefix) - (2 if not bad else 0)
     for chunk_size in (1, 2, 7, 1 << 20):
         with pytest.raises(
-            data.DataError, match=rf"{re.escape(str(path))}: not UTF-8 text: .* at byte offset {offset}$"
+            errors.DataError, match=rf"{re.escape(str(path))}: not UTF-8 text: .* at byte offset {offset}$"
         ):
-            list(data.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
+            list(evidence.iter_evidence(path, check_md5=False, chunk_size=chunk_size))
 
 
 def test_bad_utf8_far_into_the_file(tmp_path):
@@ -454,8 +454,8 @@ def test_bad_utf8_far_into_the_file(tmp_path):
     path = _write(tmp_path, raw)
     offset = raw.index(b"\xc3\x28")
     assert offset > 3 << 20
-    with pytest.raises(data.DataError, match=f"invalid continuation byte at byte offset {offset}$"):
-        list(data.iter_evidence(path, check_md5=False))
+    with pytest.raises(errors.DataError, match=f"invalid continuation byte at byte offset {offset}$"):
+        list(evidence.iter_evidence(path, check_md5=False))
 
 
 @pytest.mark.parametrize(
@@ -474,15 +474,15 @@ def test_bad_utf8_far_into_the_file(tmp_path):
 )
 def test_unusable_corpus_is_refused(tmp_path, text, message):
     path = _write(tmp_path, text.encode("utf-8"))
-    assert dict(data.stream_json_object(path)) == json.loads(text)  # valid JSON of strings...
-    with pytest.raises(data.DataError) as caught:  # ...but no corpus
-        list(data.iter_evidence(path, check_md5=False))
+    assert dict(evidence.stream_json_object(path)) == json.loads(text)  # valid JSON of strings...
+    with pytest.raises(errors.DataError) as caught:  # ...but no corpus
+        list(evidence.iter_evidence(path, check_md5=False))
     assert str(caught.value) == f"{path}: {message}" or str(caught.value).startswith(f"{path}: {message}")
 
 
 def test_one_empty_passage_among_others_is_fine(tmp_path):
     path = _write(tmp_path, b'{"evidence-1": "", "evidence-2": "text"}')
-    assert list(data.iter_evidence(path, check_md5=False)) == [("evidence-1", ""), ("evidence-2", "text")]
+    assert list(evidence.iter_evidence(path, check_md5=False)) == [("evidence-1", ""), ("evidence-2", "text")]
 
 
 @pytest.mark.parametrize(
@@ -637,12 +637,12 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
 
 def test_packed_strings_and_their_index_round_trip():
     strings = ["evidence-1", "cf:Global warming:14", "", "محمد", "evidence-1", "b"]
-    buffer, offsets = data.PackedStrings.pack(strings)
-    packed = data.PackedStrings(buffer, offsets)
+    buffer, offsets = store.PackedStrings.pack(strings)
+    packed = store.PackedStrings(buffer, offsets)
     assert len(packed) == 6 and list(packed) == strings and packed[-1] == "b" and packed[1:3] == strings[1:3]
     with pytest.raises(IndexError):
         packed[6]
-    index = data.StringIndex.of(strings)
+    index = store.StringIndex.of(strings)
     assert [index.position(s) for s in strings] == [0, 1, 2, 3, 0, 5]  # the first of a repeated string
     assert index.position("evidence-2") is None
 
@@ -672,18 +672,18 @@ def test_write_npz_is_an_npz_with_every_array_aligned(tmp_path):
 
     arrays = _npz_arrays()
     path = tmp_path / "a.npz"
-    data.write_npz(path, **arrays)
+    store.write_npz(path, **arrays)
     with np.load(path) as stored:
         assert stored.files == list(arrays)
         for name, array in arrays.items():
             assert np.array_equal(stored[name], array) and stored[name].dtype == array.dtype
     with zipfile.ZipFile(path) as archive:
         assert all(info.compress_type == zipfile.ZIP_STORED for info in archive.infolist())
-    loaded = data.load_npz(path)
+    loaded = store.load_npz(path)
     for name in ("doc", "weight", "buffer", "matrix"):  # the large ones are mapped, not read
         assert isinstance(loaded[name].base, np.memmap), name
         assert loaded[name].ctypes.data % 8 == 0 and loaded[name].flags.writeable
-    data.write_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
+    store.write_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
     assert (tmp_path / "b.npz").read_bytes() == path.read_bytes()
 
 
@@ -696,7 +696,7 @@ def test_load_npz_reads_what_np_savez_wrote(tmp_path):
     for writer in (np.savez, np.savez_compressed):
         path = tmp_path / f"{writer.__name__}.npz"
         writer(path, **arrays)
-        loaded = data.load_npz(path)
+        loaded = store.load_npz(path)
         assert list(loaded) == list(arrays)
         for name, array in arrays.items():
             assert np.array_equal(loaded[name], array) and loaded[name].dtype == array.dtype
@@ -709,9 +709,9 @@ def test_load_npz_of_a_truncated_archive_fails(tmp_path):
     import numpy as np
 
     path = tmp_path / "a.npz"
-    data.write_npz(path, **_npz_arrays())
+    store.write_npz(path, **_npz_arrays())
     blob = path.read_bytes()
     path.write_bytes(blob[: len(blob) // 2])
     with pytest.raises((zipfile.BadZipFile, ValueError, OSError)):
-        loaded = data.load_npz(path)
+        loaded = store.load_npz(path)
         np.asarray(loaded["doc"]).sum()

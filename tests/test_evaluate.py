@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from claimtrace import data
 from claimtrace.cli import main
-from claimtrace.data import Claim, DataError
+from claimtrace.data import Claim
+from claimtrace.errors import DataError
 from claimtrace.evaluate import evaluate, evaluate_file, evidence_f, evidence_scores, harmonic_mean, load_predictions
 
 

@@ -23,9 +23,10 @@ import torch
 from click.testing import CliRunner
 
 from claimtrace import constants as C
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
 from claimtrace.classifier.model import alone_logits, notebook_logits
-from claimtrace.classifier.predict import ASSETS_DIR, load_classifier, predict, protocol_figures
+from claimtrace.classifier.predict import load_classifier, predict, protocol_figures
 from claimtrace.classifier.table import alone_logits_stacked, export_table, load_table, sha256_file, table_metadata
 from claimtrace.cli import main
 from claimtrace.data import gold_passages, load_claims

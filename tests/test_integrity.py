@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import artifacts, data
 from claimtrace import build as build_module
-from claimtrace.artifacts import Build, FileManifest, Workdir
+from claimtrace import data, errors, store, workdir
+from claimtrace.artifacts import Build
 from claimtrace.build import build
 from claimtrace.cli import main
+from claimtrace.workdir import FileManifest, Workdir
 
 HINT = "run `claimtrace build` to repair"
 
@@ -57,7 +58,7 @@ def test_every_file_is_in_the_manifest_with_size_hash_and_count(demo_build):
     for name, entry in files.files.items():
         path = work.at(name)
         assert entry["bytes"] == path.stat().st_size
-        assert entry["sha256"] == artifacts.sha256_of(path)[0]
+        assert entry["sha256"] == workdir.sha256_of(path)[0]
         if name.endswith(".jsonl"):
             assert entry["items"] == len(path.read_text(encoding="utf-8").splitlines())
     assert files.files["tagging/tags/00000.jsonl"]["items"] == demo_build.manifest()["corpus"]["passages"]
@@ -65,7 +66,7 @@ def test_every_file_is_in_the_manifest_with_size_hash_and_count(demo_build):
     assert files.files["tagging/stems/00000.json"]["items"] == len(stems)
     recorded = demo_build.manifest()
     assert recorded["corpus"]["source"] == "evidence.json"  # relative to the workdir
-    assert recorded["corpus"]["sha256"] == artifacts.sha256_of(work.demo_evidence)[0]
+    assert recorded["corpus"]["sha256"] == workdir.sha256_of(work.demo_evidence)[0]
     assert files.build == recorded
 
 
@@ -74,9 +75,9 @@ def test_npz_files_are_the_same_bytes_for_the_same_arrays(tmp_path):
 
     import numpy as np
 
-    data.write_npz(tmp_path / "a.npz", x=np.arange(3), meta=np.array("é"))
+    store.write_npz(tmp_path / "a.npz", x=np.arange(3), meta=np.array("é"))
     time.sleep(1.1)  # np.savez would stamp another time
-    data.write_npz(tmp_path / "b.npz", x=np.arange(3), meta=np.array("é"))
+    store.write_npz(tmp_path / "b.npz", x=np.arange(3), meta=np.array("é"))
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     with np.load(tmp_path / "a.npz") as stored:
         assert stored["x"].tolist() == [0, 1, 2] and str(stored["meta"]) == "é"
@@ -245,7 +246,7 @@ def test_a_copied_demo_workdir_rebuilds_and_serves_in_its_new_place(demo_build, 
 
 
 def test_a_moved_workdir_finds_its_corpus_by_relative_path(small_evidence, data_dir, tmp_path):
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         build(small_evidence.parent / "work", data_dir, small_evidence, processes=1, until="tagging")
     recorded = json.loads((small_evidence.parent / "work" / "build.json").read_text(encoding="utf-8"))
     assert recorded["corpus"]["source"] == "../evidence.json"
@@ -259,7 +260,7 @@ def test_a_moved_workdir_finds_its_corpus_by_relative_path(small_evidence, data_
 
 def test_a_corpus_edited_in_place_is_noticed(small_evidence, data_dir, tmp_path):
     work = small_evidence.parent / "work"
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         build(work, data_dir, small_evidence, processes=1, until="tagging")
     corpus = json.loads(small_evidence.read_text(encoding="utf-8"))
     first = next(iter(corpus))
@@ -271,7 +272,7 @@ def test_a_corpus_edited_in_place_is_noticed(small_evidence, data_dir, tmp_path)
     assert "--corpus-changed" in refused.stderr
     rebuilt = _run(data_dir, *args, "--corpus-changed")
     assert rebuilt.exit_code == 0, (rebuilt.output, rebuilt.exception)
-    with pytest.warns(data.EvidenceChecksumWarning):
+    with pytest.warns(errors.EvidenceChecksumWarning):
         build(tmp_path / "fresh", data_dir, small_evidence, processes=1, until="tagging")
     assert list(Build(work).iter_tags()) == list(Build(tmp_path / "fresh").iter_tags())
     assert (work / "tagging" / "vectorizer.npz").read_bytes() == (

@@ -16,7 +16,7 @@ from nltk.tokenize.punkt import PunktLanguageVars
 
 from claimtrace import data
 from claimtrace import preprocess as P
-from claimtrace.data import DataError
+from claimtrace.errors import DataError
 
 
 def test_claim_752_tags():

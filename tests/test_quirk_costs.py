@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.cli import main
-from claimtrace.evaluate import COURSE_TABLE_2, scoreboard_rows
+from claimtrace.course import TABLE2
+from claimtrace.scoreboard import scoreboard_rows
 
 
 def test_bm25_records_shape(demo_build):
@@ -73,7 +74,7 @@ def test_every_scoreboard_row_equals_evaluate_on_its_exported_predictions(demo_b
     )
     assert report["variants"][-1]["variant"] == "bm25" and report["variants"][-1]["reference"] is True
     board = report["scoreboard"]
-    assert board["anchor"] == COURSE_TABLE_2["dev"]
+    assert board["anchor"] == TABLE2["dev"]
     assert [r["name"] for r in board["rows"]] == [r.name for r in scoreboard_rows()]
     assert len(board["rows"]) == 5 * 2 * 2
     assert board["rows"][0]["name"] == "notebook+notebook+notebook" and board["rows"][0]["changes"] == []
@@ -131,13 +132,13 @@ def test_fixes_box_of_claim_752(web_client, demo_build):
 def test_explore_scoreboard_and_its_downloads(web_client, demo_build):
     explore = web_client.get("/explore/dev.json").json()
     board = explore["scoreboard"]
-    assert board["status"] == "ok" and board["anchor"] == COURSE_TABLE_2["dev"]
+    assert board["status"] == "ok" and board["anchor"] == TABLE2["dev"]
     assert board["rows"] == demo_build.scoreboard()["rows"]
     assert explore["retrieval_variants"][-1]["variant"] == "bm25"
     page = web_client.get("/explore/dev.html").text
     assert "What each quirk cost" in page and "0.0430" in page  # the anchor's F
     test_board = web_client.get("/explore/test.json").json()["scoreboard"]
-    assert test_board["rows"] is None and test_board["anchor"] == COURSE_TABLE_2["test"]
+    assert test_board["rows"] is None and test_board["anchor"] == TABLE2["test"]
     assert board["downloads"] == test_board["downloads"]  # both splits' files from either page
     path = test_board["downloads"]["unpadded-tags+intended+notebook"]["test"]
     assert path == "predictions/test/unpadded-tags+intended+notebook.json"

@@ -20,11 +20,12 @@ from fastapi.testclient import TestClient
 from claimtrace import constants as C
 from claimtrace.artifacts import Build
 from claimtrace.cli import main
+from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluate import evidence_f
 from claimtrace.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import json_for_script
-from claimtrace.web.tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
+from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
 
@@ -52,9 +53,9 @@ def _partial_copy(build: Build, root, leave_out: tuple[str, ...]) -> Build:
         ("/", "html"),
         ("/index.html", "html"),
         ("/index.json", "json"),
-        (f"/claim/{DEFAULT_CLAIM}", "html"),
-        (f"/claim/{DEFAULT_CLAIM}.html", "html"),
-        (f"/claim/{DEFAULT_CLAIM}.json", "json"),
+        (f"/claim/{WALKTHROUGH_CLAIM}", "html"),
+        (f"/claim/{WALKTHROUGH_CLAIM}.html", "html"),
+        (f"/claim/{WALKTHROUGH_CLAIM}.json", "json"),
         ("/explore", "html"),
         ("/explore.json", "json"),
         ("/explore/dev.html", "html"),
@@ -66,7 +67,7 @@ def _partial_copy(build: Build, root, leave_out: tuple[str, ...]) -> Build:
         ("/live?text=Sea+levels+are+rising", "html"),
         ("/live.json?text=Sea+levels+are+rising", "json"),
         ("/api/trace?text=CO2+is+plant+food", "json"),
-        (f"/api/trace?claim={DEFAULT_CLAIM}", "json"),
+        (f"/api/trace?claim={WALKTHROUGH_CLAIM}", "json"),
         ("/api/table.json", "json"),
         ("/api/build.json", "json"),
         ("/static/app.js", "js"),
@@ -87,7 +88,7 @@ def test_every_route_answers(web_client, path, kind):
 
 def test_front_page_tells_every_stage_of_claim_752(web_client, web_tracer):
     page = web_client.get("/").text
-    claim = web_tracer.claims("dev")[DEFAULT_CLAIM]
+    claim = web_tracer.claims("dev")[WALKTHROUGH_CLAIM]
     assert "South Australia] has the most expensive electricity in the world" in page
     for stage in STAGES:
         assert f'id="{stage}"' in page
@@ -106,7 +107,7 @@ def test_front_page_tells_every_stage_of_claim_752(web_client, web_tracer):
 
 
 def test_pages_link_relatively_and_to_html_files(web_client):
-    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    page = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text
     links = re.findall(r'(?:href|src)="([^"]+)"', page)
     assert links and not [link for link in links if link.startswith(("http:", "https:", "//"))]
     assert "../static/app.js" in links and "../explore/dev.html" in links
@@ -117,12 +118,12 @@ def test_pages_link_relatively_and_to_html_files(web_client):
 
 
 def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_tracer, demo_build):
-    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
-    claim = web_tracer.claims("dev")[DEFAULT_CLAIM]
+    t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
+    claim = web_tracer.claims("dev")[WALKTHROUGH_CLAIM]
     assert set(t) >= {"claim", "build", "preprocess", "tagging", "vectorisation", "retrieval", "classifier", "notes"}
     assert t["claim"] == {
         "kind": "claim",
-        "id": DEFAULT_CLAIM,
+        "id": WALKTHROUGH_CLAIM,
         "split": "dev",
         "position": 0,
         "text": claim.text,
@@ -155,7 +156,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert any(r["padding"] and r["feature"] == summary["last_feature"] for r in example["top"])
 
     # retrieval: the same evidences as the retrieval stage; passed rows obey the filter
-    record = demo_build.retrieval("dev")[DEFAULT_CLAIM]
+    record = demo_build.retrieval("dev")[WALKTHROUGH_CLAIM]
     retrieval = t["retrieval"]
     assert [e["id"] for e in retrieval["evidences"]] == record["evidences"]
     assert retrieval["passed"] == record["passed"] == len(retrieval["passed_rows"])
@@ -194,7 +195,7 @@ def test_classifier_section_is_explain_claims(web_tracer, demo_build):
     and its verdicts are the build's."""
     from claimtrace.explain import explain_claim
 
-    for claim_id in (DEFAULT_CLAIM, list(demo_build.claims("dev"))[20]):
+    for claim_id in (WALKTHROUGH_CLAIM, list(demo_build.claims("dev"))[20]):
         expected = explain_claim(demo_build, claim_id, "retrieved")
         got = web_tracer.trace(claim_id)["classifier"]
         for key in ("input_ids", "tokens", "real_tokens", "text", "alone", "notebook", "contributions"):
@@ -230,7 +231,7 @@ def test_a_build_missing_its_retrieval_names_the_file(tmp_path, demo_build):
     what to run, section by section."""
     partial = _partial_copy(demo_build, tmp_path / "work", ("retrieval", "classifier"))
     with TestClient(create_app(partial)) as client:
-        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        t = client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
         assert t["tagging"]["status"] == "ok"
         for section in ("vectorisation", "retrieval", "classifier"):
             assert t[section]["status"] == "missing", section
@@ -254,7 +255,7 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
             assert cell["correct"] == sum(row[source][protocol] == row["label"] for row in x["claims"])
     row = x["claims"][0]
     assert set(row) >= {"id", "position", "text", "label", "fallback", "passed", "F", "gold", "retrieved"}
-    page = web_tracer.trace(DEFAULT_CLAIM)["classifier"]
+    page = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]
     assert row["retrieved"] == {"alone": page["alone"]["verdict"], "notebook": page["notebook"]["verdict"]}
     assert x["fallbacks"] == sum(r["fallback"] for r in x["claims"])
     assert set(x["course_scores"]) == set(C.PROTOCOLS)
@@ -486,7 +487,7 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
     (tmp_path / "nothing-built").mkdir()
     tracer = Tracer(Build(tmp_path / "nothing-built", data_dir))
     with TestClient(create_app(tracer=tracer)) as client:
-        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        t = client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
         assert t["preprocess"]["status"] == "ok"
         for section in ("tagging", "vectorisation", "retrieval", "classifier"):
             assert t[section]["status"] == "missing" and t[section]["reason"]
@@ -506,7 +507,7 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
 def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_path):
     partial = _partial_copy(demo_build, tmp_path / "work", ("classifier",))
     with TestClient(create_app(partial)) as client:
-        t = client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+        t = client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
         assert t["retrieval"]["status"] == "ok" and t["classifier"]["status"] == "missing"
         assert "classifier" in t["classifier"]["reason"] and "claimtrace build" in t["classifier"]["reason"]
         page = client.get("/").text
@@ -537,12 +538,12 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         "static/style.css",
         "static/table.js",
         "live/7.js",
-        f"claim/{DEFAULT_CLAIM}.html",
-        f"claim/{DEFAULT_CLAIM}.json",
+        f"claim/{WALKTHROUGH_CLAIM}.html",
+        f"claim/{WALKTHROUGH_CLAIM}.json",
         "claim/claim-375.json",
     ):
         assert (out / name).is_file(), name
-    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(DEFAULT_CLAIM)))
+    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(WALKTHROUGH_CLAIM)))
     live = (out / "live.html").read_text()
     # the table is shared (static/table.js), not embedded in a page
     assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
@@ -552,7 +553,7 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         out / "index.html",
         out / "live.html",
         out / "explore" / "dev.html",
-        out / "claim" / f"{DEFAULT_CLAIM}.html",
+        out / "claim" / f"{WALKTHROUGH_CLAIM}.html",
     ):
         for link in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
             if link.startswith("data:"):
@@ -711,7 +712,7 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
 def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tracer):
     from claimtrace import course
 
-    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
     r, c, tg = t["retrieval"], t["classifier"], t["tagging"]
     assert (r["course"]["passed"]["course"], r["course"]["passed"]["build"]) == (8, r["passed"])
     assert (r["course"]["kept"]["course"], r["course"]["kept"]["build"]) == (4, r["kept"])
@@ -725,7 +726,7 @@ def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tr
     assert all(p["source"].startswith("notebook.md §") for p in r["course"].values())
     # the demo corpus is not the course's evidence.json: the page says the figures need not match
     assert t["build"]["course"]["course_corpus"] is False
-    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    page = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text
     assert "course run 8" in page and "course run 37" in page and "course run 167,592" in page
     assert "notebook.md §4 (Retrieval)" in page and "not of the course’s evidence.json" in page
     # another claim has no claim-752 pairs
@@ -741,7 +742,7 @@ def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_c
     build = web_tracer.build
     retriever = build.retriever()
     seen_rules = set()
-    for claim_id in ("claim-375", DEFAULT_CLAIM, *list(build.claims("dev"))[:40]):
+    for claim_id in ("claim-375", WALKTHROUGH_CLAIM, *list(build.claims("dev"))[:40]):
         t = web_client.get(f"/claim/{claim_id}.json").json()
         r = t["retrieval"]
         missed = [g["id"] for g in r["gold"] if not g["retrieved"]]
@@ -794,10 +795,10 @@ def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(we
 
 def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, web_tracer):
     whole = web_tracer.build.classifier_summary()["table_vs_torch"]
-    t = web_client.get(f"/claim/{DEFAULT_CLAIM}.json").json()
+    t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
     assert t["classifier"]["table_vs_torch"] == whole
     assert t["classifier"]["course"]["table_vs_torch"]["course"] == 7.7e-7
-    page = web_client.get(f"/claim/{DEFAULT_CLAIM}.html").text
+    page = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text
     assert f"{whole['max_abs_diff_float32']:.1e} over all 5,886 rows × 4 labels" in page
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from claimtrace import constants as C
-from claimtrace.web.tracer import DEFAULT_CLAIM
+from claimtrace.course import WALKTHROUGH_CLAIM
 
 pytestmark = pytest.mark.browser
 
@@ -128,7 +128,7 @@ def _verdict_changer(tracer) -> str:
     """A model input whose claim-alone verdict differs from claim-752's: one vocabulary word
     repeated to fill the input (found with the table, so it holds for any checkpoint)."""
     classifier = tracer.build.classifier()
-    original = tracer.trace(DEFAULT_CLAIM)["classifier"]["alone"]["verdict"]
+    original = tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
     vocab = classifier.vocab.tokens
     for token_id in range(4, len(vocab)):
         ids = [1] + [token_id] * (C.MAX_LEN - 2) + [2]
@@ -140,7 +140,7 @@ def _verdict_changer(tracer) -> str:
 def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_tracer):
     page.goto(web_server + "/live.html", wait_until="load")
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
-    server = web_tracer.trace(DEFAULT_CLAIM)["classifier"]["alone"]
+    server = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]
     shown = page.locator("#editor-out .verdict").first.inner_text()
     assert shown == server["verdict"]
     computed = page.evaluate("window.claimtrace.recompute()")
@@ -220,7 +220,7 @@ def test_course_figures_beside_the_builds_on_claim_752(page, web_server, web_tra
     pairs = page.locator("section#filter .vs")
     assert pairs.count() >= 3
     texts = [pairs.nth(i).inner_text() for i in range(pairs.count())]
-    passed = web_tracer.trace(DEFAULT_CLAIM)["retrieval"]["passed"]
+    passed = web_tracer.trace(WALKTHROUGH_CLAIM)["retrieval"]["passed"]
     assert any("course run 8" in t and f"this build {passed}" in t for t in texts), texts
     assert page.locator("section#input .vs").first.inner_text().startswith("course run 37")
     assert "course run 167,592" in page.locator("section#tags .quirk").inner_text()
@@ -309,7 +309,7 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     claim_id = next(
         p.stem
         for p in sorted((out / "claim").glob("*.html"))
-        if p.stem != DEFAULT_CLAIM and p.stem in web_tracer.claims("train")
+        if p.stem != WALKTHROUGH_CLAIM and p.stem in web_tracer.claims("train")
     )
     trace = web_tracer.trace(claim_id)
     page.goto((out / "live.html").as_uri() + f"?claim={claim_id}")
@@ -331,7 +331,7 @@ def test_static_claim_page_shows_what_the_servers_shows(page, web_server, web_tr
 
     out = tmp_path / "site"
     write_site(None, out, tracer=web_tracer, splits=("dev",), limit=3)
-    assert list(web_tracer.claims("dev"))[:2] == [DEFAULT_CLAIM, "claim-375"]
+    assert list(web_tracer.claims("dev"))[:2] == [WALKTHROUGH_CLAIM, "claim-375"]
     parts = [
         "header.top",
         ".claim-head h1",

@@ -121,7 +121,7 @@ def test_worker_settings_travel_through_the_environment(demo_build, data_dir, mo
 
     for name in WorkerSettings._VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    from claimtrace.data import DataError
+    from claimtrace.errors import DataError
 
     with pytest.raises(DataError, match="CLAIMTRACE_SERVE_WORKDIR"):
         app_from_environment()

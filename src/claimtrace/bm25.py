@@ -49,8 +49,9 @@ import numba
 import numpy as np
 from bm25s import scoring
 
-from .data import DataError, atomic_folder, write_npz
+from .errors import DataError
 from .preprocess import stem, stopwords
+from .store import atomic_folder, write_npz
 
 __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]
 

@@ -12,26 +12,30 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
-import sys
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
-from . import artifacts, tagging, tfidf
+from . import bm25, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
-from .artifacts import Build, FileManifest, PassageStore, Workdir, read_json, sha256_of
-from .data import DataError, write_atomic
+from .artifacts import Build, PassageStore
+from .assets import ASSETS_DIR
+from .classifier.inputs import Encoded, encode, evidence_texts, load_vocab, make_rows
+from .classifier.predict import predict, protocol_figures
+from .classifier.table import export_table
+from .errors import DataError
+from .evaluate import evidence_f
+from .evidence import iter_evidence
+from .integrity import check_build_record, copy_checkpoint, log, open_file_manifest, record_new, verify_repairs
 from .preprocess import preprocess_both
-
-
-def _log(message: str) -> None:
-    tqdm.write(message, file=sys.stderr)
-
+from .retrieval import VARIANTS
+from .scoreboard import scoreboard
+from .store import read_json, write_atomic
+from .workdir import CHUNK, Workdir, sha256_of
 
 # --- the corpus ----------------------------------------------------------------------------------
 
@@ -46,11 +50,11 @@ def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[d
             corpus = data_layer.demo_corpus(data_dir)
             write_atomic(work.demo_evidence, json.dumps(corpus, ensure_ascii=False))
         source = work.demo_evidence
-        passages = dict(data_layer.iter_evidence(source, check_md5=False))
+        passages = dict(iter_evidence(source, check_md5=False))
         kind = "demo"
     else:
         source = Path(evidence)
-        passages = dict(data_layer.iter_evidence(source))
+        passages = dict(iter_evidence(source))
         kind = "evidence"
     description = {
         "kind": kind,
@@ -61,222 +65,7 @@ def load_corpus(work: Workdir, data_dir: Path, evidence: Path | None) -> tuple[d
     return passages, description
 
 
-def _checkpoint_record(checkpoint: Path | None) -> dict | None:
-    """How build.json names a trained checkpoint: by content (its weights' sha256), not by where
-    it was; the build keeps a copy (``Workdir.checkpoint_copy``). None: the shipped one."""
-    if checkpoint is None:
-        return None
-    return {"name": Path(checkpoint).resolve().name, "sha256": sha256_of(Path(checkpoint) / C.CHECKPOINT_FILE)[0]}
-
-
-def _same_checkpoint(work: Workdir, recorded, wanted: dict | None, checkpoint: Path | None) -> bool:
-    if recorded is None or wanted is None:
-        return recorded is wanted
-    if isinstance(recorded, str):  # an older build.json: the folder's absolute path
-        return checkpoint is not None and Path(recorded).resolve() == Path(checkpoint).resolve()
-    return recorded.get("sha256") == wanted["sha256"]
-
-
-def _same_corpus(work: Workdir, before: dict, description: dict) -> bool:
-    if "sha256" in before:
-        return (before["kind"], before["passages"], before["sha256"]) == (
-            description["kind"],
-            description["passages"],
-            description["sha256"],
-        )
-    # an older build.json knew its corpus by absolute path and passage count only
-    return (
-        before["kind"] == description["kind"]
-        and before["passages"] == description["passages"]
-        and _corpus_place(work, before) == _corpus_place(work, description)
-    )
-
-
-def _corpus_place(work: Workdir, corpus: dict) -> Path:
-    """Where a recorded corpus lives: the demo corpus is always the workdir's own evidence.json."""
-    return work.demo_evidence.resolve() if corpus["kind"] == "demo" else work.corpus_path(corpus["source"]).resolve()
-
-
-def _check_build_record(
-    work: Workdir, files: FileManifest, description: dict, checkpoint: Path | None, corpus_changed: bool
-) -> FileManifest:
-    """Record what the build is of (its corpus, the classifier checkpoint) in build.json, or
-    refuse to mix two. The corpus is known by content: the same file edited in place is noticed
-    (refused, or with ``corpus_changed`` every stage is rebuilt over the new content); a workdir
-    moved or copied, its corpus found again by the same content, is accepted in its new place."""
-    wanted = {"corpus": description, "checkpoint": _checkpoint_record(checkpoint)}
-    if work.manifest.is_file():
-        previous = read_json(work.manifest)
-        before = previous["corpus"]
-        if not _same_corpus(work, before, description):
-            place = _corpus_place(work, before)
-            if place != _corpus_place(work, description):
-                raise DataError(
-                    f"{work.root}: this workdir was built from {before['source']} "
-                    f"({before['passages']} passages), not {description['source']} "
-                    f"({description['passages']}): use another --workdir"
-                )
-            was = f"{before['passages']} passages" + (f", sha256 {before['sha256'][:12]}" if "sha256" in before else "")
-            now = f"{description['passages']} passages, sha256 {description['sha256'][:12]}"
-            if not corpus_changed:
-                raise DataError(
-                    f"{place}: changed since this workdir was built from it ({was}; now {now}): every stage "
-                    "would be stale. Run again with --corpus-changed to rebuild every stage over the new "
-                    "content, or use another --workdir"
-                )
-            _log(f"{place}: changed since this workdir was built ({was}; now {now}): rebuilding every stage")
-            _clear_workdir(work, keep=place)
-            files = FileManifest(work)
-        elif not _same_checkpoint(work, previous.get("checkpoint"), wanted["checkpoint"], checkpoint):
-            recorded = previous.get("checkpoint")
-            name = recorded if isinstance(recorded, str) or recorded is None else recorded.get("name")
-            raise DataError(
-                f"{work.root}: this workdir's verdicts come from checkpoint {name or 'shipped'}, "
-                f"not {'shipped' if checkpoint is None else checkpoint}: use another --workdir"
-            )
-        elif isinstance(previous.get("checkpoint"), dict):  # the same content: keep its first name
-            wanted["checkpoint"] = previous["checkpoint"]
-        if (
-            work.manifest.is_file() and previous != wanted
-        ):  # moved, copied, or written before corpora were known by content
-            _log(
-                f"{work.manifest}: recording the corpus as {description['source']} (sha256 {description['sha256'][:12]})"
-            )
-            write_atomic(work.manifest, json.dumps(wanted, indent=1))
-    if not work.manifest.is_file():
-        write_atomic(work.manifest, json.dumps(wanted, indent=1))
-    files.build = wanted
-    return files
-
-
-def _clear_workdir(work: Workdir, keep: Path) -> None:
-    """Remove every artifact (the corpus ``keep`` excepted): what was built from another content."""
-    for path in [*_artifacts(work), work.file_manifest]:
-        if path.is_file() and path.resolve() != keep:
-            path.unlink()
-    for folder, _, _ in sorted(os.walk(work.root), key=lambda entry: -len(entry[0])):
-        if Path(folder) != work.root and not any(Path(folder).iterdir()):
-            Path(folder).rmdir()
-
-
-def _copy_checkpoint(work: Workdir, checkpoint: Path | None) -> None:
-    """Keep the trained checkpoint's files in the workdir (written once; the same bytes)."""
-    if checkpoint is None or Path(checkpoint).resolve() == work.checkpoint_copy.resolve():
-        return
-    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE, C.TABLE_FILE, C.PROVENANCE_FILE, C.TRAINING_LOG_FILE):
-        source, copy = Path(checkpoint) / name, work.checkpoint_copy / name
-        if source.is_file() and not copy.is_file():
-            with data_layer.atomic_output(copy) as temporary:
-                shutil.copyfile(source, temporary)
-
-
 # --- the manifest: checked before the stages run, completed after each ---------------------------
-
-
-def _open_file_manifest(work: Workdir) -> FileManifest:
-    """The workdir's manifest, checked in full (size, sha256, item count of every file): each
-    damaged or missing file is removed, so that the stages write it again, exactly it. A file the
-    manifest does not list (a build made before manifests, or one killed between writing a file
-    and recording it) is kept when it reads whole, and recorded after its stage."""
-    try:
-        files = FileManifest.read(work)
-    except DataError as err:
-        _log(f"{err}; checking every file instead")
-        files = None
-    if files is None:
-        if work.manifest.is_file():
-            _log(f"{work.root}: built before claimtrace kept a manifest: checking its files and recording them")
-        files = FileManifest(work)
-    for name, problem in files.problems(full=True).items():
-        _log(f"{work.at(name)}: {problem}: rebuilding it")
-        _remove_piece(work, files, name)
-    for path in _artifacts(work):
-        if files.get(path) is None:
-            problem = _unreadable(path)
-            if problem is not None:
-                _log(f"{path}: {problem}: rebuilding it")
-                _remove_piece(work, files, work.relative(path))
-    return files
-
-
-def _remove_piece(work: Workdir, files: FileManifest, name: str) -> None:
-    """Remove a damaged file so that its stage writes it again. The BM25 index is one piece (a
-    folder written whole); build.json is written again from the manifest's copy."""
-    path = work.at(name)
-    if path == work.manifest and files.build is not None:
-        write_atomic(work.manifest, json.dumps(files.build, indent=1))
-        return
-    files.repaired[name] = files.files.pop(name, None)
-    if work.bm25_index in path.parents:
-        for other in [n for n in files.files if work.bm25_index in work.at(n).parents]:
-            files.repaired[other] = files.files.pop(other)
-        shutil.rmtree(work.bm25_index, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _unreadable(path: Path) -> str | None:
-    """Why a file the manifest does not list cannot be trusted (it does not read whole), or None."""
-    import numpy as np
-
-    try:
-        if path.suffix == ".json":
-            json.loads(path.read_text(encoding="utf-8"))
-        elif path.suffix == ".jsonl":
-            text = path.read_text(encoding="utf-8")
-            if text and not text.endswith("\n"):
-                return "its last line is cut"
-            for line in text.splitlines():
-                json.loads(line)
-        elif path.suffix == ".npz":
-            with np.load(path) as stored:
-                for key in stored.files:
-                    stored[key]  # reading checks each member's CRC
-        elif path.suffix == ".npy":
-            np.load(path)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        return f"damaged ({str(err)[:200] or type(err).__name__})"
-    return None
-
-
-def _artifacts(work: Workdir) -> list[Path]:
-    """The workdir's artifacts: not a user's corpus kept inside it (never the build's to remove)."""
-    try:
-        corpus = read_json(work.manifest)["corpus"] if work.manifest.is_file() else None
-    except (DataError, KeyError, TypeError):
-        corpus = None
-    if corpus is None or corpus.get("kind") != "evidence":
-        return work.artifact_files()
-    own = work.corpus_path(corpus["source"]).resolve()
-    return [path for path in work.artifact_files() if path.resolve() != own]
-
-
-def _record_new(work: Workdir, files: FileManifest, items: dict[Path, int] | None = None) -> None:
-    """Record every file a stage wrote (each whole: written aside and renamed)."""
-    items = items or {}
-    added = False
-    for path in _artifacts(work):
-        if files.get(path) is None:
-            files.record(path, items.get(path), save=False)
-            added = True
-    if added or files.build is not None:
-        files.save()
-
-
-def _verify_repairs(work: Workdir, files: FileManifest) -> None:
-    """After the stages: every recorded file is as recorded, and a rebuilt file is said to be
-    the same bytes as the one it replaced (or not: its stage records timings)."""
-    problems = files.problems(full=False)  # each file was hashed as it was recorded
-    if problems:
-        raise DataError(
-            "; ".join(f"{work.at(n)}: {p}" for n, p in problems.items()) + ": still damaged after the build"
-        )
-    for name, before in files.repaired.items():
-        now = files.files.get(name)
-        if before is None or now is None:
-            continue
-        same = now["sha256"] == before["sha256"]
-        _log(f"{work.at(name)}: rebuilt, {'identical to what the build first wrote' if same else 'new content'}")
 
 
 def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
@@ -290,14 +79,14 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 
 def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
     """Write one file per chunk of ``artifacts.CHUNK`` items with ``make(start, stop)``; skip existing."""
-    n_chunks = (n_items + artifacts.CHUNK - 1) // artifacts.CHUNK
+    n_chunks = (n_items + CHUNK - 1) // CHUNK
     todo = [i for i in range(n_chunks) if not Workdir.chunk(folder, i, suffix).is_file()]
     if not todo:
         return
-    done = min(n_items, (n_chunks - len(todo)) * artifacts.CHUNK)
+    done = min(n_items, (n_chunks - len(todo)) * CHUNK)
     with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
         for index in todo:
-            start, stop = index * artifacts.CHUNK, min(n_items, (index + 1) * artifacts.CHUNK)
+            start, stop = index * CHUNK, min(n_items, (index + 1) * CHUNK)
             write_atomic(Workdir.chunk(folder, index, suffix), make(start, stop))
             bar.update(stop - start)
 
@@ -315,7 +104,7 @@ def _stems_chunk(texts: list[str], processes: int) -> list[tuple[str, str]]:
 
 
 def _read_chunks(folder: Path, n_items: int, suffix: str) -> Iterator[str]:
-    for index in range((n_items + artifacts.CHUNK - 1) // artifacts.CHUNK):
+    for index in range((n_items + CHUNK - 1) // CHUNK):
         yield Workdir.chunk(folder, index, suffix).read_text(encoding="utf-8")
 
 
@@ -427,9 +216,6 @@ def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) 
 def build_retrieval(work: Workdir, data_dir: Path) -> dict:
     """The retrieval model (saved for readers), every claim's retrieval per split, and the dev
     figures (per-variant F included)."""
-    from . import retrieval
-    from .evaluate import evidence_f
-
     reader = Build(work.root, data_dir)
     outputs = [work.retrieval_summary, work.retrieval_index, work.retrieval_vectorizer]
     if all(path.is_file() for path in [*outputs, *(work.retrieval(split) for split in C.SPLITS)]):
@@ -500,8 +286,6 @@ def _classify_every_split(work: Workdir, data_dir: Path) -> dict:
     """Resumable per split and evidence source: each piece's verdicts are kept in
     classifier/parts/ until its split's file is written, so a killed stage redoes only the pieces
     it had not finished."""
-    from .classifier.predict import protocol_figures
-
     reader = Build(work.root, data_dir)
     classifier = reader.classifier()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
@@ -551,8 +335,6 @@ def classify_piece(work: Workdir, reader: Build, classifier, split: str, source:
     """One split's verdicts on one evidence source (claim id -> {protocol: {"logits",
     "verdict"}}, and on retrieved evidence each claim's forward call under "alone"): the piece
     kept by an earlier, killed run, else predicted and kept."""
-    from .classifier.predict import predict
-
     part = work.classifier_part(split, source)
     if part.is_file():
         try:
@@ -569,10 +351,7 @@ def classify_piece(work: Workdir, reader: Build, classifier, split: str, source:
 
 def _table_agreement(classifier) -> dict:
     """The whole table against PyTorch in float32: max |g32 - g| over every row and label."""
-    import numpy as np
     import torch
-
-    from .classifier.table import export_table
 
     float32 = export_table(classifier.model, torch.float32)
     return {
@@ -587,16 +366,12 @@ def _table_agreement(classifier) -> dict:
 #: The splits whose quirk-variant retrievals are kept (dev is scored; test is predicted).
 VARIANT_SPLITS = ("dev", "test")
 #: Passages per chunk file of the BM25 index build (a module name, so a test can make it small).
-BM25_CHUNK = artifacts.CHUNK
-#: Which model reads which evidence in :func:`build_more_verdicts` (beyond classifier/<split>.json).
-MORE_MODELS = ("notebook", "intended")
+BM25_CHUNK = CHUNK
 
 
 def build_variant_records(work: Workdir, data_dir: Path) -> None:
     """Each quirk variant's retrieval records of dev and test, one file each (skipped when
     there): a scoreboard row needs its ids for F and its evidence for A."""
-    from . import retrieval
-
     reader = Build(work.root, data_dir)
     todo = [
         (name, split)
@@ -622,9 +397,6 @@ def build_variant_records(work: Workdir, data_dir: Path) -> None:
 def build_bm25(work: Workdir, data_dir: Path, passages: dict[str, str], processes: int = 2) -> dict:
     """The BM25 reference: its index of the corpus (evidence.json file order, chunked and
     resumable), each split's six passages per claim, and its row of the variants table."""
-    from . import bm25
-    from .evaluate import evidence_f
-
     outputs = [work.bm25_summary, work.bm25_index, *(work.bm25_retrieval(split) for split in C.SPLITS)]
     if all(path.exists() for path in outputs):
         return read_json(work.bm25_summary)
@@ -672,17 +444,15 @@ def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
     scoreboard row's on dev and test; none on train, the claims both models were trained on
     (their verdicts there score nothing, and a forward call per claim and protocol would double
     the demo build's time)."""
-    from .retrieval import VARIANTS
-
     if split not in VARIANT_SPLITS:
         return
     if split != "test":
         yield "gold", ("intended",)
     yield "retrieved", ("intended",)
-    yield "bm25", MORE_MODELS
+    yield "bm25", C.CLASSIFIER_VARIANTS
     for name in VARIANTS:
         if name != "notebook":
-            yield name, MORE_MODELS
+            yield name, C.CLASSIFIER_VARIANTS
 
 
 class _IntendedClassifier:
@@ -713,7 +483,6 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
     claim, :func:`_more_sources`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
     from .classifier.model import torch_threads
-    from .classifier.predict import predict
 
     todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
     if not todo:
@@ -723,7 +492,7 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
         models = {"notebook": reader.classifier(), "intended": _IntendedClassifier()}
         _check_shared_vocabulary(models["notebook"].vocab)
         for split in todo:
-            verdicts: dict[str, dict] = {cid: {m: {} for m in MORE_MODELS} for cid in reader.claims(split)}
+            verdicts: dict[str, dict] = {cid: {m: {} for m in C.CLASSIFIER_VARIANTS} for cid in reader.claims(split)}
             for source, readers in _more_sources(split):
                 encoded = _source_inputs(work, reader, split, source, models["notebook"].vocab)
                 for model in readers:
@@ -735,9 +504,6 @@ def build_more_verdicts(work: Workdir, data_dir: Path) -> None:
 def _check_shared_vocabulary(vocab) -> None:
     """The intended model reads the shipped vocabulary's ids; the build's inputs are encoded
     with its checkpoint's. They must be the same list for one input to serve both models."""
-    from .classifier.inputs import load_vocab
-    from .classifier.predict import ASSETS_DIR
-
     shipped = load_vocab(ASSETS_DIR / C.VOCAB_FILE)
     if shipped.tokens != vocab.tokens:
         raise DataError(
@@ -748,8 +514,6 @@ def _check_shared_vocabulary(vocab) -> None:
 
 def _source_inputs(work: Workdir, reader: Build, split: str, source: str, vocab):
     """A split's model inputs for one evidence source: the saved ones, else encoded and saved."""
-    from .classifier.inputs import Encoded, encode, evidence_texts, make_rows
-
     path = work.inputs(split, source)
     if path.is_file():
         return Encoded.load(path)
@@ -765,8 +529,6 @@ def _source_inputs(work: Workdir, reader: Build, split: str, source: str, vocab)
 
 def build_scoreboard(work: Workdir, data_dir: Path) -> dict:
     """Dev F, A and HM of every retrieval x classifier x protocol row (written once)."""
-    from .evaluate import scoreboard
-
     if work.scoreboard.is_file():
         return read_json(work.scoreboard)
     board = scoreboard(Build(work.root, data_dir), "dev")
@@ -802,35 +564,35 @@ def build(
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
-    files = _open_file_manifest(work)
+    files = open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)
-    files = _check_build_record(work, files, description, checkpoint, corpus_changed)
+    files = check_build_record(work, files, description, checkpoint, corpus_changed)
     files.record(work.manifest, save=False)
-    _copy_checkpoint(work, checkpoint)
+    copy_checkpoint(work, checkpoint)
     build_passage_store(work, passages)
-    _record_new(work, files)
+    record_new(work, files)
     summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]
     stems_items = {
-        Workdir.chunk(work.stems_dir, i, ".json"): min(artifacts.CHUNK, distinct - i * artifacts.CHUNK)
-        for i in range(0, (distinct + artifacts.CHUNK - 1) // artifacts.CHUNK)
+        Workdir.chunk(work.stems_dir, i, ".json"): min(CHUNK, distinct - i * CHUNK)
+        for i in range(0, (distinct + CHUNK - 1) // CHUNK)
     }
-    _record_new(work, files, stems_items)
+    record_new(work, files, stems_items)
     if until != "tagging":
-        _log("retrieval: every train, dev and test claim")
+        log("retrieval: every train, dev and test claim")
         summary["retrieval"] = build_retrieval(work, data_dir)
         build_variant_records(work, data_dir)
-        _record_new(work, files)
+        record_new(work, files)
     if until not in ("tagging", "retrieval"):
-        _log("bm25: the reference retriever's index and six passages per claim")
+        log("bm25: the reference retriever's index and six passages per claim")
         summary["bm25"] = build_bm25(work, data_dir, passages, processes)
-        _record_new(work, files)
+        record_new(work, files)
     if until == "classifier":
-        _log("classifier: verdicts of the build's checkpoint (and of the intended model)")
+        log("classifier: verdicts of the build's checkpoint (and of the intended model)")
         summary["classifier"] = build_classifier(work, data_dir)
         build_more_verdicts(work, data_dir)
-        _log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
+        log("scoreboard: dev F, A and HM of every retrieval x classifier x protocol")
         summary["scoreboard"] = build_scoreboard(work, data_dir)
-        _record_new(work, files)
-    _verify_repairs(work, files)
+        record_new(work, files)
+    verify_repairs(work, files)
     return summary

@@ -17,7 +17,12 @@ import click
 
 from . import constants as C
 from . import data as data_layer
-from .data import DataError
+from . import store
+from .data import parse_claims
+from .errors import REPAIR_HINT, DataError, Missing
+from .evaluate import evaluate, evaluate_file
+from .integrity import recorded_inputs
+from .workdir import FileManifest, Workdir
 
 
 def _os_error_message(err: OSError) -> str:
@@ -109,7 +114,7 @@ def data_check(ctx: click.Context) -> None:
 def data_demo_corpus(ctx: click.Context, out: str) -> None:
     """Write the demo corpus (every distinct CLIMATE-FEVER sentence) as an evidence.json."""
     corpus = data_layer.demo_corpus(_data_dir(ctx))
-    data_layer.write_atomic(out, json.dumps(corpus, ensure_ascii=False, indent=0))
+    store.write_atomic(out, json.dumps(corpus, ensure_ascii=False, indent=0))
     click.echo(f"wrote {len(corpus)} passages to {out}", err=True)
 
 
@@ -142,7 +147,7 @@ def preprocess_command(ctx: click.Context, text: str, keep_stopwords: bool, as_j
 @click.pass_context
 def vocab_command(ctx: click.Context, as_json: bool) -> None:
     """The classifier's vocabulary, built from train claims and their gold passages."""
-    from .classifier.inputs import training_vocabulary
+    from .classifier.inputs import training_vocabulary  # nltk: the preprocessing
 
     data_dir = _data_dir(ctx)
     vocab = training_vocabulary(data_layer.load_claims("train", data_dir), data_layer.gold_passages(data_dir))
@@ -235,7 +240,10 @@ def build_command(
     if demo and evidence is not None:
         raise click.UsageError("give exactly one of --demo and --evidence FILE")
     if not demo and evidence is None:
-        demo, evidence, checkpoint = _recorded_inputs(Path(workdir), checkpoint)
+        recorded = recorded_inputs(Path(workdir), checkpoint)
+        if recorded is None:
+            raise click.UsageError(f"{workdir} holds no build yet: give exactly one of --demo and --evidence FILE")
+        demo, evidence, checkpoint = recorded
     if checkpoint is not None:  # a damaged checkpoint fails now, not after the first stages' minutes or hours
         from .classifier.predict import load_classifier
 
@@ -252,51 +260,12 @@ def build_command(
     click.echo(json.dumps(summary, ensure_ascii=False, indent=1))
 
 
-def _recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | None, str | None]:
-    """(demo, evidence, checkpoint) of the build a workdir holds, for ``claimtrace build
-    --workdir DIR`` alone: its corpus where build.json says (relative to the workdir) and the
-    copy of its trained checkpoint it keeps."""
-    from .artifacts import FileManifest, Workdir, read_json
-
-    work = Workdir(workdir)
-    if not work.manifest.is_file():
-        raise click.UsageError(f"{workdir} holds no build yet: give exactly one of --demo and --evidence FILE")
-    try:
-        recorded = read_json(work.manifest)
-    except DataError:  # damaged: the manifest keeps a copy (the build writes it back)
-        files = FileManifest.read(work)
-        if files is None or files.build is None:
-            raise
-        recorded = files.build
-    corpus = recorded["corpus"]
-    if checkpoint is None and isinstance(recorded.get("checkpoint"), dict):
-        copy = work.checkpoint_copy / C.CHECKPOINT_FILE
-        if not copy.is_file():
-            raise DataError(
-                f"{copy}: missing, and it is this workdir's only copy of its trained checkpoint: "
-                "run `claimtrace build --checkpoint DIR` with the checkpoint it was built with"
-            )
-        checkpoint = str(work.checkpoint_copy)
-    elif checkpoint is None and isinstance(recorded.get("checkpoint"), str):  # an older build.json
-        checkpoint = recorded["checkpoint"]
-    if corpus["kind"] == "demo":
-        return True, None, checkpoint
-    source = work.corpus_path(corpus["source"])
-    if not source.is_file():
-        raise DataError(
-            f"{source}: this workdir's corpus is not there (build.json names it relative to the workdir): "
-            "give --evidence FILE"
-        )
-    return False, str(source), checkpoint
-
-
 @main.command("verify")
 @workdir_option()
 @click.option("--json", "as_json", is_flag=True, help="Print {workdir, files, damaged} as JSON.")
 def verify_command(workdir: str, as_json: bool) -> None:
     """Check every file of a build against its manifest (size, sha256, item count); exit 2 naming
     each damaged or missing file."""
-    from .artifacts import REPAIR_HINT, FileManifest, Workdir
 
     work = Workdir(Path(workdir))
     if not work.manifest.is_file():
@@ -360,7 +329,7 @@ def _before_torch() -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--variant",
-    type=click.Choice(["notebook", "intended"]),
+    type=click.Choice(C.CLASSIFIER_VARIANTS),
     default="notebook",
     show_default=True,
     help="The notebook's model, or the intended one (both bugs fixed; writes "
@@ -548,7 +517,6 @@ def evaluate_command(
     With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
     evidence, notebook protocol), its fallback share and per-variant F table, and the classifier's
     accuracy and confusion for {gold, retrieved} x {alone, notebook}."""
-    from .evaluate import evaluate_file
 
     if predictions is None:
         for flag, given in (("--skip-missing", skip_missing), ("--per-claim", per_claim)):
@@ -579,8 +547,6 @@ def evaluate_command(
 
 
 def _evaluate_build(build, split: str, as_json: bool) -> None:
-    from .data import parse_claims
-    from .evaluate import evaluate
 
     source = f"{build.root} ({split} predictions)"
     course = evaluate(
@@ -620,7 +586,6 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
 
 def _build_scoreboard(build, split: str) -> dict | None:
     """The build's dev scoreboard (None for another split, or a build made before it existed)."""
-    from .artifacts import Missing
 
     if split != "dev":
         return None
@@ -786,7 +751,7 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
     notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`); with
     --row, one scoreboard row's (dev and test for every row; train for the notebook's and
     BM25's retrieval)."""
-    from .evaluate import scoreboard_row
+    from .scoreboard import scoreboard_row
 
     build = _open_build(ctx, workdir)
     if row is None:
@@ -794,7 +759,7 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
     else:
         chosen = scoreboard_row(row)
         predictions = build.predictions(split, chosen.retrieval, chosen.model, chosen.protocol)
-    data_layer.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
+    store.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
     click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
 
 

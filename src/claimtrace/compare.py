@@ -30,9 +30,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .artifacts import Build, Missing
-from .data import Claim, DataError
-from .evaluate import COURSE_TABLE_2, evaluate, evidence_f, read_predictions
+from . import course
+from .artifacts import Build
+from .data import Claim
+from .errors import DataError, Missing
+from .evaluate import MAX_PREDICTIONS_BYTES, evaluate, evidence_f, read_predictions
 from .explain import RetrievalView
 
 __all__ = ["Run", "read_run", "load_run", "compare"]
@@ -81,8 +83,6 @@ def load_run(
     path: str | Path, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
 ) -> Run:
     """:func:`read_run` of a file (refused before it is read when over the size cap)."""
-    from .evaluate import MAX_PREDICTIONS_BYTES
-
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
@@ -147,7 +147,7 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         "runs": summaries,
         "leaderboard": [s["name"] for s in sorted(summaries, key=lambda s: -(s["HM"] or 0.0))] if labelled else [],
         "scoreboard": _scoreboard_rows(build) if split == "dev" else [],
-        "table2": COURSE_TABLE_2.get(split),
+        "table2": course.TABLE2.get(split),
         "claims": rows,
         "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import constants as C
+from .assets import ASSETS_DIR
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,6 @@ def training_curve(history: list[dict] | None) -> list[dict]:
 def checkpoint_provenance(checkpoint_dir: Path | None) -> dict | None:
     """The provenance of the checkpoint a build used: the shipped one's (``assets/``), or the
     file beside a trained checkpoint; None when a trained checkpoint has none."""
-    from .classifier.predict import ASSETS_DIR
-
     path = (ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)) / C.PROVENANCE_FILE
     if not path.is_file():
         return None

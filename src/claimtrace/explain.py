@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import constants as C
-from .data import DataError
+from .errors import DataError
 
 __all__ = ["explain_input", "explain_claim", "margin", "RetrievalView"]
 

@@ -28,6 +28,7 @@ closed-form simulation of the partitions of long runs of zeros).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 __all__ = ["argsort", "top_k", "top_k_rows", "depth_limit"]
@@ -745,8 +746,6 @@ def top_k_rows(X, k: int = 10, *, method: str = "sparse", return_stats: bool = F
         Only when ``return_stats``: zero-pivot partitions simulated, why the rest went to the
         dense kernel (``HANDOFF_*``), and how many slots it sorted.
     """
-    import scipy.sparse as sp
-
     k = int(k)
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")

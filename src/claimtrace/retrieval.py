@@ -44,6 +44,7 @@ dev and test runs passed), ``cosine-once``, ``unpadded-tags``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,10 +54,15 @@ import scipy.sparse as sp
 
 from . import constants as C
 from . import npsort
-from .data import Claim, DataError, PackedStrings, StringIndex
+from .data import Claim
+from .errors import DataError
+from .evaluate import evidence_f
 from .preprocess import preprocess
+from .store import PackedStrings, StringIndex, load_npz, write_npz
 from .tagging import final_stems, restem
 from .tfidf import NotebookTfidf
+from .tfidf import load as load_vectorizer
+from .tfidf import save as save_vectorizer
 
 __all__ = [
     "Variant",
@@ -555,11 +561,6 @@ class Retriever:
     def save(self, vectorizer_path, index_path) -> None:
         """Write the fitted model: the vectorizer (:func:`claimtrace.tfidf.save`) and the index
         (passage ids and tag strings, posting lists, tag ids), each atomically."""
-        import json
-
-        from .data import write_npz
-        from .tfidf import save as save_vectorizer
-
         save_vectorizer(self.vectorizer, vectorizer_path)
         tokenizer = "restem" if self.vectorizer.tokenizer is restem else "final_stems"
         tags_by_id = sorted(self._tag_ids, key=self._tag_ids.__getitem__)
@@ -588,11 +589,6 @@ class Retriever:
     @classmethod
     def load(cls, vectorizer_path, index_path) -> Retriever:
         """A model written by :meth:`save`, ready to retrieve (nothing is refitted)."""
-        import json
-
-        from .data import load_npz
-        from .tfidf import load as load_vectorizer
-
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read
             if "ids_buffer" not in stored.files:
                 raise DataError(f"{index_path}: written by an older claimtrace: run `claimtrace build` to rewrite it")
@@ -836,8 +832,6 @@ def variant_f_table(
     notebook's tags) and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags
     have no retriever is left out.
     """
-    from .evaluate import evidence_f
-
     names = list(variants) if variants is not None else list(VARIANTS)
     rows = []
     for name in names:

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from . import constants as C
 from .data import Claim
+from .npsort import top_k_rows  # numpy 1.24's introsort, pruned to the top k
 from .preprocess import preprocess
 from .tfidf import NotebookTfidf
 
@@ -148,8 +149,6 @@ def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER
     """Tags of each row of a (n_passages, n_features) TF-IDF matrix: numpy 1.24's
     ``np.argsort(dense_row)[-k:][::-1]`` computed without the dense row, alphabetic names only.
     """
-    from .npsort import top_k_rows  # numpy 1.24's introsort, pruned to the top k
-
     rows = rows.tocsr()
     rows.sort_indices()
     top = top_k_rows(rows, k)

@@ -24,6 +24,7 @@ of different lengths never collide. Strings are made only for terms that survive
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
+
+from .store import write_npz
 
 Tokenizer = Callable[[str], Sequence[str]]
 
@@ -360,10 +363,6 @@ def _key_to_term(key: int, base: int, tokens: list[str]) -> str:
 def save(vectorizer: NotebookTfidf, path) -> None:
     """Write a fitted vectorizer to ``path`` (.npz) through a temporary file, then rename.
     The tokenizer is not saved: :func:`load` takes it again."""
-    import json
-
-    from .data import write_npz
-
     write_npz(
         path,
         keys=vectorizer._keys,
@@ -390,8 +389,6 @@ def save(vectorizer: NotebookTfidf, path) -> None:
 
 def load(path, tokenizer: Tokenizer) -> NotebookTfidf:
     """Read a vectorizer written by :func:`save`."""
-    import json
-
     with np.load(path) as stored:
         meta = json.loads(str(stored["meta"]))
         vectorizer = NotebookTfidf(

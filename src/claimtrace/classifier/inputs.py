@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import constants as C
-from ..data import Claim, write_atomic, write_npz
+from ..data import Claim
 from ..preprocess import preprocess
+from ..store import write_atomic, write_npz
 
 #: Evidence as the classifier sees it: claim id -> passage texts, in order.
 EvidenceTexts = Mapping[str, Sequence[str]]

@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 from .. import constants as C
-from ..data import atomic_output
+from ..assets import ASSETS_DIR
+from ..store import atomic_output
 from .model import TransformerClassifier, sinusoidal_table
-from .predict import ASSETS_DIR
 
 INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
 INTENDED_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["intended"]

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from .. import constants as C
+from ..store import atomic_output
 
 
 def sinusoidal_table(max_len: int = C.PE_MAX_LEN, d_model: int = C.EMBED_DIM) -> torch.Tensor:
@@ -214,8 +215,6 @@ def save_checkpoint(model: nn.Module, path, metadata: dict[str, str] | None = No
     """Write the state dict (the notebook's tensor names, ``pos_encoder.pe`` included) as
     float32 safetensors, atomically."""
     from safetensors.torch import save_file
-
-    from ..data import atomic_output
 
     tensors = {name: t.detach().to(torch.float32).contiguous().clone() for name, t in model.state_dict().items()}
     with atomic_output(path) as temporary:

@@ -20,13 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import constants as C
-from ..artifacts import damaged
-from ..data import DataError
+from ..assets import ASSETS_DIR
+from ..errors import DataError, damaged
 from .inputs import Encoded, Vocabulary, load_vocab
-from .table import Table, load_table, sha256_file, table_metadata
-
-#: The shipped checkpoint, its vocabulary, its exact table and its provenance.
-ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
+from .table import Table, export_table, load_table, sha256_file, table_metadata
 
 #: The checkpoint's tensors that are not parameters: the positional table is a buffer.
 _BUFFERS = frozenset({"pos_encoder.pe"})
@@ -149,7 +146,6 @@ def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
         if len(vocab) != table.g.shape[0]:
             raise DataError(f"{vocab_path}: {len(vocab)} tokens but {table_path} has {table.g.shape[0]} rows")
         return Classifier(vocab, table, checkpoint, hint)
-    from .table import export_table
 
     model = _load_model(checkpoint, hint, len(vocab), vocab_path)
     return Classifier(vocab, export_table(model), checkpoint, hint, model=model)

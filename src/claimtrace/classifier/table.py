@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import constants as C
-from ..data import atomic_output
+from ..store import atomic_output
 
 if TYPE_CHECKING:  # torch is imported where a model runs: a saved table is read without it
     import torch

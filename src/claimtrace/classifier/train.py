@@ -36,9 +36,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from .. import constants as C
-from ..data import gold_passages, load_claims, write_atomic
+from ..data import gold_passages, load_claims
+from ..store import write_atomic
 from .inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
 from .model import TransformerClassifier, build_model, notebook_logits, save_checkpoint, torch_threads
 
@@ -162,8 +164,6 @@ def train(
 
 
 def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
-    from tqdm import tqdm
-
     # Built right after seeding, in the same module order for both variants: same initial weights.
     model = build_model(len(data.vocab), fixed=variant == "intended")
     loss_fn = nn.CrossEntropyLoss()

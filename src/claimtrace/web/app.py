@@ -22,7 +22,10 @@ headers do not arrive in time (slowloris).
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+from collections import OrderedDict
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -32,10 +35,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import constants as C
 from ..artifacts import Build
-from ..data import DataError
+from ..course import WALKTHROUGH_CLAIM
+from ..data import choose_data_dir
+from ..errors import DataError
 from . import sections
+from .explore import row_predictions as predictions_of
 from .render import STATIC, Renderer, root_for
-from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim, limit_malloc_arenas
+from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim, limit_malloc_arenas
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
@@ -100,9 +106,6 @@ class _BytesCache:
     identity: the object is kept with its bytes, so a key never outlives its value."""
 
     def __init__(self, size: int = 1024):
-        import threading
-        from collections import OrderedDict
-
         self.size = size
         self.items: OrderedDict[int, tuple[object, bytes]] = OrderedDict()
         self.lock = threading.Lock()
@@ -144,9 +147,6 @@ class _AnswerCache:
     bounded in count and bytes. Written by the event loop and by the pre-render thread."""
 
     def __init__(self, entries: int = ANSWER_CACHE_ENTRIES, size: int = ANSWER_CACHE_BYTES):
-        import threading
-        from collections import OrderedDict
-
         self.entries, self.size, self.bytes = entries, size, 0
         self.items: OrderedDict[str, tuple[list, bytes]] = OrderedDict()
         self.lock = threading.Lock()
@@ -285,8 +285,6 @@ def create_app(
             app.state.warmth["warm"] = True
 
     if warm:  # a server (tests and the static export make apps without a warm-up)
-        import threading
-
         limit_malloc_arenas()
         threading.Thread(target=warm_up, name="claimtrace-warm", daemon=True).start()
 
@@ -322,15 +320,15 @@ def create_app(
 
     @app.get("/")
     def index(request: Request):
-        return claim_response(request, DEFAULT_CLAIM, "html")
+        return claim_response(request, WALKTHROUGH_CLAIM, "html")
 
     @app.get("/index.html")
     def index_html(request: Request):
-        return claim_response(request, DEFAULT_CLAIM, "html")
+        return claim_response(request, WALKTHROUGH_CLAIM, "html")
 
     @app.get("/index.json")
     def index_json(request: Request):
-        return claim_response(request, DEFAULT_CLAIM, "json")
+        return claim_response(request, WALKTHROUGH_CLAIM, "json")
 
     @app.get("/claim/{name}")
     def claim(request: Request, name: str):
@@ -377,9 +375,6 @@ def create_app(
     @app.get("/predictions/{split}/{name}")
     def row_predictions(request: Request, split: str, name: str):
         """One scoreboard row's predictions in the course's shape (explore.scoreboard_section)."""
-        from ..data import DataError
-        from .explore import row_predictions as predictions_of
-
         row, kind = _split_name(name)
         if kind != "json":
             return not_found(request, True, "Predictions are JSON: ask for ROW.json.")
@@ -403,7 +398,7 @@ def create_app(
             if text is not None:
                 result = tracer.trace_text(text)
             else:
-                result = tracer.trace(claim_id or DEFAULT_CLAIM)
+                result = tracer.trace(claim_id or WALKTHROUGH_CLAIM)
         except BadText as err:
             error, status = str(err), 413 if len(text or "") > MAX_TEXT_CHARS else 400
         except UnknownClaim:
@@ -630,15 +625,11 @@ class WorkerSettings:
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
 
     def export(self) -> None:
-        import os
-
         values = (self.workdir, self.data_dir, "1" if self.prerender else "")
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
     @classmethod
     def from_environment(cls) -> WorkerSettings:
-        import os
-
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
@@ -649,8 +640,6 @@ class WorkerSettings:
 def app_from_environment() -> FastAPI:
     """uvicorn's factory in each worker process: the app over the build :class:`WorkerSettings`
     names, warming up (and pre-rendering) as a one-process server does."""
-    from ..data import choose_data_dir
-
     settings = WorkerSettings.from_environment()
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
     build = Build(settings.workdir, settings.data_dir)

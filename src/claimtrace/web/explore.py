@@ -4,19 +4,23 @@ build (its retrieval records, its verdicts, its summaries)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .. import constants as C
-from ..artifacts import Build, Missing
+from .. import course
+from ..artifacts import Build
+from ..assets import ASSETS_DIR
+from ..classifier.predict import protocol_figures
 from ..data import Claim
+from ..errors import DataError, Missing
+from ..evaluate import evaluate, evidence_scores
+from ..scoreboard import scoreboard_row, scoreboard_rows
 from .sections import build_info, missing
 
 
 def explore(build: Build, split: str) -> dict:
     """The Explore page's data for one split."""
-    from ..classifier.predict import protocol_figures
-    from ..evaluate import evaluate, evidence_scores
-
     claims = build.claims(split)
     labelled = all(c.label is not None for c in claims.values())
     out: dict[str, Any] = {
@@ -120,8 +124,6 @@ def course_figures(build: Build, split: str, page: dict) -> dict:
         ``{"note", "table2": {metric: pair} | None, "accuracy": {source: pair} | None,
         "accuracy_note", "training": [rows] | None}``.
     """
-    from .. import course
-
     out: dict[str, Any] = {"note": course.corpus_note(build_info(build, brief=True)["corpus"])["note"]}
     table2 = course.TABLE2.get(split)
     scores = (page.get("course_scores") or {}).get("notebook")
@@ -169,11 +171,9 @@ def prediction_path(split: str, row: str) -> str:
 def scoreboard_section(build: Build, split: str) -> dict | None:
     """What each quirk cost: the build's dev scoreboard (dev), the course's Table 2 figures for
     the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
-    from ..evaluate import COURSE_TABLE_2, scoreboard_rows
-
     if split not in PREDICTION_SPLITS:
         return None
-    section: dict[str, Any] = {"status": "ok", "anchor": COURSE_TABLE_2[split], "rows": None}
+    section: dict[str, Any] = {"status": "ok", "anchor": course.TABLE2[split], "rows": None}
     try:
         if split == "dev":
             section["rows"] = build.scoreboard()["rows"]
@@ -192,11 +192,7 @@ def intended_training() -> dict:
     """The intended model's training beside the notebook model's, from the two shipped
     checkpoints' provenance: dev accuracy (gold evidence) epoch by epoch, each best epoch, and
     whether fixing the two bugs helped, measured, not asserted."""
-    import json
-
-    from .. import constants as C
     from ..classifier.intended import intended_provenance
-    from ..classifier.predict import ASSETS_DIR
 
     intended = intended_provenance()
     notebook = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
@@ -232,9 +228,6 @@ def intended_training() -> dict:
 def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
     """One scoreboard row's predictions of dev or test in the course's shape (DataError for an
     unknown row; Missing when the build lacks them)."""
-    from ..data import DataError
-    from ..evaluate import scoreboard_row
-
     if split not in PREDICTION_SPLITS:
         raise DataError(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")
     row = scoreboard_row(name)

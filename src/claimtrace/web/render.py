@@ -20,7 +20,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
 from .. import constants as C
-from .tracer import DEFAULT_CLAIM, MAX_TEXT_CHARS, Tracer
+from ..course import WALKTHROUGH_CLAIM
+from .tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -144,7 +145,7 @@ def make_env() -> Environment:
         C=C,
         LABELS=C.LABELS,
         SPLITS=C.SPLITS,
-        DEFAULT_CLAIM=DEFAULT_CLAIM,
+        WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
         MAX_TEXT_CHARS=MAX_TEXT_CHARS,
     )
     return env

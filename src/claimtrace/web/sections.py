@@ -19,10 +19,15 @@ import numpy as np
 
 from .. import constants as C
 from .. import course
-from ..artifacts import REPAIR_HINT, Build, Missing
-from ..data import Claim, DataError
-from ..explain import RetrievalView
+from ..artifacts import Build
+from ..classifier.inputs import row_text
+from ..data import Claim
+from ..errors import REPAIR_HINT, DataError, Missing
+from ..evaluate import evidence_f, evidence_scores
+from ..explain import RetrievalView, explain_claim, explain_input
 from ..preprocess import preprocess, stopwords
+from ..retrieval import notebook_order, notebook_weights
+from ..tagging import final_stems, tag_rows
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
 MAX_PASSED_ROWS = 100
@@ -115,8 +120,6 @@ def preprocess_section(pre, drop: frozenset[str] | set[str]) -> dict:
 
 def passage_top(build: Build, text: str) -> dict:
     """One passage's top ten under the tagging vectorizer, recomputed with weights."""
-    from ..tagging import tag_rows
-
     vectorizer = build.tagging_vectorizer()
     names = vectorizer.feature_names
     stems = preprocess(text, data_dir=build.data_dir).text()
@@ -251,8 +254,6 @@ def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
         ``{"tag", "term", "in_vocabulary", "shared"}`` per distinct tag, sorted; ``term`` is the
         tag stemmed again (empty when nothing survives).
     """
-    from ..tagging import final_stems
-
     rows = []
     for tag in sorted(set(tags)):
         terms = final_stems(tag.lower())
@@ -270,9 +271,6 @@ def tag_terms(vocabulary, tags: list[str], shared: set[str]) -> list[dict]:
 def vectorisation_section(build: Build, claim_tags: str, passage_id: str | None, role: str = "gold") -> dict:
     """The claim's and one passage's tag vectors under the retrieval model, and their cosine,
     overlap and score as the build's model computes them."""
-    from ..retrieval import notebook_weights
-    from ..tagging import final_stems
-
     try:
         retriever = build.retriever()
     except Missing as err:
@@ -355,9 +353,6 @@ def retrieval_section(
 ) -> dict:
     """The filter, the sorts, the cut and the fallback for one claim: the build's record, and
     the rows around it (every passage that passed, the nearest misses)."""
-    from ..evaluate import evidence_scores
-    from ..retrieval import notebook_order
-
     try:
         retriever = build.retriever()
         if claim is not None:
@@ -502,9 +497,6 @@ def classifier_section(
     build: Build, text: str, claim: Claim | None, split: str | None, retrieval: dict, notes: list[str]
 ) -> dict:
     """The model input, both protocols' verdicts and each token's share (:mod:`claimtrace.explain`)."""
-    from ..classifier.inputs import row_text
-    from ..explain import explain_claim, explain_input
-
     if retrieval.get("status") != "ok":
         return missing(
             "retrieval",
@@ -603,8 +595,6 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> dict:
     ``verdicts_missing`` the reason) before the classifier stage. A typed text has no stored
     BM25 retrieval: ``"status": "none"``.
     """
-    from ..evaluate import evidence_f
-
     if claim is None or split is None:
         return {
             "status": "none",

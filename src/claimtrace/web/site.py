@@ -36,12 +36,18 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tqdm import tqdm
+
 from .. import constants as C
 from ..artifacts import Build
-from ..data import write_atomic
+from ..course import WALKTHROUGH_CLAIM
+from ..errors import Missing
+from ..scoreboard import scoreboard_rows
+from ..store import write_atomic
+from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from .fragments import SharedParts, strip_markers
 from .render import SHARED_CLOSE, SHARED_OPEN, STATIC, Renderer, json_for_script, live_bucket
-from .tracer import DEFAULT_CLAIM, StageMissing, Tracer
+from .tracer import StageMissing, Tracer
 
 
 def _dump(value) -> str:
@@ -168,7 +174,7 @@ def write_site(
         shutil.copyfile(STATIC / name, out / "static" / name)
         written["files"] += 1
 
-    front = tracer.trace(DEFAULT_CLAIM)
+    front = tracer.trace(WALKTHROUGH_CLAIM)
     put("index.html", renderer.claim_page(front, ""))
     put("index.json", _dump(front))
     try:
@@ -214,7 +220,7 @@ def _chosen(ids: list[str], limit: int | None) -> list[str]:
     """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
     if limit is None:
         return ids
-    return ids[:limit] + ([DEFAULT_CLAIM] if DEFAULT_CLAIM in ids[limit:] else [])
+    return ids[:limit] + ([WALKTHROUGH_CLAIM] if WALKTHROUGH_CLAIM in ids[limit:] else [])
 
 
 def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
@@ -252,8 +258,6 @@ def _write_claims(
     any is written: those parts go once into ``static/shared-<split>.js`` (web.fragments)."""
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=2 * len(ids), desc=f"site {split}", unit="page", disable=None)
     pages: dict[str, str] = {}
     shared = SharedParts()
@@ -285,19 +289,12 @@ def _write_claims(
 
 def _row_prediction_paths() -> set[str]:
     """The scoreboard rows' prediction files every export writes (when the build has them)."""
-    from ..evaluate import scoreboard_rows
-    from .explore import PREDICTION_SPLITS, prediction_path
-
     return {prediction_path(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()}
 
 
 def _put_row_predictions(build: Build, put: Callable[[str, str], None]) -> None:
     """Every scoreboard row's dev and test predictions, where Explore links to them (both
     splits' pages link to both); nothing when the build lacks them."""
-    from ..artifacts import Missing
-    from ..evaluate import scoreboard_rows
-    from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
-
     try:
         for split in PREDICTION_SPLITS:
             for row in scoreboard_rows():

@@ -11,6 +11,8 @@ computed and scheduling the slow work. The data of every answer comes from
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import threading
 from collections import OrderedDict
@@ -20,14 +22,13 @@ from typing import Any
 
 from .. import constants as C
 from ..artifacts import Build
-from ..artifacts import Missing as StageMissing
+from ..course import WALKTHROUGH_CLAIM
 from ..data import Claim
+from ..errors import Missing as StageMissing
 from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
 
-#: The claim the walkthrough tells (the site's front page).
-DEFAULT_CLAIM = "claim-752"
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
 MAX_TEXT_CHARS = 20_000
 #: Traces kept in memory.
@@ -46,9 +47,6 @@ MALLOC_ARENAS = 2
 def _libc():
     """The C library, found once (``find_library`` runs ``ldconfig``: too slow to repeat on
     every release)."""
-    import ctypes
-    import ctypes.util
-
     name = ctypes.util.find_library("c")
     return ctypes.CDLL(name) if name else None
 
@@ -76,7 +74,7 @@ def release_memory() -> None:
         pass
 
 
-__all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "DEFAULT_CLAIM", "MAX_TEXT_CHARS"]
+__all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "MAX_TEXT_CHARS"]
 
 
 class UnknownClaim(LookupError):
@@ -187,7 +185,7 @@ class Tracer:
         ``wait_for_first_page`` seconds), queue every split's Explore in the background, so that
         a server's pages are ready when asked for."""
         try:
-            self.trace(DEFAULT_CLAIM)
+            self.trace(WALKTHROUGH_CLAIM)
         except (StageMissing, UnknownClaim):
             pass
         self.first_page_served.wait(wait_for_first_page)
