@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import artifacts, data, errors
 from claimtrace import build as build_module
+from claimtrace import data, errors, workdir
 from claimtrace.artifacts import Build
 from claimtrace.build import build
 from claimtrace.cli import main
@@ -29,7 +29,7 @@ def _files(root):
 
 
 def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_evidence, monkeypatch):
-    monkeypatch.setattr(artifacts, "CHUNK", 100)  # the one chunk size: the build's and the reader's
+    monkeypatch.setattr(workdir, "CHUNK", 100)  # the one chunk size: the build's and the reader's
     whole = tmp_path / "whole"
     with pytest.warns(errors.EvidenceChecksumWarning):
         expected = build(whole, data_dir, small_evidence, processes=1, until="tagging")

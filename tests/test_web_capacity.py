@@ -117,7 +117,7 @@ def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 def test_worker_settings_travel_through_the_environment(demo_build, data_dir, monkeypatch):
-    from claimtrace.web.app import WorkerSettings, app_from_environment
+    from claimtrace.web.serving import WorkerSettings, app_from_environment
 
     for name in WorkerSettings._VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -133,6 +133,7 @@ def test_worker_settings_travel_through_the_environment(demo_build, data_dir, mo
 def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch):
     """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
     (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
+    from claimtrace.web import memory
     from claimtrace.web import tracer as tracer_module
 
     released = []
@@ -141,5 +142,5 @@ def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch
     for i in range(7):
         web_tracer.trace_text(f"sea level rising {i}")
     assert len(released) in (2, 3)  # the count started wherever earlier tests left it
-    assert tracer_module.limit_malloc_arenas(2) in (True, False)
-    tracer_module.release_memory()  # the real call: harmless, and under 1 ms
+    assert memory.limit_malloc_arenas(2) in (True, False)
+    memory.release_memory()  # the real call: harmless, and under 1 ms

@@ -16,9 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from claimtrace.artifacts import Build
-from claimtrace.web.app import HEADER_TIMEOUT_SECONDS, MAX_BODY_BYTES, create_app, server_config
+from claimtrace.web.app import create_app
 from claimtrace.web.render import STATIC, TEMPLATES
+from claimtrace.web.routes import MAX_BODY_BYTES
 from claimtrace.web.sections import public_paths
+from claimtrace.web.serving import HEADER_TIMEOUT_SECONDS, server_config
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]
@@ -220,9 +222,9 @@ def test_a_page_already_served_is_answered_without_the_tracer(web_tracer):
 
 
 def test_the_answer_cache_is_bounded_in_entries_and_bytes():
-    from claimtrace.web.app import _AnswerCache
+    from claimtrace.web.middleware import AnswerCache
 
-    cache = _AnswerCache(entries=3, size=1600)
+    cache = AnswerCache(entries=3, size=1600)
     for i in range(10):
         cache.put(f"/p{i}", [], b"x" * 90)
     assert len(cache.items) == 3 and cache.get("/p9") is not None and cache.get("/p0") is None

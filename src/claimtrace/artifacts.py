@@ -51,7 +51,7 @@ from .errors import REPAIR_HINT, DataError, Missing, damaged, damaged_file
 from .retrieval import Retriever
 from .scoreboard import evidence_source
 from .store import read_json
-from .workdir import CHUNK, FileManifest, Workdir
+from .workdir import FileManifest, Workdir, chunk_spans
 
 
 def _json_lines(path: Path) -> list[dict]:
@@ -268,12 +268,12 @@ class Build:
     def iter_tags(self) -> Iterator[dict]:
         """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
         n = self.manifest()["corpus"]["passages"]
-        for index in range((n + CHUNK - 1) // CHUNK):
+        for index, (start, stop) in enumerate(chunk_spans(n)):
             path = self.work.chunk(self.work.tags_dir, index, ".jsonl")
             rows = self._load("tagging", path, _json_lines)
             self._check_items(path, len(rows))
-            if len(rows) != min(CHUNK, n - index * CHUNK):  # also without a manifest (an older build)
-                raise damaged_file(path, f"{len(rows)} passages, but its chunk holds {min(CHUNK, n - index * CHUNK)}")
+            if len(rows) != stop - start:  # also without a manifest (an older build)
+                raise damaged_file(path, f"{len(rows)} passages, but its chunk holds {stop - start}")
             yield from rows
 
     def tagging_vectorizer(self):

@@ -35,7 +35,7 @@ from .preprocess import preprocess_both
 from .retrieval import VARIANTS
 from .scoreboard import scoreboard
 from .store import read_json, write_atomic
-from .workdir import CHUNK, Workdir, sha256_of
+from .workdir import CHUNK, Workdir, chunk_spans, sha256_of
 
 # --- the corpus ----------------------------------------------------------------------------------
 
@@ -78,15 +78,15 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 
 
 def _run_chunks(folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str) -> None:
-    """Write one file per chunk of ``artifacts.CHUNK`` items with ``make(start, stop)``; skip existing."""
-    n_chunks = (n_items + CHUNK - 1) // CHUNK
-    todo = [i for i in range(n_chunks) if not Workdir.chunk(folder, i, suffix).is_file()]
+    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing."""
+    spans = chunk_spans(n_items)
+    todo = [i for i in range(len(spans)) if not Workdir.chunk(folder, i, suffix).is_file()]
     if not todo:
         return
-    done = min(n_items, (n_chunks - len(todo)) * CHUNK)
+    done = n_items - sum(spans[i][1] - spans[i][0] for i in todo)
     with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
         for index in todo:
-            start, stop = index * CHUNK, min(n_items, (index + 1) * CHUNK)
+            start, stop = spans[index]
             write_atomic(Workdir.chunk(folder, index, suffix), make(start, stop))
             bar.update(stop - start)
 
@@ -104,7 +104,7 @@ def _stems_chunk(texts: list[str], processes: int) -> list[tuple[str, str]]:
 
 
 def _read_chunks(folder: Path, n_items: int, suffix: str) -> Iterator[str]:
-    for index in range((n_items + CHUNK - 1) // CHUNK):
+    for index in range(len(chunk_spans(n_items))):
         yield Workdir.chunk(folder, index, suffix).read_text(encoding="utf-8")
 
 
@@ -574,8 +574,7 @@ def build(
     summary = {"tagging": build_tagging(work, data_dir, passages, processes)}
     distinct = summary["tagging"]["distinct_texts"]
     stems_items = {
-        Workdir.chunk(work.stems_dir, i, ".json"): min(CHUNK, distinct - i * CHUNK)
-        for i in range(0, (distinct + CHUNK - 1) // CHUNK)
+        Workdir.chunk(work.stems_dir, i, ".json"): stop - start for i, (start, stop) in enumerate(chunk_spans(distinct))
     }
     record_new(work, files, stems_items)
     if until != "tagging":

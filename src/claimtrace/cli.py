@@ -787,7 +787,8 @@ def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, pre
     import uvicorn
 
     from .preprocess import stopwords
-    from .web.app import WorkerSettings, create_app, server_config
+    from .web.app import create_app
+    from .web.serving import WorkerSettings, server_config
 
     data_dir = _data_dir(ctx)
     stopwords(data_dir)  # every trace preprocesses: a bad stopword list stops the server now

@@ -33,6 +33,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .npsort import argsort as introsort
 from .store import write_npz
 
 Tokenizer = Callable[[str], Sequence[str]]
@@ -155,9 +156,7 @@ class NotebookTfidf:
         self.min_df = min_df
         self.max_features = max_features
         self.ngram_range = ngram_range
-        if argsort is None:
-            from .npsort import argsort  # numpy 1.24's introsort, re-implemented
-        self.argsort = argsort
+        self.argsort = introsort if argsort is None else argsort  # numpy 1.24's introsort, re-implemented
         self.batch_size = batch_size
 
     # --- fitting ------------------------------------------------------------------------------

@@ -18,6 +18,12 @@ from .store import read_json, write_atomic
 CHUNK = 50_000
 
 
+def chunk_spans(n_items: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each chunk of :data:`CHUNK` items, in order: chunk ``i`` is the
+    ``i``-th span (read at call time: one chunk size for the build and the reader)."""
+    return [(start, min(n_items, start + CHUNK)) for start in range(0, n_items, CHUNK)]
+
+
 @dataclass
 class Workdir:
     """Paths of a build's artifacts."""

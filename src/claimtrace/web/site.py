@@ -42,12 +42,11 @@ from .. import constants as C
 from ..artifacts import Build
 from ..course import WALKTHROUGH_CLAIM
 from ..errors import Missing
-from ..scoreboard import scoreboard_rows
 from ..store import write_atomic
-from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from .fragments import SharedParts, strip_markers
+from .pages import CLAIM, EXPLORE, LIVE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, Page
 from .render import SHARED_CLOSE, SHARED_OPEN, STATIC, Renderer, json_for_script, live_bucket
-from .tracer import StageMissing, Tracer
+from .tracer import Tracer
 
 
 def _dump(value) -> str:
@@ -149,7 +148,7 @@ def write_site(
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
     claim_ids = {split: _chosen(list(tracer.claims(split)), limit) for split in splits}
-    written_paths = _planned(claim_ids, json_twins)
+    written_paths = _planned(tracer, claim_ids, json_twins)
     written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
     editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
 
@@ -174,35 +173,18 @@ def write_site(
         shutil.copyfile(STATIC / name, out / "static" / name)
         written["files"] += 1
 
-    front = tracer.trace(WALKTHROUGH_CLAIM)
-    put("index.html", renderer.claim_page(front, ""))
-    put("index.json", _dump(front))
-    try:
-        table = tracer.table()
-        put("api/table.json", _dump(table))
-        put("static/table.js", _script("claimtraceTable", None, table))
-    except StageMissing:
-        pass
-    put("api/build.json", _dump(tracer.build_info()))
-    # The table is not embedded: app.js loads static/table.js, one copy for every page.
-    put("live.html", renderer.live_page("", front, text=front["claim"]["text"], table=None))
-    put(
-        "404.html",
-        renderer.error_page(
-            "", 404, "Not found", "There is no page here.", "Claim pages are named claim/claim-N.html."
-        ),
-    )
-
-    _put_row_predictions(tracer.build, put)
+    for page in PAGES:
+        if page is CLAIM:  # per split, what the pages repeat written once (_write_claims)
+            continue
+        for key in page.keys(tracer, claim_ids):
+            _put_page(tracer, renderer, page, key, put)
+        if page is EXPLORE:
+            written["explore"] += len(claim_ids)
+        if page is TABLE:
+            _put_table_script(tracer, put)
+        if page is LIVE:
+            put("404.html", renderer.error_page("", 404, "Not found", "There is no page here.", _NOT_FOUND_HINT))
     for split in splits:
-        explore = tracer.explore(split)
-        put(f"explore/{split}.html", renderer.explore_page(explore, "../"))
-        put(f"explore/{split}.json", _dump(explore))
-        try:
-            put(f"predictions/{split}.json", _dump(tracer.build.course_predictions(split)))
-        except StageMissing:
-            pass
-        written["explore"] += 1
         _write_claims(
             tracer, renderer, split, claim_ids[split], page_text, write, json_twins, progress, editors, shared_parts
         )
@@ -216,6 +198,33 @@ def write_site(
     return written
 
 
+_NOT_FOUND_HINT = "Claim pages are named claim/claim-N.html."
+
+
+def _put_page(tracer: Tracer, renderer: Renderer, page: Page, key, put: Callable[[str, str], None]) -> None:
+    """One page of the registry and its JSON twin; nothing when the build lacks its stage."""
+    try:
+        data = page.data(tracer, key)
+    except Missing:
+        if page.template is not None:  # a page says what is missing; a download is left out
+            raise
+        return
+    if page.template is not None:
+        put(page.path(key), page.render(renderer, data, key))
+        if page.twin is not None:
+            put(page.twin_path(key), _dump(data))
+    else:
+        put(page.path(key), _dump(data))
+
+
+def _put_table_script(tracer: Tracer, put: Callable[[str, str], None]) -> None:
+    """The table once, as a script every page shares (app.js loads it; no page embeds it)."""
+    try:
+        put("static/table.js", _script("claimtraceTable", None, TABLE.data(tracer, None)))
+    except Missing:
+        return
+
+
 def _chosen(ids: list[str], limit: int | None) -> list[str]:
     """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
     if limit is None:
@@ -223,16 +232,15 @@ def _chosen(ids: list[str], limit: int | None) -> list[str]:
     return ids[:limit] + ([WALKTHROUGH_CLAIM] if WALKTHROUGH_CLAIM in ids[limit:] else [])
 
 
-def _planned(claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
-    """Every claim, live and explore file an export will write (for disabling other links)."""
-    paths = {f"explore/{split}.{ext}" for split in claim_ids for ext in ("html", "json")}
-    paths |= {f"predictions/{split}.json" for split in claim_ids}
-    paths |= _row_prediction_paths()
-    for ids in claim_ids.values():
-        for claim_id in ids:
-            paths |= {f"claim/{claim_id}.html", live_bucket(claim_id)}
-            if json_twins:
-                paths.add(f"claim/{claim_id}.json")
+def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
+    """Every claim, live, explore and predictions file an export will write (for disabling
+    other links)."""
+    paths = {live_bucket(claim_id) for ids in claim_ids.values() for claim_id in ids}
+    for page in (EXPLORE, PREDICTIONS, ROW_PREDICTIONS, CLAIM):
+        for key in page.keys(tracer, claim_ids):
+            paths.add(page.path(key))
+            if page.twin is not None and (page is not CLAIM or json_twins):
+                paths.add(page.twin_path(key))
     return paths
 
 
@@ -262,15 +270,15 @@ def _write_claims(
     pages: dict[str, str] = {}
     shared = SharedParts()
     for claim_id in ids:
-        result = tracer.trace(claim_id)
-        relative = f"claim/{claim_id}.html"
-        pages[relative] = page_text(relative, renderer.claim_page(result, "../"))
+        result = CLAIM.data(tracer, claim_id)
+        relative = CLAIM.path(claim_id)
+        pages[relative] = page_text(relative, CLAIM.render(renderer, result, claim_id))
         shared.count(pages[relative])
         editor = live_data(result)
         if editor is not None:
             editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
         if json_twins:
-            write(f"claim/{claim_id}.json", _dump(result))
+            write(CLAIM.twin_path(claim_id), _dump(result))
         if bar is not None:
             bar.update(1)
     script = f"static/shared-{split}.js"
@@ -285,19 +293,3 @@ def _write_claims(
         write(script, shared.script())
     if bar is not None:
         bar.close()
-
-
-def _row_prediction_paths() -> set[str]:
-    """The scoreboard rows' prediction files every export writes (when the build has them)."""
-    return {prediction_path(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()}
-
-
-def _put_row_predictions(build: Build, put: Callable[[str, str], None]) -> None:
-    """Every scoreboard row's dev and test predictions, where Explore links to them (both
-    splits' pages link to both); nothing when the build lacks them."""
-    try:
-        for split in PREDICTION_SPLITS:
-            for row in scoreboard_rows():
-                put(prediction_path(split, row.name), _dump(row_predictions(build, split, row.name)))
-    except Missing:
-        return

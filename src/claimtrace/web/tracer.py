@@ -11,9 +11,6 @@ computed and scheduling the slow work. The data of every answer comes from
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +25,7 @@ from ..errors import Missing as StageMissing
 from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
+from .memory import RELEASE_EVERY, release_memory
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
 MAX_TEXT_CHARS = 20_000
@@ -36,42 +34,6 @@ TRACE_CACHE = 512
 #: Words the stem cache may hold in a server before it is emptied (typed claims bring new words;
 #: every course claim's words fit many times over).
 STEM_CACHE_WORDS = 1 << 16
-#: Typed claims between two returns of freed heap memory to the system (:func:`release_memory`).
-RELEASE_EVERY = 32
-#: glibc malloc arenas a server process may use (glibc's default is 8 per core): each request
-#: thread would otherwise keep its own arena's freed memory.
-MALLOC_ARENAS = 2
-
-
-@functools.cache
-def _libc():
-    """The C library, found once (``find_library`` runs ``ldconfig``: too slow to repeat on
-    every release)."""
-    name = ctypes.util.find_library("c")
-    return ctypes.CDLL(name) if name else None
-
-
-def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Cap glibc's malloc arenas for the rest of the process (``mallopt(M_ARENA_MAX)``); False
-    where the C library is not glibc. A server calls it at start."""
-    try:
-        libc = _libc()
-        return bool(libc is not None and libc.mallopt(-8, arenas))  # -8: M_ARENA_MAX in malloc.h
-    except (OSError, AttributeError):
-        return False
-
-
-def release_memory() -> None:
-    """Return freed heap memory to the system (glibc's ``malloc_trim``; well under 1 ms). A trace
-    allocates and frees tens of MB of small arrays and PyTorch tensors; glibc keeps what was freed
-    for reuse, and under a stream of typed claims the server's resident memory climbed by 100 KB a
-    claim without it (docs/benchmarks.md, "Capacity"), though nothing live grew."""
-    try:
-        libc = _libc()
-        if libc is not None:
-            libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 __all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "MAX_TEXT_CHARS"]

@@ -1,0 +1,159 @@
+"""What stands in front of every route, as plain ASGI middleware (no task or copy per request),
+outermost first:
+
+* :class:`SecurityHeaders`: SECURITY_HEADERS on every response; HEAD answered as GET without
+  the body;
+* :class:`HostGuard`: a Host that is not the loopback is refused (400: DNS rebinding);
+* :class:`FinalAnswers`: a walkthrough or Explore page already served is answered from its copy,
+  in the event loop: under load, those stay instant while new traces wait for the CPU.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+from .render import Renderer
+from .responses import error_response
+
+#: Host names the server answers to: the loopback it listens on, and the TestClient's name. Any
+#: other Host is a page of another site reaching 127.0.0.1 through DNS rebinding.
+ALLOWED_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "testserver"})
+
+#: Sent with every response. No inline script runs (app.js is the only script; the JSON data
+#: blocks are not run); style attributes stay allowed for the inline CSS bars of the charts.
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
+        b"img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+
+#: Paths whose 200 answer never changes while the server runs (a build is read, never changed,
+#: and a trace or an Explore once computed is final): kept whole by :class:`FinalAnswers`.
+_FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json|/[^/]+)?")
+#: Whole answers kept (claim pages are about 90 KB; every claim of every split fits) ...
+ANSWER_CACHE_ENTRIES = 4096
+#: ... within this many bytes.
+ANSWER_CACHE_BYTES = 256 * 2**20
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every response; answers HEAD as GET without the body."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = {**scope, "method": "GET"}
+
+        async def secured(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
+            elif head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}  # Content-Length stays the GET body's, as HEAD wants
+            await send(message)
+
+        return await self.app(scope, receive, secured)
+
+
+def _host_name(host: str) -> str:
+    """``"127.0.0.1:8000"`` -> ``"127.0.0.1"``, ``"[::1]:8000"`` -> ``"[::1]"``, lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.split(":", 1)[0]
+
+
+class HostGuard:
+    """Refuses (400) a request whose Host is not the loopback."""
+
+    def __init__(self, app, renderer: Renderer):
+        self.app = app
+        self.renderer = renderer
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
+        if _host_name(host) in ALLOWED_HOSTS:
+            return await self.app(scope, receive, send)
+        message = (
+            f"This server answers only to 127.0.0.1, localhost and [::1], not to the host “{host[:100]}”: "
+            "open it at http://127.0.0.1:PORT/."
+        )
+        refusal = error_response(self.renderer, scope.get("path", "/"), 400, "Wrong host", message)
+        return await refusal(scope, receive, send)
+
+
+class AnswerCache:
+    """Whole answers (status 200, headers, body) by path, least recently used dropped first,
+    bounded in count and bytes. Written by the event loop and by the pre-render thread."""
+
+    def __init__(self, entries: int = ANSWER_CACHE_ENTRIES, size: int = ANSWER_CACHE_BYTES):
+        self.entries, self.size, self.bytes = entries, size, 0
+        self.items: OrderedDict[str, tuple[list, bytes]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, path: str) -> tuple[list, bytes] | None:
+        with self.lock:
+            hit = self.items.get(path)
+            if hit is not None:
+                self.items.move_to_end(path)
+            return hit
+
+    def put(self, path: str, headers: list, body: bytes) -> None:
+        with self.lock:
+            if len(body) > self.size // 16 or path in self.items:
+                return
+            self.items[path] = (headers, body)
+            self.bytes += len(body)
+            while len(self.items) > self.entries or self.bytes > self.size:
+                self.bytes -= len(self.items.popitem(last=False)[1][1])
+
+
+class FinalAnswers:
+    """Answers a GET of a walkthrough or Explore page from :class:`AnswerCache` once it has been
+    served whole (status 200, one piece); every other request passes through."""
+
+    def __init__(self, app, answers: AnswerCache):
+        self.app = app
+        self.answers = answers
+
+    async def __call__(self, scope, receive, send):
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "GET"
+            or scope.get("query_string")
+            or not _FINAL_ANSWER.fullmatch(scope["path"])
+        ):
+            return await self.app(scope, receive, send)
+        path = scope["path"]
+        hit = self.answers.get(path)
+        if hit is not None:
+            await send({"type": "http.response.start", "status": 200, "headers": hit[0]})
+            return await send({"type": "http.response.body", "body": hit[1]})
+        return await self.app(scope, receive, self._keeping(path, send))
+
+    def _keeping(self, path: str, send):
+        """``send``, keeping a copy of a 200 answer sent in one piece."""
+        start: dict = {}
+
+        async def keep(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif start.get("status") == 200 and not message.get("more_body", False):
+                self.answers.put(path, list(start.get("headers", ())), message.get("body", b""))
+            await send(message)
+
+        return keep

@@ -1,0 +1,86 @@
+"""How the server answers: JSON encoded once per immutable answer, HTML in UTF-8, and an error
+as JSON or as a page, whichever the address asks for (:func:`wants_json`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+
+from fastapi.responses import HTMLResponse, Response
+
+from .render import Renderer, root_for
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode(value) -> bytes:
+    """``value`` as compact JSON in UTF-8."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate echoed back (an unknown id): \uXXXX escapes are valid JSON
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def utf8(text: str) -> bytes:
+    """``text`` in UTF-8, a lone surrogate (which UTF-8 cannot carry) shown as U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def text_problem(text: str) -> str | None:
+    """Why a typed text cannot be traced as Unicode text, or None: a lone surrogate (JSON's
+    ``"\\ud800"`` decodes to one) is not a character, and no stage could print it."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"The text holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start() + 1}), which is not Unicode text."
+
+
+def json_response(value, status: int = 200) -> Response:
+    return Response(encode(value), status_code=status, media_type="application/json")
+
+
+def html_response(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(utf8(body), status_code=status)
+
+
+def wants_json(path: str) -> bool:
+    """Whether an address asks for JSON (a ``.json`` twin or the API), not a page."""
+    return path.endswith(".json") or path.startswith("/api/")
+
+
+def error_response(
+    renderer: Renderer, path: str, status: int, heading: str, message: str, hint: str | None = None, **fields
+) -> Response:
+    """An error as the address asks for it: ``{"error", "status", **fields}`` or an error page."""
+    if wants_json(path):
+        return json_response({"error": message, "status": status, **fields}, status)
+    return html_response(renderer.error_page(root_for(path), status, heading, message, hint), status)
+
+
+class EncodedCache:
+    """Encoded JSON of immutable answers (traces, Explore, the table), keyed by the object's
+    identity: the object is kept with its bytes, so a key never outlives its value."""
+
+    def __init__(self, size: int = 1024):
+        self.size = size
+        self.items: OrderedDict[int, tuple[object, bytes]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def response(self, value) -> Response:
+        key = id(value)
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None and hit[0] is value:
+                self.items.move_to_end(key)
+                return Response(hit[1], media_type="application/json")
+        body = encode(value)
+        with self.lock:
+            self.items[key] = (value, body)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return Response(body, media_type="application/json")
