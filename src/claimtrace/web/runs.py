@@ -44,6 +44,8 @@ class Runs:
         self._uploads: OrderedDict[str, Run] = OrderedDict()
         self._reports: dict[str, dict] = {}
         self._lock = threading.Lock()
+        #: Whether uploads are taken (off in a several-process server: each would keep its own).
+        self.uploads = True
 
     # -- adding -----------------------------------------------------------------------------------
 
@@ -83,8 +85,18 @@ class Runs:
             self._given[run.digest] = run
         return run
 
+    def give_all(self, files: Iterable[tuple[str, str | None]]) -> None:
+        """:meth:`give` each (file, name) pair, in order."""
+        for path, name in files:
+            self.give(path, name)
+
     def upload(self, raw: bytes, name: str | None = None) -> Run:
         """Add an uploaded run (the same bytes give the same run, once)."""
+        if not self.uploads:
+            raise DataError(
+                "this server runs several processes, and each would keep its own uploads: "
+                "give the file to `claimtrace serve --predictions FILE` instead"
+            )
         run = self.read(raw, "the uploaded file", name or "upload")
         with self._lock:
             known = self._given.get(run.digest) or self._uploads.get(run.digest)
@@ -184,12 +196,3 @@ def _claim_line(row: dict, name: str) -> dict:
         "why": [] if entry is None else entry.get("why", []),
     }
     return line
-
-
-def load_given(build: Build, files: Iterable[str], names: Iterable[str]) -> Runs:
-    """The runs named on the command line (``--predictions FILE [--name NAME]``), in order."""
-    runs = Runs(build)
-    names = list(names)
-    for i, path in enumerate(files):
-        runs.give(path, names[i] if i < len(names) else None)
-    return runs
