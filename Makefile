@@ -5,7 +5,7 @@ ORACLE := .venv-oracle
 PY := $(VENV)/bin/python
 WORKDIR ?= work/demo
 
-.PHONY: demo test test-fast lint format env oracle-env clean
+.PHONY: demo test test-fast lint format env oracle-env clean chromium
 
 ## make demo: build the demo corpus (tagging, retrieval, verdicts) and serve the site on
 ## http://127.0.0.1:$(PORT)/ with the course baseline to compare (a build that exists is reused; a killed one resumes).
@@ -14,9 +14,14 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR)
 	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline
 
-## make test: the whole test suite, with the 2024 reference environment beside it.
-test: $(VENV)/.installed-test $(ORACLE)/.installed
+## make test: the whole test suite, with the 2024 reference environment beside it. Its first
+## step installs Debian's chromium for the page tests when it is missing (as root, with apt-get),
+## else stops at once saying what to install (scripts/ensure-chromium).
+test: chromium $(VENV)/.installed-test $(ORACLE)/.installed
 	$(PY) -m pytest -q
+
+chromium:
+	@scripts/ensure-chromium
 
 ## make test-fast: everything but the oracle, browser and cross-platform tests (a few minutes).
 ## One stage's tests alone: .venv/bin/python -m pytest tests/test_tagging.py -m "not oracle"

@@ -306,16 +306,14 @@ def test_a_killed_classifier_stage_redoes_only_unfinished_pieces(demo_build, dat
     assert not (work / "classifier" / "dev.json").exists()  # its split not finished: kept as a piece
     assert sorted(p.name for p in (work / "classifier" / "parts").iterdir()) == ["dev-retrieved.json"]
 
-    from claimtrace.classifier import predict as predict_module
-
-    real_predict, predicted = predict_module.predict, []
+    real_predict, predicted = build_module.predict, []
 
     def counted_predict(classifier, encoded):
         predicted.append(len(encoded))
         return real_predict(classifier, encoded)
 
     monkeypatch.setattr(build_module, "classify_piece", real_piece)
-    monkeypatch.setattr(predict_module, "predict", counted_predict)
+    monkeypatch.setattr(build_module, "predict", counted_predict)
     build(work, data_dir, None, processes=1)
     dev, test = len(demo_build.claims("dev")), len(demo_build.claims("test"))
     assert predicted == [dev, test]  # dev's gold and test's retrieved: nothing finished was redone

@@ -1,0 +1,87 @@
+"""``make test`` sets itself up: scripts/ensure-chromium, its first step, finds Debian's
+Chromium, installs it where it can (root with apt-get), or stops at once with one line saying
+what to install. Each path is tried with a made-up Chromium path, apt-get and user id (the
+machine's own Chromium is left alone)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "ensure-chromium"
+
+
+def _run(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(SCRIPT)], env={"PATH": os.environ["PATH"], **env}, capture_output=True, text=True, timeout=30
+    )
+    return done, time.monotonic() - started
+
+
+def _fake_apt_get(tmp_path: Path, installs: Path | None) -> Path:
+    """An apt-get that records its calls and, for ``install chromium``, creates ``installs``."""
+    log = tmp_path / "apt-get.log"
+    script = tmp_path / "apt-get"
+    create = f'touch "{installs}" && chmod +x "{installs}"' if installs else "exit 100"
+    script.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncase "$*" in *install*chromium*) {create} ;; esac\nexit 0\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_chromium_there_is_left_alone(tmp_path):
+    present = tmp_path / "chromium"
+    present.write_text("#!/bin/sh\n")
+    present.chmod(0o755)
+    apt_get = _fake_apt_get(tmp_path, None)
+    done, _ = _run(tmp_path, CHROMIUM=str(present), APT_GET=str(apt_get), USER_ID="0")
+    assert done.returncode == 0 and done.stderr == ""
+    assert not (tmp_path / "apt-get.log").exists()
+
+
+def test_chromium_missing_is_installed_as_root_with_apt_get(tmp_path):
+    wanted = tmp_path / "bin" / "chromium"
+    wanted.parent.mkdir()
+    apt_get = _fake_apt_get(tmp_path, wanted)
+    done, _ = _run(tmp_path, CHROMIUM=str(wanted), APT_GET=str(apt_get), USER_ID="0")
+    assert done.returncode == 0, done.stderr
+    assert wanted.is_file()
+    assert (tmp_path / "apt-get.log").read_text().splitlines() == ["update -qq", "install -y -qq chromium"]
+
+
+def test_chromium_missing_without_root_stops_at_once_saying_what_to_install(tmp_path):
+    apt_get = _fake_apt_get(tmp_path, tmp_path / "chromium")
+    done, seconds = _run(tmp_path, CHROMIUM=str(tmp_path / "chromium"), APT_GET=str(apt_get), USER_ID="1000")
+    assert done.returncode == 1 and seconds < 5
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "install Debian's chromium package" in lines[0] and str(tmp_path) in lines[0]
+    assert not (tmp_path / "apt-get.log").exists()
+
+
+def test_chromium_missing_without_apt_get_stops_at_once(tmp_path):
+    done, seconds = _run(tmp_path, CHROMIUM=str(tmp_path / "chromium"), APT_GET=str(tmp_path / "none"), USER_ID="0")
+    assert done.returncode == 1 and seconds < 5
+    assert len(done.stderr.splitlines()) == 1 and "install Debian's chromium package" in done.stderr
+
+
+def test_an_install_that_fails_says_so(tmp_path):
+    apt_get = _fake_apt_get(tmp_path, None)  # "installs" nothing
+    done, _ = _run(tmp_path, CHROMIUM=str(tmp_path / "chromium"), APT_GET=str(apt_get), USER_ID="0")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith("make test: apt-get could not install chromium")
+
+
+def test_make_test_runs_it_first_and_ci_runs_only_the_readmes_commands():
+    makefile = (REPO / "Makefile").read_text()
+    test_rule = next(line for line in makefile.splitlines() if line.startswith("test:"))
+    assert test_rule.split(":", 1)[1].split()[0] == "chromium"
+    assert "\tscripts/ensure-chromium" in makefile or "\t@scripts/ensure-chromium" in makefile
+    commands = [
+        line
+        for line in (REPO / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and not line.startswith(("set ", "cd "))
+    ]
+    assert commands == ["make lint", "make test"]
