@@ -32,12 +32,12 @@ from pathlib import Path
 
 from . import course
 from .artifacts import Build
-from .data import Claim
+from .data import Claim, json_from_bytes
 from .errors import DataError, Missing
-from .evaluate import MAX_PREDICTIONS_BYTES, evaluate, evidence_f, read_predictions
+from .evaluate import check_predictions_size, evaluate, evidence_f, parse_predictions, predictions_bytes
 from .explain import RetrievalView
 
-__all__ = ["Run", "read_run", "load_run", "compare", "compare_claim"]
+__all__ = ["Run", "read_run", "run_from_json", "load_run", "compare", "compare_claim"]
 
 #: The protocols the notebook's model is run under, in the order pages show them.
 PROTOCOLS = ("notebook", "alone")
@@ -67,7 +67,21 @@ def read_run(
     course's shape, over the size cap, or names an unknown claim; and for a missing claim
     unless ``skip_missing``.
     """
-    predictions = read_predictions(raw, source, known=claims)
+    check_predictions_size(len(raw), source)
+    return run_from_json(json_from_bytes(raw, source), raw, source, name, claims, split, skip_missing)
+
+
+def run_from_json(
+    value: object,
+    raw: bytes,
+    source: str,
+    name: str | None,
+    claims: Mapping[str, Claim],
+    split: str,
+    skip_missing: bool = False,
+) -> Run:
+    """:func:`read_run` of a file already parsed (``value``; ``raw`` its bytes, for the digest)."""
+    predictions = parse_predictions(value, source, known=claims)
     missing = tuple(cid for cid in claims if cid not in predictions)
     if missing and not skip_missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -83,15 +97,7 @@ def load_run(
     path: str | Path, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
 ) -> Run:
     """:func:`read_run` of a file (refused before it is read when over the size cap)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file is missing")
-    size = path.stat().st_size
-    if size > MAX_PREDICTIONS_BYTES:
-        raise DataError(
-            f"{path}: {size:,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions file may hold"
-        )
-    return read_run(path.read_bytes(), str(path), name, claims, split, skip_missing)
+    return read_run(predictions_bytes(path), str(path), name, claims, split, skip_missing)
 
 
 def _unique_names(runs: Sequence[Run]) -> None:

@@ -190,26 +190,33 @@ def _kind(value: object) -> str:
     return "missing" if value is None else type(value).__name__
 
 
+def check_predictions_size(size: int, source: str) -> None:
+    """DataError naming ``source`` when a predictions file is over :data:`MAX_PREDICTIONS_BYTES`."""
+    if size > MAX_PREDICTIONS_BYTES:
+        raise DataError(
+            f"{source}: {size:,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions file may hold"
+        )
+
+
 def read_predictions(raw: bytes, source: str, known: Mapping[str, Claim] | None = None) -> dict[str, Claim]:
     """:func:`parse_predictions` of a file's bytes, refused over :data:`MAX_PREDICTIONS_BYTES`."""
-    if len(raw) > MAX_PREDICTIONS_BYTES:
-        raise DataError(
-            f"{source}: {len(raw):,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions file may hold"
-        )
+    check_predictions_size(len(raw), source)
     return parse_predictions(data_layer.json_from_bytes(raw, source), source, known)
 
 
 def load_predictions(path: str | Path, known: Mapping[str, Claim] | None = None) -> dict[str, Claim]:
-    """Read and validate a prediction file in the course's shape (:func:`parse_predictions`)."""
+    """Read and validate a prediction file in the course's shape (:func:`parse_predictions`),
+    refused over the size cap before it is read."""
+    return read_predictions(predictions_bytes(path), str(path), known)
+
+
+def predictions_bytes(path: str | Path) -> bytes:
+    """A predictions file's bytes, refused (naming it) when missing or over the size cap."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
-    if path.stat().st_size > MAX_PREDICTIONS_BYTES:
-        raise DataError(
-            f"{path}: {path.stat().st_size:,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions "
-            "file may hold"
-        )
-    return read_predictions(path.read_bytes(), str(path), known)
+    check_predictions_size(path.stat().st_size, str(path))
+    return path.read_bytes()
 
 
 def evaluate_file(

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..artifacts import Build
-from ..compare import Run, compare, compare_claim, explained_wins, pipeline_found_gold, read_run
+from ..compare import Run, compare, compare_claim, explained_wins, pipeline_found_gold, run_from_json
+from ..data import json_from_bytes
 from ..errors import DataError
-from ..evaluate import MAX_PREDICTIONS_BYTES
+from ..evaluate import check_predictions_size, predictions_bytes
 
 #: Uploaded runs kept in memory at once (each is a few tens of KB).
 MAX_UPLOADS = 32
@@ -52,32 +53,15 @@ class Runs:
     def read(self, raw: bytes, source: str, name: str | None = None) -> Run:
         """A run from a file's bytes, its split found from its first claim; DataError naming
         ``source``, the claim and the field for anything the command line would refuse."""
-        import json
-
-        if len(raw) > MAX_PREDICTIONS_BYTES:
-            raise DataError(
-                f"{source}: {len(raw):,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions file may hold"
-            )
-        first = None
-        try:
-            value = json.loads(raw.decode("utf-8"))
-            first = next(iter(value), None) if isinstance(value, dict) else None
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-            pass  # read_run says what is wrong, with the offset
+        check_predictions_size(len(raw), source)
+        value = json_from_bytes(raw, source)
+        first = next(iter(value), None) if isinstance(value, dict) else None
         split = run_split(self.build, first)
-        return read_run(raw, source, name, self.build.claims(split), split)
+        return run_from_json(value, raw, source, name, self.build.claims(split), split)
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
         """Add a run from a file given at start (it stays while the server runs)."""
-        path = Path(path)
-        if not path.is_file():
-            raise DataError(f"{path}: file is missing")
-        if path.stat().st_size > MAX_PREDICTIONS_BYTES:
-            raise DataError(
-                f"{path}: {path.stat().st_size:,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions "
-                "file may hold"
-            )
-        run = self.read(path.read_bytes(), str(path), name)
+        run = self.read(predictions_bytes(path), str(path), name)
         with self._lock:
             for other in self._given.values():
                 if other.name == run.name and other.digest != run.digest:
