@@ -4,6 +4,7 @@ VENV := .venv
 ORACLE := .venv-oracle
 PY := $(VENV)/bin/python
 WORKDIR ?= work/demo
+AXE := tests/axe/node_modules/axe-core/axe.min.js
 
 .PHONY: demo test test-fast lint format env oracle-env clean chromium
 
@@ -16,8 +17,9 @@ demo: $(VENV)/.installed
 
 ## make test: the whole test suite, with the 2024 reference environment beside it. Its first
 ## step installs Debian's chromium for the page tests when it is missing (as root, with apt-get),
-## else stops at once saying what to install (scripts/ensure-chromium).
-test: chromium $(VENV)/.installed-test $(ORACLE)/.installed
+## else stops at once saying what to install (scripts/ensure-chromium); axe-core for the pages'
+## accessibility checks comes from npm (tests/axe).
+test: chromium $(VENV)/.installed-test $(ORACLE)/.installed $(AXE)
 	$(PY) -m pytest -q
 
 chromium:
@@ -49,6 +51,12 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-dev.lock
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.lock
 	touch $@
 
+## axe-core for the browser tests' accessibility checks, pinned by tests/axe/package-lock.json
+## (npm's registry; nothing of it is served by the site).
+$(AXE): tests/axe/package.json tests/axe/package-lock.json
+	cd tests/axe && npm ci --no-audit --no-fund --silent
+	touch $@
+
 ## The 2024 reference environment (numpy 1.24, scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1), on
 ## numpy's generic code path on every CPU: reference_platform.pth switches AVX-512 dispatch off
 ## for every process it starts (docs/architecture.md, "Reference platform").
@@ -62,4 +70,4 @@ $(ORACLE)/.installed: oracle/requirements.txt oracle/reference_platform.pth
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(ORACLE) work
+	rm -rf $(VENV) $(ORACLE) work tests/axe/node_modules

@@ -24,7 +24,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluate import evidence_f
 from claimtrace.preprocess import preprocess
 from claimtrace.web.app import create_app
-from claimtrace.web.render import json_for_script
+from claimtrace.web.render import ASSETS, STATIC, json_for_script
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
@@ -110,7 +110,7 @@ def test_pages_link_relatively_and_to_html_files(web_client):
     page = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text
     links = re.findall(r'(?:href|src)="([^"]+)"', page)
     assert links and not [link for link in links if link.startswith(("http:", "https:", "//"))]
-    assert "../static/app.js" in links and "../explore/dev.html" in links
+    assert f"../static/{ASSETS['app.js']}" in links and "../explore/dev.html" in links
     assert all(not link.startswith("/") for link in links)
 
 
@@ -261,7 +261,13 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
     assert set(x["course_scores"]) == set(C.PROTOCOLS)
     assert x["course_scores"]["alone"]["F"] == pytest.approx(np.mean([r["F"] for r in x["claims"]]))
     html = web_client.get("/explore/dev.html").text
-    assert html.count("<tr data-position=") == 154 and 'href="../claim/claim-752.html"' in html
+    # the claims go to app.js as compact rows (it draws the table a page at a time)
+    data = json.loads(re.search(r'<script type="application/json" id="claims-data">(.*?)</script>', html).group(1))
+    assert [row[1] for row in data["rows"]] == list(claims) and len(data["rows"]) == 154
+    first = dict(zip(data["fields"], data["rows"][0]))
+    assert first["id"] == x["claims"][0]["id"] and data["labels"][first["label"]] == x["claims"][0]["label"]
+    assert data["labels"][first["retrieved-notebook"]] == x["claims"][0]["retrieved"]["notebook"]
+    assert first["f"] == pytest.approx(x["claims"][0]["F"], abs=1e-6)
 
 
 def test_explore_test_split_is_unlabelled(web_client):
@@ -344,7 +350,7 @@ def test_json_for_script_escapes_everything_that_could_end_a_script():
 def test_unknown_pages_give_a_clear_404_page(web_client, path):
     response = web_client.get(path)
     assert response.status_code == 404 and "text/html" in response.headers["content-type"]
-    assert "Not found" in response.text and "<script>" not in response.text.split("<main>")[1].split("</main>")[0]
+    assert "Not found" in response.text and "<script>" not in response.text.split("<main")[1].split("</main>")[0]
     assert 'href="' in response.text  # a way back
 
 
@@ -534,8 +540,8 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         "api/build.json",
         "explore/dev.html",
         "explore/dev.json",
-        "static/app.js",
-        "static/style.css",
+        f"static/{ASSETS['app.js']}",
+        f"static/{ASSETS['style.css']}",
         "static/table.js",
         "live/7.js",
         f"claim/{WALKTHROUGH_CLAIM}.html",
@@ -726,7 +732,7 @@ def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tr
     assert all(p["source"].startswith("notebook.md §") for p in r["course"].values())
     # the demo corpus is not the course's evidence.json: the page says the figures need not match
     assert t["build"]["course"]["course_corpus"] is False
-    page = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text
+    page = re.sub(r"<[^>]+>", "", web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.html").text)  # the text, chips' links out
     assert "course run 8" in page and "course run 37" in page and "course run 167,592" in page
     assert "notebook.md §4 (Retrieval)" in page and "not of the course’s evidence.json" in page
     # another claim has no claim-752 pairs
@@ -815,7 +821,10 @@ def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_cl
     assert [row["course_dev"] for row in k["training"]] == [v[1] for v in course.ORIGINAL_LOG.values()]
     assert "89/154" in k["accuracy_note"] and "seed" in k["accuracy_note"]
     page = web_client.get("/explore/dev.html").text
-    assert 'id="table2"' in page and "0.04299" in page and "course run 89/154" in page
+    text = re.sub(r"<[^>]+>", "", page)
+    # the 89/154 is the 2026 explainer's (its retrained weights), named so and defined in the glossary
+    assert 'id="table2"' in page and "0.04299" in page and "the 2026 explainer 89/154" in text
+    assert 'id="g-explainer"' in page and "86/154" in text and 'id="look-alikes"' in page
     test = web_client.get("/explore/test.json").json()["course"]
     assert test["table2"]["F"]["course"] == 0.03310 and test["table2"]["F"]["build"] is None
     assert "0.03310" in web_client.get("/explore/test.html").text
@@ -849,6 +858,10 @@ def test_quotes_are_never_nested_and_invisible_characters_are_shown():
         '"South Australia has the highest power prices in the world".'
     )
     assert _quoted("Sea levels rise.") == "“Sea levels rise.”"
+    # a claim that opens a quotation and never closes it (claim-871): one opening mark, not two
+    assert (
+        _quoted("“As it happens, Zika may also be a good model.") == "“As it happens, Zika may also be a good model.”"
+    )
     shown = str(_visible("elec\u00adtricity\u200b<b>"))
     assert "U+00AD" in shown and "U+200B" in shown and "&lt;b&gt;" in shown and "\u00ad" not in shown
 
@@ -856,4 +869,75 @@ def test_quotes_are_never_nested_and_invisible_characters_are_shown():
 def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
     page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
     section = page[page.index('id="preprocess"') : page.index('id="tags"')]
-    assert 'title="dropped: not alphabetic"' in section and "U+00AD" in section
+    assert "not alphabetic: " in section and "U+00AD" in section
+
+
+def test_downloads_are_saved_under_their_split_and_row(web_client):
+    """A prediction download is an attachment named <split>-<row>.json (dev and test differ),
+    and Explore's links carry the same name for the static export; the demo corpus's cf: ids
+    are flagged beside them."""
+    page = web_client.get("/explore/dev.html").text
+    names = re.findall(r'href="\.\./predictions/(dev|test)/([^"]+)\.json"[^>]* download="([^"]+)"', page)
+    assert names and all(name == f"{split}-{row}.json" for split, row, name in names)
+    assert len({name for _, _, name in names}) == len(names)
+    assert "<code>cf:</code>" in page
+    split, row, name = names[0]
+    response = web_client.get(f"/predictions/{split}/{row}.json")
+    assert response.headers["content-disposition"] == f'attachment; filename="{name}"'
+    assert web_client.get("/predictions/dev.json").headers["content-disposition"].endswith('"dev-predictions.json"')
+
+
+def test_explore_pictures_are_drawn_from_the_data(web_client):
+    """Dev's Explore: the training curves, a heat map per confusion matrix that names the verdicts
+    never predicted, and the scoreboard as a chart whose bars are its rows' values to scale; the
+    scoreboard comes before the claims and the page's head links to it."""
+    from claimtrace.web.pictures import SCORE_BAR, never_predicted
+
+    x = web_client.get("/explore/dev.json").json()
+    page = web_client.get("/explore/dev.html").text
+    assert page.index('id="scoreboard"') < page.index('id="claims"') and 'href="#scoreboard"' in page
+    assert 'id="training-pictures"' in page and page.count('<svg class="picture curve"') == 2
+    maps = page.count('<svg class="picture heat"')
+    assert maps == 4
+    for source in ("gold", "retrieved"):
+        for protocol in C.PROTOCOLS:
+            never = never_predicted(x["accuracy"][source][protocol]["confusion"])
+            if never:
+                assert f"Never predicted: {', '.join(never)}" in page
+    assert "never predicted" in page.lower()
+    chart = page[page.index('<svg class="picture scores"') :]
+    chart = chart[: chart.index("</svg>")]
+    rows = x["scoreboard"]["rows"]
+    widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"', chart)]
+    assert len(widths) == 3 * len(rows)
+    for k, metric in enumerate(("HM", "F", "A")):
+        drawn = widths[k * len(rows) : (k + 1) * len(rows)]
+        scale = max([r[metric] for r in rows] + [x["scoreboard"]["anchor"][metric]])
+        for width, row in zip(drawn, rows):
+            assert width == pytest.approx(row[metric] / scale * SCORE_BAR, abs=0.06)
+
+
+def test_answers_over_1_kb_are_gzipped_and_static_files_cached_by_their_hashed_names(web_client):
+    page = web_client.get("/explore/dev.html", headers={"Accept-Encoding": "gzip"})
+    assert page.headers["content-encoding"] == "gzip" and len(page.content) > 1000
+    small = web_client.get("/claim/claim-424242.json", headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in small.headers  # under 1 KB: sent as it is
+    for name, hashed in ASSETS.items():
+        assert f"static/{hashed}" in page.text
+        answer = web_client.get(f"/static/{hashed}")
+        assert answer.status_code == 200 and answer.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert answer.content == (STATIC / name).read_bytes()
+        assert web_client.get(f"/static/{name}").headers["cache-control"] == "no-cache"
+    assert web_client.get("/static/app.000000000000.js").status_code == 404
+
+
+def test_stems_of_stems_are_shown_where_they_decide_a_shared_tag(web_client):
+    """claim-871's missed gold passage evidence-286834 has the tag "disea" where the claim has
+    "diseas" (the passages' tags are stemmed twice): the table says so."""
+    from claimtrace.web.render import stems_of_stems
+
+    assert stems_of_stems(["diseas", "zika"], ["disea", "zika", "mosquito"]) == {"disea": "diseas"}
+    page = web_client.get("/claim/claim-871.html").text
+    row = page[page.index('data-id="evidence-286834"') :]
+    row = row[: row.index("</tr>")]
+    assert "≠ the claim’s diseas" in row and "stems of stems" in row

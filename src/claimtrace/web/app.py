@@ -11,7 +11,7 @@ page in the registry :data:`claimtrace.web.pages.PAGES` the static export also w
 * ``/api/trace`` (GET ``?text=``, or POST JSON ``{"text": ...}`` / a form) — a text's trace
 * ``/predictions/<split>/<row>.json`` — a scoreboard row's dev or test predictions (course shape)
 * ``/api/table.json`` — the classifier's table for the browser; ``/api/build.json`` — the build
-* ``/static/app.js``, ``/static/style.css``
+* ``/static/app.<hash>.js``, ``/static/style.<hash>.css`` (a year's Cache-Control; the plain names too)
 
 Every answer is checked before it is trusted (docs/web.md, "Security and limits"): a request
 whose Host is not the loopback is refused (DNS rebinding, :mod:`claimtrace.web.middleware`); bad
@@ -27,8 +27,8 @@ import threading
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 
 from .. import constants as C
 from ..artifacts import Build
@@ -37,9 +37,10 @@ from . import sections
 from .memory import limit_malloc_arenas
 from .middleware import AnswerCache, FinalAnswers, HostGuard, SecurityHeaders
 from .pages import CLAIM, PAGES
-from .render import STATIC, Renderer
+from .render import Renderer
 from .responses import error_response, utf8
 from .routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, ROUTERS, SiteState, not_found
+from .routes import static as STATIC_ROUTES
 from .tracer import StageMissing, Tracer
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
@@ -64,7 +65,7 @@ def create_app(
     app.state.tracer = tracer
     app.state.explore_wait = EXPLORE_WAIT_SECONDS
     app.state.warmth = {"claim_pages_prerendered": 0, "claim_pages": None, "warm": not (warm and prerender)}
-    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(STATIC_ROUTES)
     for page in PAGES:
         app.include_router(ROUTERS[page.name])
     app.add_exception_handler(StarletteHTTPException, http_error)
@@ -72,7 +73,9 @@ def create_app(
     app.add_exception_handler(DataError, damaged)
     app.add_middleware(FinalAnswers, answers=answers)
     app.add_middleware(HostGuard, renderer=renderer)
-    app.add_middleware(SecurityHeaders)  # the last added is the outermost
+    app.add_middleware(SecurityHeaders)
+    # answers over 1 KB are gzipped for a client that takes it (train's Explore: 213 KB -> ~50 KB)
+    app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         limit_malloc_arenas()
         threading.Thread(target=warm_up, args=(app, answers, prerender), name="claimtrace-warm", daemon=True).start()

@@ -21,10 +21,28 @@ from markupsafe import Markup, escape
 
 from .. import constants as C
 from ..course import WALKTHROUGH_CLAIM
+from . import pictures
 from .tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
+
+#: The site's own static files, each also under a name carrying its content's hash
+#: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
+#: has a new name.
+STATIC_FILES = ("app.js", "style.css")
+
+
+def _hashed(name: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:12]
+    stem, ext = name.rsplit(".", 1)
+    return f"{stem}.{digest}.{ext}"
+
+
+#: ``{"app.js": "app.<hash>.js", ...}``
+ASSETS = {name: _hashed(name) for name in STATIC_FILES}
 
 
 def json_for_script(value: Any) -> Markup:
@@ -72,10 +90,13 @@ _OPENING, _CLOSING = "\"“‘'«„", "\"”’'»“"
 
 def _quoted(text: str) -> str:
     """A text in “curly quotes”, unless it is already quoted from end to end (a passage that
-    is itself a quotation): never “"…"”."""
+    is itself a quotation): never “"…"”; a text that opens a quotation and never closes it gets
+    only the closing mark, never a doubled opening one."""
     stripped = text.strip()
     if len(stripped) > 1 and stripped[0] in _OPENING and any(ch in _CLOSING for ch in stripped[-2:]):
         return stripped
+    if len(stripped) > 1 and stripped[0] in _OPENING and not any(ch in _CLOSING for ch in stripped[1:]):
+        return f"{stripped}”"  # a quotation opened and never closed (claim-871): not ““…”
     return f"“{stripped}”"
 
 
@@ -94,7 +115,10 @@ def _visible(text: str) -> Markup:
 
 
 def _bar(value: float, scale: float) -> Markup:
-    """A diverging CSS bar: zero in the middle, ``scale`` = half the width; clipped beyond."""
+    """A diverging bar drawn to scale: zero in the middle, ``scale`` = half the bar's width, so
+    the fill is ``|value| / scale`` of a half, on the value's side of zero. A value beyond the
+    scale is drawn full and marked clipped (the page prints every value beside its bar); a tiny
+    value is drawn as tiny as it is. ``data-value`` and ``data-scale`` let a test measure it."""
     if value is None or not scale:
         return Markup('<span class="bar"></span>')
     share = abs(value) / scale
@@ -102,7 +126,68 @@ def _bar(value: float, scale: float) -> Markup:
     width = min(share, 1.0) * 50
     side = "pos" if value >= 0 else "neg"
     extra = " clipped" if clipped else ""
-    return Markup(f'<span class="bar"><span class="fill {side}{extra}" style="width:{width:.2f}%"></span></span>')
+    return Markup(
+        f'<span class="bar" data-value="{value!r}" data-scale="{scale!r}">'
+        f'<span class="fill {side}{extra}" style="width:{width:.4f}%"></span></span>'
+        + ('<small class="off">off scale</small>' if clipped else "")
+    )
+
+
+def stems_of_stems(claim_tags, passage_tags) -> dict[str, str]:
+    """The passage tags that are a claim tag stemmed once more (the "stems of stems" quirk:
+    the tagging vectorizer preprocesses what was already preprocessed, ``diseas -> disea``), so
+    the two never count as shared: ``{passage tag: claim tag}``."""
+    from ..preprocess import stem
+
+    again = {stem(tag): tag for tag in claim_tags}
+    return {tag: again[tag] for tag in passage_tags if tag in again and again[tag] != tag and tag not in claim_tags}
+
+
+#: The columns of Explore's claims table as app.js receives them (one array per claim).
+CLAIM_FIELDS = (
+    "position",
+    "id",
+    "text",
+    "label",
+    "gold-alone",
+    "gold-notebook",
+    "retrieved-alone",
+    "retrieved-notebook",
+    "passed",
+    "fallback",
+    "f",
+)
+
+
+#: Claims drawn at a time in Explore's table (app.js reads the page size from the page).
+CLAIMS_PAGE = 100
+
+
+def claims_table(explore: dict) -> dict:
+    """Explore's claims as compact rows for app.js, which draws the table a page of rows at a
+    time (1,228 rows written as HTML made the train page 1.7 MB and 27,000 elements): labels
+    and verdicts as indices into ``labels``, F to 6 decimals."""
+    index = {label: i for i, label in enumerate(C.LABELS)}
+    rows = []
+    for row in explore["claims"]:
+        verdicts = []
+        for source in ("gold", "retrieved"):
+            for protocol in C.PROTOCOLS:
+                got = row.get(source)
+                verdicts.append(index[got[protocol]] if got else None)
+        rows.append(
+            [
+                row["position"],
+                row["id"],
+                row["text"],
+                index.get(row["label"]) if row["label"] else None,
+                *verdicts,
+                row.get("passed"),
+                None if row.get("fallback") is None else int(row["fallback"]),
+                None if row.get("F") is None else round(row["F"], 6),
+            ]
+        )
+    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows}
 
 
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):
@@ -142,6 +227,11 @@ def make_env() -> Environment:
     env.globals.update(
         live_bucket=live_bucket,
         bar=_bar,
+        asset=ASSETS.__getitem__,
+        claims_table=claims_table,
+        stems_of_stems=stems_of_stems,
+        pictures=pictures,
+        CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
         LABELS=C.LABELS,
         SPLITS=C.SPLITS,

@@ -44,6 +44,13 @@ def json_response(value, status: int = 200) -> Response:
     return Response(encode(value), status_code=status, media_type="application/json")
 
 
+def download(response: Response, filename: str) -> Response:
+    """A JSON file the browser saves as ``filename`` (``<split>-<row>.json``) rather than opens."""
+    safe = "".join(ch if ch.isalnum() or ch in "+-_." else "_" for ch in filename)
+    response.headers["Content-Disposition"] = f'attachment; filename="{safe}"'
+    return response
+
+
 def html_response(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(utf8(body), status_code=status)
 

@@ -16,8 +16,8 @@ from ..course import WALKTHROUGH_CLAIM
 from ..errors import DataError
 from ..evaluate import MAX_PREDICTIONS_BYTES
 from . import pages
-from .render import Renderer, root_for
-from .responses import EncodedCache, html_response, json_response, text_problem, wants_json
+from .render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
+from .responses import EncodedCache, download, html_response, json_response, text_problem, wants_json
 from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
@@ -184,7 +184,8 @@ def row_predictions_json(request: Request, split: str, name: str):
     if kind != "json":
         return not_found(request, "Predictions are JSON: ask for ROW.json.", as_json=True)
     try:
-        return _site(request).encoded.response(pages.ROW_PREDICTIONS.data(_site(request).tracer, (split, row)))
+        answer = _site(request).encoded.response(pages.ROW_PREDICTIONS.data(_site(request).tracer, (split, row)))
+        return download(answer, f"{split}-{row}.json")
     except StageMissing:
         raise  # the stage_missing handler: 503, naming what to build
     except DataError as err:  # an unknown row or split
@@ -202,7 +203,7 @@ def split_predictions(request: Request, name: str):
             "They are predictions/<split>.json: dev, train, test.",
             as_json=True,
         )
-    return json_response(pages.PREDICTIONS.data(_site(request).tracer, split))
+    return download(json_response(pages.PREDICTIONS.data(_site(request).tracer, split)), f"{split}-predictions.json")
 
 
 # -- live: a typed claim, and the model-input editor -------------------------------------------------
@@ -395,6 +396,28 @@ def api_build(request: Request):
 
 
 #: Each page's routes, by the page's name in :data:`claimtrace.web.pages.PAGES`.
+# -- the site's static files: by their hashed names (kept a year), or their plain ones -------------
+
+static = APIRouter()
+
+#: A year: a hashed name's content never changes.
+IMMUTABLE = "public, max-age=31536000, immutable"
+_BY_NAME = {hashed: name for name, hashed in ASSETS.items()} | {name: name for name in STATIC_FILES}
+_MEDIA = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+
+
+@static.get("/static/{name}")
+def static_file(request: Request, name: str):
+    """``app.js`` or ``style.css``, under the hashed name a page links to (cached for a year) or
+    under its plain name (revalidated each time)."""
+    plain = _BY_NAME.get(name)
+    if plain is None:
+        return not_found(request, f"There is no static file “{name}”.")
+    body = (STATIC / plain).read_bytes()
+    cache = IMMUTABLE if name != plain else "no-cache"
+    return Response(body, media_type=_MEDIA[plain.rsplit(".", 1)[1]], headers={"Cache-Control": cache})
+
+
 ROUTERS = {
     "walkthrough": walkthrough,
     "claim": claim,

@@ -15,7 +15,7 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
                                         each claim page draws its model input and charts from it
     predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
     api/table.json, api/build.json      the classifier's table; what the build holds
-    static/app.js, static/style.css
+    static/app.<hash>.js, static/style.<hash>.css   the site's script and style, named by content
     static/table.js                     the table once, as a script every page shares
     static/shared-<split>.js            what that split's claim pages repeat word for word (the
                                         build's prose, passages, batch neighbours), once
@@ -45,7 +45,7 @@ from ..errors import Missing
 from ..store import write_atomic
 from .fragments import SharedParts, strip_markers
 from .pages import CLAIM, EXPLORE, LIVE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, Page
-from .render import SHARED_CLOSE, SHARED_OPEN, STATIC, Renderer, json_for_script, live_bucket
+from .render import ASSETS, SHARED_CLOSE, SHARED_OPEN, STATIC, STATIC_FILES, Renderer, json_for_script, live_bucket
 from .tracer import Tracer
 
 
@@ -82,6 +82,10 @@ def live_data(trace: dict) -> dict | None:
 _LEADING_SPACE = re.compile(r"\n\s+")
 #: A relative link to a site file: (quote, path).
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
+#: The opening tag of every page's main content (templates/base.html; the skip link's target).
+MAIN_TAG = '<main id="main" tabindex="-1">'
+#: The claim ids in Explore's data for app.js (web.render.claims_table).
+_CLAIM_IDS = re.compile(r'"(claim-\d+)"')
 NOT_EXPORTED_NOTE = (
     '<p class="export-note" role="note">This export leaves some pages out (a preview, or no JSON twins): '
     "their links are disabled and marked “not exported”. "
@@ -115,9 +119,15 @@ def disable_unexported(html: str, written: set[str]) -> str:
         return f'data-not-exported="{match.group(2)}" aria-disabled="true" title="not exported"'
 
     html = _LINK.sub(replace, html)
+    # Explore's rows are drawn by app.js from data: it is told which claim pages exist
+    if 'id="claims-table"' in html:
+        exported = sorted(path[len("claim/") : -len(".html")] for path in written if path.startswith("claim/"))
+        if any(f"claim/{claim_id}.html" not in written for claim_id in _CLAIM_IDS.findall(html)):
+            missing = True
+            html = html.replace('id="claims-table"', f'id="claims-table" data-exported="{" ".join(exported)}"', 1)
     if missing:
         # the same note on every page of such an export: a part the claim pages share
-        html = html.replace("<main>", "<main>\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)
+        html = html.replace(MAIN_TAG, MAIN_TAG + "\n" + SHARED_OPEN + NOT_EXPORTED_NOTE + SHARED_CLOSE, 1)
     return html
 
 
@@ -131,6 +141,7 @@ def write_site(
     limit: int | None = None,
     json_twins: bool = False,
     shared_parts: bool = True,
+    only: Iterable[str] | None = None,
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts, bytes and seconds.
@@ -140,6 +151,7 @@ def write_site(
     ``json_twins``: also write each claim page's JSON twin (``claim/<id>.json``).
     ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
     (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
+    ``only``: write only these claims' pages (and claim-752's), a preview like ``limit``.
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -147,7 +159,7 @@ def write_site(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
-    claim_ids = {split: _chosen(list(tracer.claims(split)), limit) for split in splits}
+    claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
     written_paths = _planned(tracer, claim_ids, json_twins)
     written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
     editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
@@ -169,8 +181,8 @@ def write_site(
         write(relative, strip_markers(page_text(relative, text)) if relative.endswith(".html") else text)
 
     (out / "static").mkdir(exist_ok=True)
-    for name in ("app.js", "style.css"):
-        shutil.copyfile(STATIC / name, out / "static" / name)
+    for name in STATIC_FILES:  # under their hashed names, the ones the pages link to
+        shutil.copyfile(STATIC / name, out / "static" / ASSETS[name])
         written["files"] += 1
 
     for page in PAGES:
@@ -225,8 +237,11 @@ def _put_table_script(tracer: Tracer, put: Callable[[str, str], None]) -> None:
         return
 
 
-def _chosen(ids: list[str], limit: int | None) -> list[str]:
+def _chosen(ids: list[str], limit: int | None, only: Iterable[str] | None = None) -> list[str]:
     """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
+    if only is not None:
+        wanted = set(only) | {WALKTHROUGH_CLAIM}
+        ids = [claim_id for claim_id in ids if claim_id in wanted]
     if limit is None:
         return ids
     return ids[:limit] + ([WALKTHROUGH_CLAIM] if WALKTHROUGH_CLAIM in ids[limit:] else [])
@@ -245,7 +260,7 @@ def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) 
 
 
 #: Where a claim page loads its scripts; the split's shared parts go just before app.js.
-_APP_SCRIPT = '<script src="../static/app.js"></script>'
+_APP_SCRIPT = f'<script src="../static/{ASSETS["app.js"]}"></script>'
 
 
 def _write_claims(

@@ -56,11 +56,64 @@
 
   /* ---------------------------------------------------------------- Explore */
 
+  /* Explore's table is drawn here from the page's data (#claims-data), a page of rows at a
+     time: the filters and the sort run over every claim, the page shows PAGE of them. */
+  var SHORT = { SUPPORTS: "SUP", REFUTES: "REF", NOT_ENOUGH_INFO: "NEI", DISPUTED: "DIS" };
+
+  function claimRows(data) {
+    var at = {};
+    data.fields.forEach(function (name, i) { at[name] = i; });
+    return data.rows.map(function (r) {
+      var row = { position: r[at.position], id: r[at.id], text: r[at.text], lower: String(r[at.text]).toLowerCase() };
+      row.label = r[at.label] === null ? "" : data.labels[r[at.label]];
+      ["gold-alone", "gold-notebook", "retrieved-alone", "retrieved-notebook"].forEach(function (key) {
+        row[key] = r[at[key]] === null ? "" : data.labels[r[at[key]]];
+      });
+      row.passed = r[at.passed] === null ? "" : r[at.passed];
+      row.fallback = r[at.fallback] === null ? "" : (r[at.fallback] ? "yes" : "no");
+      row.f = r[at.f] === null ? "" : r[at.f];
+      return row;
+    });
+  }
+
+  function claimRow(row, columns, labelled, exported) {
+    var tr = el("tr", { "data-id": row.id, "data-label": row.label, "data-f": String(row.f), "data-fallback": row.fallback, "data-passed": String(row.passed) });
+    tr.appendChild(el("td", { text: String(row.position + 1) }));
+    /* a preview export writes some claim pages only: a link to another is disabled and marked,
+       as site.py marks the links it writes itself */
+    var link = exported && !exported.has(row.id)
+      ? el("a", { "data-not-exported": "claim/" + row.id + ".html", "aria-disabled": "true", title: "not exported", text: row.id })
+      : el("a", { href: root + "claim/" + row.id + ".html", text: row.id });
+    tr.appendChild(el("td", { cls: "l" }, [link, el("span", { cls: "ctext", text: row.text })]));
+    if (labelled) tr.appendChild(el("td", { cls: "l" }, [el("span", { cls: "mini v-" + row.label, title: row.label, text: SHORT[row.label] || "" })]));
+    columns.forEach(function (key) {
+      var v = row[key];
+      var cell = el("td", { cls: "l" });
+      if (!v) { cell.textContent = "—"; } else {
+        cell.appendChild(el("span", { cls: "mini v-" + v, title: v, text: SHORT[v] }));
+        if (labelled) cell.appendChild(v === row.label ? el("span", { cls: "right", title: "right", text: "✓" }) : el("span", { cls: "wrong", title: "wrong", text: "✗" }));
+      }
+      tr.appendChild(cell);
+    });
+    tr.appendChild(el("td", { text: row.passed === "" ? "—" : String(row.passed) }));
+    tr.appendChild(el("td", { text: row.fallback === "" ? "—" : (row.fallback === "yes" ? "yes" : "") }));
+    if (labelled) tr.appendChild(el("td", { text: row.f === "" ? "—" : row.f.toFixed(2) }));
+    return tr;
+  }
+
   function initExplore() {
     var table = document.getElementById("claims-table");
-    if (!table) return;
+    var source = document.getElementById("claims-data");
+    if (!table || !source) return;
+    var data = JSON.parse(source.textContent);
+    var all = claimRows(data);
+    var PAGE = data.page;
+    var exported = table.hasAttribute("data-exported") ? new Set(table.getAttribute("data-exported").split(" ")) : null;
     var tbody = table.tBodies[0];
-    var rows = Array.prototype.slice.call(tbody.rows);
+    var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    var labelled = heads.some(function (th) { return th.getAttribute("data-key") === "label"; });
+    var columns = heads.map(function (th) { return th.getAttribute("data-key"); })
+      .filter(function (key) { return /^(gold|retrieved)-/.test(key || ""); });
     var controls = {
       text: document.getElementById("f-text"),
       label: document.getElementById("f-label"),
@@ -68,63 +121,90 @@
       protocol: document.getElementById("f-protocol"),
       verdict: document.getElementById("f-verdict"),
       right: document.getElementById("f-right"),
+      run: document.getElementById("f-run"),
       fallback: document.getElementById("f-fallback")
     };
+    /* each compared run's right/wrong per claim, by its digest (Explore's "your run" filter) */
+    var runRight = {};
+    (data.runs || []).forEach(function (r) { runRight[r.digest] = r.right; });
     var count = document.getElementById("f-count");
-    var sortKey = "position", sortType = "num", sortDir = 1;
+    var pager = document.getElementById("pager"), pageOf = document.getElementById("page-of");
+    var prev = document.getElementById("page-prev"), next = document.getElementById("page-next");
+    var sortKey = "position", sortType = "num", sortDir = 1, page = 0, shown = [];
 
     function value(control) { return control ? control.value : ""; }
 
-    function apply() {
+    function sortValue(row) {
+      var v = row[sortKey];
+      if (sortType === "num") return v === "" ? -Infinity : Number(v);
+      if (sortType === "id") return parseInt(String(v).replace(/\D+/g, ""), 10) || 0;
+      return String(v);
+    }
+
+    function select() {
       var text = value(controls.text).trim().toLowerCase();
       var label = value(controls.label), verdictWanted = value(controls.verdict);
-      var right = value(controls.right), fallback = value(controls.fallback);
-      var attr = "data-" + value(controls.source) + "-" + value(controls.protocol);
-      var shown = 0, correct = 0, judged = 0;
-      rows.forEach(function (row) {
-        var verdict = row.getAttribute(attr) || "";
-        var rowLabel = row.getAttribute("data-label");
-        var ok = true;
-        if (text && row.getAttribute("data-text").indexOf(text) < 0 && row.getAttribute("data-id").indexOf(text) < 0) ok = false;
-        if (label && rowLabel !== label) ok = false;
-        if (verdictWanted && verdict !== verdictWanted) ok = false;
-        if (right === "right" && verdict !== rowLabel) ok = false;
-        if (right === "wrong" && (verdict === rowLabel || !verdict)) ok = false;
-        if (fallback && row.getAttribute("data-fallback") !== fallback) ok = false;
-        row.hidden = !ok;
-        if (ok) {
-          shown += 1;
-          if (verdict && rowLabel) { judged += 1; if (verdict === rowLabel) correct += 1; }
+      var right = value(controls.right), fallback = value(controls.fallback), run = value(controls.run);
+      var key = value(controls.source) + "-" + value(controls.protocol);
+      var correct = 0, judged = 0;
+      shown = all.filter(function (row) {
+        var verdict = row[key] || "";
+        if (text && row.lower.indexOf(text) < 0 && row.id.indexOf(text) < 0) return false;
+        if (label && row.label !== label) return false;
+        if (verdictWanted && verdict !== verdictWanted) return false;
+        if (right === "right" && verdict !== row.label) return false;
+        if (right === "wrong" && (verdict === row.label || !verdict)) return false;
+        if (fallback && row.fallback !== fallback) return false;
+        if (run) {
+          var wanted = run.split(":"), mine = (runRight[wanted[0]] || [])[row.position];
+          if (mine === null || mine === undefined || !verdict) return false;
+          var notebookRight = verdict === row.label;
+          if (wanted[1] === "run" && !(mine && !notebookRight)) return false;
+          if (wanted[1] === "notebook" && !(notebookRight && !mine)) return false;
         }
+        if (verdict && row.label) { judged += 1; if (verdict === row.label) correct += 1; }
+        return true;
       });
-      if (count) {
-        count.textContent = shown + " of " + rows.length + " claims shown" +
-          (judged ? "; " + value(controls.source) + " evidence, " + value(controls.protocol) + ": " + correct + "/" + judged + " right" : "");
-      }
-    }
-
-    function sortValue(row) {
-      var v = row.getAttribute("data-" + sortKey) || "";
-      if (sortType === "num") return v === "" ? -Infinity : parseFloat(v);
-      if (sortType === "id") return parseInt(v.replace(/\D+/g, ""), 10) || 0;
-      return v;
-    }
-
-    function sort() {
-      var keyed = rows.map(function (row, i) { return [sortValue(row), i, row]; });
+      var keyed = shown.map(function (row, i) { return [sortValue(row), i, row]; });
       keyed.sort(function (a, b) {
         if (a[0] < b[0]) return -sortDir;
         if (a[0] > b[0]) return sortDir;
         return a[1] - b[1];
       });
-      keyed.forEach(function (k) { tbody.appendChild(k[2]); });
-      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      shown = keyed.map(function (k) { return k[2]; });
+      if (count) {
+        count.textContent = shown.length + " of " + all.length + " claims shown" +
+          (judged ? "; " + value(controls.source) + " evidence, " + value(controls.protocol) + ": " + correct + "/" + judged + " right" : "");
+      }
+    }
+
+    function draw() {
+      var pages = Math.max(1, Math.ceil(shown.length / PAGE));
+      page = Math.min(Math.max(page, 0), pages - 1);
+      var fragment = document.createDocumentFragment();
+      shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (row) { fragment.appendChild(claimRow(row, columns, labelled, exported)); });
+      tbody.textContent = "";
+      tbody.appendChild(fragment);
+      heads.forEach(function (th) {
         th.removeAttribute("aria-sort");
         if (th.getAttribute("data-key") === sortKey) th.setAttribute("aria-sort", sortDir > 0 ? "ascending" : "descending");
       });
+      if (pager) {
+        pager.hidden = pages < 2;
+        pageOf.textContent = "claims " + (shown.length ? page * PAGE + 1 : 0) + "–" + Math.min(shown.length, (page + 1) * PAGE) + " of " + shown.length + " (page " + (page + 1) + " of " + pages + ")";
+        prev.disabled = page === 0;
+        next.disabled = page >= pages - 1;
+      }
     }
 
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+    function update(keepPage) {
+      if (!keepPage) page = 0;
+      select();
+      draw();
+      saveState();
+    }
+
+    heads.forEach(function (th) {
       var key = th.getAttribute("data-key");
       if (!key) return;
       th.tabIndex = 0;
@@ -132,13 +212,16 @@
       function go() {
         if (sortKey === key) sortDir = -sortDir; else { sortKey = key; sortDir = 1; }
         sortType = th.getAttribute("data-type") || "str";
-        sort();
+        update();
       }
-      th.addEventListener("click", function () { go(); saveState(); });
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); saveState(); } });
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
     });
+    if (prev) prev.addEventListener("click", function () { page -= 1; draw(); saveState(); });
+    if (next) next.addEventListener("click", function () { page += 1; draw(); saveState(); });
 
-    /* The filters and the sort live in the URL (?label=…&sort=f&dir=desc), so a view can be shared. */
+    /* The filters, the sort and the page live in the URL (?label=…&sort=f&dir=desc&page=2), so a
+       view can be shared. */
     function saveState() {
       var params = new URLSearchParams();
       Object.keys(controls).forEach(function (k) {
@@ -146,6 +229,7 @@
         if (c && c.value !== c.getAttribute("data-default")) params.set(k, c.value);
       });
       if (sortKey !== "position" || sortDir !== 1) { params.set("sort", sortKey); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+      if (page > 0) params.set("page", String(page + 1));
       var query = params.toString();
       try { history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash); } catch (e) { /* some file:// setups refuse */ }
     }
@@ -160,18 +244,17 @@
       });
       var key = params.get("sort");
       var th = key && table.tHead.querySelector('th[data-key="' + key.replace(/[^a-z-]/g, "") + '"]');
-      if (th) {
-        sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1;
-        sort();
-      }
+      if (th) { sortKey = key; sortType = th.getAttribute("data-type") || "str"; sortDir = params.get("dir") === "desc" ? -1 : 1; }
+      page = (parseInt(params.get("page"), 10) || 1) - 1;
     }
 
     Object.keys(controls).forEach(function (k) {
       var c = controls[k];
-      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { apply(); saveState(); });
+      if (c) c.addEventListener(k === "text" ? "input" : "change", function () { update(); });
     });
     loadState();
-    apply();
+    select();
+    draw();
   }
 
   /* ---------------------------------------------------------------- the table */
@@ -270,23 +353,32 @@
      every keystroke would cost more than a frame. */
   function makeCell(tr, strong) {
     var fill = el("span", { cls: "fill" });
+    var bar = el("span", { cls: "bar" }, [fill]);
+    var off = el("small", { cls: "off", text: "off scale" });
     var v = el("span", { cls: "v" });
     var text = strong ? el("strong") : v;
     if (strong) v.appendChild(text);
-    tr.appendChild(el("td", null, [el("span", { cls: "bar" }, [fill]), v]));
-    return { fill: fill, text: text };
+    tr.appendChild(el("td", null, [bar, off, v]));
+    return { bar: bar, fill: fill, off: off, text: text };
   }
 
+  /* A bar drawn to scale, as the server's pages draw it (render._bar): a half-bar is `scale`, the
+     fill is |value| / scale of a half on the value's side of zero; past the scale it is drawn
+     full, striped, and marked "off scale"; a tiny value is drawn as tiny as it is. */
   function setCell(c, value, scale, digits) {
     var share = scale ? Math.abs(value) / scale : 0;
-    c.fill.className = "fill " + (value >= 0 ? "pos" : "neg") + (share > 1 ? " clipped" : "");
-    c.fill.style.width = (Math.min(share, 1) * 50).toFixed(2) + "%";
+    var clipped = share > 1;
+    c.fill.className = "fill " + (value >= 0 ? "pos" : "neg") + (clipped ? " clipped" : "");
+    c.fill.style.width = (Math.min(share, 1) * 50).toFixed(4) + "%";
+    c.bar.setAttribute("data-value", String(value));
+    c.bar.setAttribute("data-scale", String(scale));
+    c.off.hidden = !clipped;
     c.text.textContent = signed(value, digits);
   }
 
   var PUSHES = 5; // tokens listed for and against the verdict
 
-  function buildOutput(out, labels, maxLen) {
+  function buildOutput(out, labels, withVerdict) {
     var view = {};
     view.verdict = el("span", { cls: "verdict" });
     view.right = el("span");
@@ -324,15 +416,20 @@
     view.labelHeads = labels.map(function (label) { var th = el("th", { text: label }); headB.appendChild(th); return th; });
     view.bodyB = el("tbody");
     view.full = el("details", { cls: "tokens-detail" }, [
-      el("summary", { text: "every token’s exact share, for all four labels" }),
+      el("summary", { text: "Every token’s exact share, for all four labels" }),
       el("table", { cls: "chart tokens" }, [
-        el("caption", { text: "each token’s share: g[token] / " + maxLen + " (bars scaled to the largest word; bias and padding clipped)" }),
+        view.tokensCaption = el("caption"),
         el("thead", null, [headB]), view.bodyB])]);
     view.fullRows = null;
     out.textContent = "";
-    out.appendChild(el("p", { cls: "big" }, [view.verdict, " ", view.right, view.changed]));
-    out.appendChild(view.counts);
-    out.appendChild(el("table", { cls: "chart sum" }, [el("caption", { text: "where each logit comes from (one scale)" }), el("thead", null, [headA]), bodyA]));
+    /* the editor's verdict line; a static claim page's charts go without it (its verdict is
+       section 9's, by protocol, as on the server's page) */
+    if (withVerdict) {
+      out.appendChild(el("p", { cls: "big" }, [view.verdict, " ", view.right, view.changed]));
+      out.appendChild(view.counts);
+    }
+    view.sumCaption = el("caption");
+    out.appendChild(el("table", { cls: "chart sum" }, [view.sumCaption, el("thead", null, [headA]), bodyA]));
     out.appendChild(el("table", { cls: "chart margin" }, [view.marginCaption, bodyM]));
     out.appendChild(view.full);
     return view;
@@ -341,7 +438,7 @@
   function buildFullRows(view, labels, maxLen) {
     function tokenRow(cls, fixedName) {
       var name = el("th", { cls: "l" });
-      var row = { pos: el("span", { cls: "pos" }), name: el("span"), word: el("s") };
+      var row = { pos: el("span", { cls: "at" }), name: el("span"), word: el("s") };
       if (fixedName) name.textContent = fixedName; else { name.appendChild(row.pos); name.appendChild(document.createTextNode(" ")); name.appendChild(row.name); name.appendChild(row.word); }
       row.label = name;
       row.tr = el("tr", cls ? { cls: cls } : null, [name]);
@@ -361,6 +458,8 @@
     TABLE.labels.forEach(function (label, i) { view.labelHeads[i].className = label === result.verdict ? "win" : ""; });
     var scale = 0;
     result.tokens.forEach(function (t) { t.share.forEach(function (x) { scale = Math.max(scale, Math.abs(x)); }); });
+    view.tokensCaption.textContent = "each token’s share: g[token] / " + TABLE.maxLen + " (a half-bar is " + scale.toFixed(4) +
+      ", the largest word’s share; a bar past it is drawn full, striped and marked off scale)";
     result.bias.forEach(function (x, k) { setCell(rows.bias.cells[k], x, scale, 4); });
     rows.tokens.forEach(function (row, t) {
       var tok = result.tokens[t];
@@ -374,16 +473,17 @@
     rows.pad.tr.hidden = !result.padding.count;
     rows.pad.label.textContent = "[PAD] × " + result.padding.count;
     result.padding.share.forEach(function (x, k) { setCell(rows.pad.cells[k], x, scale, 4); });
+    if (!view.fullMarked) { view.fullMarked = true; markScrollables(view.full); }
   }
 
   function tokenName(tok) { return (tok.unknown ? "<unk> " + tok.word : tok.token) + " @" + tok.position; }
 
   var VIEW = null, LAST = null;
 
-  function render(out, result, reference) {
+  function render(out, result, reference, withVerdict) {
     var labels = TABLE.labels;
     if (!VIEW) {
-      VIEW = buildOutput(out, labels, TABLE.maxLen);
+      VIEW = buildOutput(out, labels, withVerdict !== false);
       VIEW.full.addEventListener("toggle", function () { if (VIEW.full.open && LAST) renderFull(VIEW, LAST); });
     }
     LAST = result;
@@ -407,6 +507,7 @@
     labels.forEach(function (_, i) {
       [result.bias[i], result.wordsTotal[i], result.padding.share[i], result.logits[i]].forEach(function (x) { scaleA = Math.max(scaleA, Math.abs(x)); });
     });
+    v.sumCaption.textContent = "where each logit comes from (one scale: a half-bar is " + scaleA.toFixed(3) + ")";
     labels.forEach(function (label, i) {
       var row = v.sumRows[i];
       row.tr.className = label === result.verdict ? "win" : "";
@@ -420,13 +521,14 @@
     var win = labels.indexOf(result.verdict), second = -1;
     result.logits.forEach(function (x, i) { if (i !== win && (second < 0 || x > result.logits[second])) second = i; });
     v.marginCaption.textContent = "why " + result.verdict + " beats " + labels[second] + " (the runner-up) by " +
-      (result.logits[win] - result.logits[second]).toFixed(4) + ": each part’s share of the margin";
+      (result.logits[win] - result.logits[second]).toFixed(4) + ": each part’s share of that margin (a half-bar is ";
     var pushes = result.tokens.map(function (tok) { return { tok: tok, m: tok.share[win] - tok.share[second] }; });
     pushes.sort(function (a, b) { return b.m - a.m; });
     var against = pushes.slice(Math.max(PUSHES, pushes.length - PUSHES)).reverse();
     var top = pushes.slice(0, PUSHES);
     var scaleM = 0;
     pushes.forEach(function (p) { scaleM = Math.max(scaleM, Math.abs(p.m)); });
+    v.marginCaption.textContent += scaleM.toFixed(4) + ", the largest token’s push; a bar past it is drawn full, striped and marked off scale)";
     var biasM = result.bias[win] - result.bias[second], padM = result.padding.share[win] - result.padding.share[second];
     v.marginBias.name.textContent = "bias";
     setCell(v.marginBias.cell, biasM, scaleM, 4);
@@ -449,12 +551,22 @@
     setCell(v.marginTotal.cell, result.logits[win] - result.logits[second], scaleM, 4);
 
     if (v.full.open) renderFull(v, result);
+    if (!v.scrollsMarked) { v.scrollsMarked = true; markScrollables(out); }
+  }
+
+  /* What the editor's live region announces: one line, not the tables. */
+  function oneLine(result, reference) {
+    var line = "Claim alone: " + result.verdict;
+    if (reference.label) line += result.verdict === reference.label ? ", right" : ", wrong (label " + reference.label + ")";
+    if (reference.alone && result.verdict !== reference.alone.verdict) line += "; changed from " + reference.alone.verdict;
+    return line + "; " + result.real + " real tokens, " + result.pads + " [PAD].";
   }
 
   function initEditor() {
     var input = document.getElementById("model-input");
     var out = document.getElementById("editor-out");
     var status = document.getElementById("editor-status");
+    var summary = document.getElementById("editor-summary");
     var data = document.getElementById("trace-data");
     if (!input || !out || !data) return;
     var reference = JSON.parse(data.textContent);
@@ -466,6 +578,7 @@
       var t0 = performance.now();
       var result = compute(TABLE, input.value);
       render(out, result, reference);
+      if (summary) summary.textContent = oneLine(result, reference);
       void out.offsetHeight; // include layout in the measured time
       var ms = performance.now() - t0;
       status.textContent = "recomputed in your browser in " + ms.toFixed(1) + " ms";
@@ -529,7 +642,7 @@
       var result = compute(TABLE, reference.text);
       var input = document.getElementById("static-model-input");
       if (input) writeModelInput(input, result);
-      render(out, result, reference);
+      render(out, result, reference, false);
       VIEW.full.open = true; // every token's share, open as on the server's pages
       status.hidden = true;
       body.setAttribute("data-charts", "ready");
@@ -575,13 +688,34 @@
 
   /* ---------------------------------------------------------------- the claim form */
 
+  /* The form is a GET, so the address bar is the share link and a reload traces again; a text
+     too long for an address (the server takes 16 KB of headers) goes as a POST instead. While
+     the box holds another text than the one traced, the results below are marked stale. */
+  var MAX_ADDRESS = 8000;
+
   function initForm() {
     var form = document.querySelector(".claim-form");
     if (!form) return;
+    var box = document.getElementById("claim-text");
+    var note = document.getElementById("stale-note");
+    var results = [document.getElementById("editor"), document.getElementById("live-trace")];
     form.addEventListener("submit", function () {
+      if (box && encodeURIComponent(box.value).length > MAX_ADDRESS) form.method = "post";
       var button = form.querySelector("button");
       if (button) { button.disabled = true; button.textContent = "Tracing…"; }
     });
+    if (!box || !note || box.disabled) return;
+    function markStale() {
+      var stale = box.value.trim() !== (box.getAttribute("data-traced") || "").trim();
+      note.hidden = !stale;
+      results.forEach(function (section) {
+        if (!section) return;
+        if (stale) section.setAttribute("data-stale", "true"); else section.removeAttribute("data-stale");
+        if ("inert" in section) section.inert = stale;
+      });
+    }
+    box.addEventListener("input", markStale);
+    markStale();
   }
 
   /* ---------------------------------------------------------------- forms that filter in place */
@@ -658,8 +792,62 @@
     });
   }
 
+  /* Tables whose heads sort them (class "sortable", th[data-sort]: "num" or "str"): by a cell's
+     data-v, else its text; a second click reverses. The scoreboard is one. */
+  function initSortable() {
+    Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+      var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+      var body = table.tBodies[0];
+      var original = Array.prototype.slice.call(body.rows);
+      heads.forEach(function (th, column) {
+        var type = th.getAttribute("data-sort");
+        if (!type) return;
+        th.tabIndex = 0;
+        function go() {
+          var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+          var keyed = original.map(function (row, i) {
+            var cell = row.cells[column];
+            var v = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent.trim();
+            return [type === "num" ? parseFloat(v) : v, i, row];
+          });
+          keyed.sort(function (a, b) { return a[0] < b[0] ? -dir : a[0] > b[0] ? dir : a[1] - b[1]; });
+          keyed.forEach(function (k) { body.appendChild(k[2]); });
+          heads.forEach(function (other) { other.removeAttribute("aria-sort"); });
+          th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+        }
+        th.addEventListener("click", go);
+        th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+      });
+    });
+  }
+
+  /* A table wider than the screen scrolls inside its box (style.css): such a box is made
+     reachable from the keyboard and shows a shadow at the edge it scrolls to. */
+  function markScrollables(scope) {
+    var boxes = (scope || document).querySelectorAll("table, .scroll");
+    Array.prototype.forEach.call(boxes, function (box) {
+      if (box.classList.contains("scroll") && box.querySelector("table.scrolls")) return;
+      var scrolls = box.scrollWidth > box.clientWidth + 1 && getComputedStyle(box).overflowX !== "visible";
+      box.classList.toggle("scrolls", scrolls);
+      if (scrolls) {
+        box.setAttribute("tabindex", "0");
+        if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "a table that scrolls sideways");
+      } else if (box.getAttribute("aria-label") === "a table that scrolls sideways") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () { markScrollables(); }, 150);
+  });
+
   expandShared();
   initExplore();
+  initSortable();
   initEditor();
   initStaticCharts();
   initForm();
@@ -667,4 +855,5 @@
   initRunBox();
   initRunFilter();
   initRunUpload();
+  markScrollables();
 })();

@@ -1,0 +1,216 @@
+"""Explore's pictures, drawn from the page's data as SVG inside the page (no chart library, no
+script): the training curves, the confusion matrices as heat maps, and the scoreboard.
+
+Each function returns markup for a ``<figure>``: the SVG (``role="img"`` with a title) and a
+caption; the numbers themselves stay in the tables beside each picture. Every coordinate is
+computed here from the values, so a picture is exactly as true as the table it repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markupsafe import Markup, escape
+
+from .. import constants as C
+
+#: Colours (style.css's palette): one per series of the training curves.
+SERIES_COLOURS = {"course run": "#1d232b", "this checkpoint": "#1f5fa8", "the intended model": "#a24a00"}
+#: The heat map's cell colour at full strength (the page's accent); white at zero.
+HEAT = (31, 95, 168)
+#: The scoreboard chart: a panel's width, and the length of its largest bar (room left for the number).
+SCORE_PANEL = 190
+SCORE_BAR = SCORE_PANEL - 46
+SHORT = {"SUPPORTS": "SUP", "REFUTES": "REF", "NOT_ENOUGH_INFO": "NEI", "DISPUTED": "DIS"}
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _svg(width: int, height: int, title: str, body: list[str], cls: str) -> Markup:
+    return Markup(
+        f'<svg class="picture {cls}" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{escape(title)}</title>" + "".join(body) + "</svg>"
+    )
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -> str:
+    extra = f' class="{cls}"' if cls else ""
+    return f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}"{extra}>{escape(text)}</text>'
+
+
+# --- training curves --------------------------------------------------------------------------------
+
+
+def training_curves(course_rows: Sequence[dict] | None, intended_curve: Sequence[dict] | None) -> Markup:
+    """Two panels, train and dev accuracy by epoch: the course run's log, this checkpoint's and
+    the intended model's (when the build has them). Empty markup without any curve."""
+    series: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    if course_rows:
+        series["course run"] = {
+            "train": [(r["epoch"], r["course_train"]) for r in course_rows],
+            "dev": [(r["epoch"], r["course_dev"]) for r in course_rows],
+        }
+        mine = [r for r in course_rows if r.get("train") is not None]
+        if mine:
+            series["this checkpoint"] = {
+                "train": [(r["epoch"], r["train"]) for r in mine],
+                "dev": [(r["epoch"], r["dev"]) for r in mine],
+            }
+    if intended_curve:
+        series["the intended model"] = {
+            "train": [(r["epoch"], r["intended_train"]) for r in intended_curve],
+            "dev": [(r["epoch"], r["intended_dev"]) for r in intended_curve],
+        }
+    if not series:
+        return Markup("")
+    values = [v for s in series.values() for part in s.values() for _, v in part]
+    low = max(0.0, (min(values) * 20 // 1) / 20)  # to the 0.05 below
+    high = min(1.0, (max(values) * 20 // 1 + 1) / 20)
+    epochs = max(e for s in series.values() for part in s.values() for e, _ in part)
+    panels = []
+    for which in ("train", "dev"):
+        panels.append(_curve_panel(which, {name: s[which] for name, s in series.items()}, low, high, epochs))
+    legend = "".join(
+        f'<li><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" stroke="{SERIES_COLOURS[name]}" '
+        f'stroke-width="2.5"{_dash(name)}/></svg> {escape(name)}</li>'
+        for name in series
+    )
+    return Markup(
+        '<figure class="pictures curves" id="training-pictures"><div class="panels">'
+        + "".join(panels)
+        + f'</div><figcaption>Accuracy by epoch, train (left) and dev (right): <ul class="legend">{legend}</ul>'
+        "The dev accuracy is with gold evidence, as the notebook measured it while training; the "
+        "numbers are in the tables below.</figcaption></figure>"
+    )
+
+
+def _dash(name: str) -> str:
+    return ' stroke-dasharray="5 3"' if name == "course run" else ""
+
+
+def _curve_panel(which: str, series: dict[str, list[tuple[int, float]]], low: float, high: float, epochs: int) -> str:
+    width, height = 340, 220
+    left, right, top, bottom = 44, 10, 24, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(epoch: float) -> float:
+        return left + (epoch - 1) / max(1, epochs - 1) * plot_w
+
+    def y(value: float) -> float:
+        return top + (high - value) / (high - low) * plot_h
+
+    body = [_text(left, 14, f"{which} accuracy", cls="ptitle")]
+    steps = round((high - low) / 0.05)
+    for k in range(steps + 1):
+        value = low + k * 0.05
+        body.append(f'<line x1="{left}" x2="{width - right}" y1="{_f(y(value))}" y2="{_f(y(value))}" class="grid"/>')
+        body.append(_text(left - 4, y(value) + 4, f"{value:.2f}", "end", "tick"))
+    for epoch in range(1, epochs + 1):
+        body.append(_text(x(epoch), height - bottom + 14, str(epoch), "middle", "tick"))
+    body.append(_text(left + plot_w / 2, height - 2, "epoch", "middle", "tick"))
+    for name, points in series.items():
+        path = " ".join(f"{_f(x(e))},{_f(y(v))}" for e, v in points)
+        colour = SERIES_COLOURS[name]
+        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{_dash(name)}/>')
+        body.extend(
+            f'<circle cx="{_f(x(e))}" cy="{_f(y(v))}" r="2.5" fill="{colour}"><title>{escape(name)}, epoch {e}: {v:.4f}</title></circle>'
+            for e, v in points
+        )
+    summary = "; ".join(f"{name}: {points[0][1]:.3f} to {points[-1][1]:.3f}" for name, points in series.items())
+    return _svg(width, height, f"{which} accuracy by epoch ({summary})", body, "curve")
+
+
+# --- confusion heat maps --------------------------------------------------------------------------------
+
+
+def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
+    """A confusion matrix (rows: labels, columns: verdicts) as a heat map, each cell's shade its
+    share of the row's claims; a verdict the model never gives is called out under its column."""
+    labels = list(C.LABELS)
+    cell, left, top = 46, 62, 34
+    never = [j for j in range(len(labels)) if all(row[j] == 0 for row in matrix)]
+    width, height = left + cell * len(labels) + 8, top + cell * len(labels) + (34 if never else 10)
+    body = [_text(left + cell * len(labels) / 2, 12, "verdict", "middle", "tick")]
+    for j, label in enumerate(labels):
+        body.append(_text(left + cell * j + cell / 2, top - 6, SHORT[label], "middle", "head"))
+    for i, label in enumerate(labels):
+        total = sum(matrix[i]) or 1
+        body.append(_text(left - 6, top + cell * i + cell / 2 + 4, SHORT[label], "end", "head"))
+        for j, n in enumerate(matrix[i]):
+            share = n / total
+            fill = "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in HEAT)
+            x, y = left + cell * j, top + cell * i
+            stroke = ' stroke="#1d232b" stroke-width="2"' if i == j else ' stroke="#d9dee4"'
+            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}"{stroke}/>')
+            ink = "light" if share > 0.6 else "dark"
+            body.append(_text(x + cell / 2, y + cell / 2 + 5, str(n), "middle", f"count {ink}"))
+    for j in never:
+        x = left + cell * j
+        body.append(
+            f'<rect x="{x + 2}" y="{top + 2}" width="{cell - 4}" height="{cell * len(labels) - 4}" fill="none" '
+            'stroke="#b24a3a" stroke-width="2" stroke-dasharray="4 3"/>'
+        )
+        body.append(_text(x + cell / 2, top + cell * len(labels) + 14, "never", "middle", "never"))
+        body.append(_text(x + cell / 2, top + cell * len(labels) + 27, "predicted", "middle", "never"))
+    said = (
+        f"; never predicted: {', '.join(labels[j] for j in never)}"
+        if never
+        else "; every verdict predicted at least once"
+    )
+    title = f"{caption}: rows are labels, columns verdicts, a cell’s shade its share of the label’s claims{said}"
+    return _svg(width, height, title, body, "heat")
+
+
+def never_predicted(matrix: Sequence[Sequence[int]]) -> list[str]:
+    """The verdicts a confusion matrix's model never gave (columns all zero)."""
+    return [label for j, label in enumerate(C.LABELS) if all(row[j] == 0 for row in matrix)]
+
+
+# --- the scoreboard --------------------------------------------------------------------------------
+
+
+def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
+    """HM, F and A of every scoreboard row, one panel each on its own scale (0 to the panel's
+    largest value), rows grouped by retrieval; the course's Table 2 as a dashed line."""
+    if not rows:
+        return Markup("")
+    row_h, label_w, panel_w, gap, top = 18, 250, SCORE_PANEL, 18, 40
+    metrics = ("HM", "F", "A")
+    width = label_w + len(metrics) * (panel_w + gap)
+    height = top + row_h * len(rows) + 8
+    body = []
+    for k, metric in enumerate(metrics):
+        x0 = label_w + k * (panel_w + gap)
+        scale = max([r[metric] for r in rows] + ([anchor[metric]] if anchor else []))
+        body.append(_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle"))
+        body.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 4}" y2="{height - 6}" class="axis"/>')
+        for i, row in enumerate(rows):
+            y = top + row_h * i
+            length = row[metric] / scale * SCORE_BAR if scale else 0
+            cls = "bar-ref" if row.get("reference") else ("bar-nb" if not row.get("changes") else "bar")
+            body.append(
+                f'<rect x="{x0}" y="{y + 3}" width="{_f(length)}" height="{row_h - 6}" class="{cls}">'
+                f"<title>{escape(row['name'])}: {metric} {row[metric]:.4f}</title></rect>"
+            )
+            body.append(_text(x0 + length + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
+        if anchor:
+            ax = x0 + anchor[metric] / scale * SCORE_BAR
+            body.append(f'<line x1="{_f(ax)}" x2="{_f(ax)}" y1="{top - 4}" y2="{height - 6}" class="anchor"/>')
+            body.append(_text(ax, top - 8, "Table 2", "middle", "anchor-label"))
+    previous = None
+    for i, row in enumerate(rows):
+        y = top + row_h * i
+        if row["retrieval"] != previous and i:
+            body.append(f'<line x1="0" x2="{width}" y1="{y}" y2="{y}" class="grid"/>')
+        previous = row["retrieval"]
+        body.append(_text(0, y + row_h - 5, f"{row['retrieval']} · {row['model']} · {row['protocol']}", cls="rowname"))
+    best = max(rows, key=lambda r: r["HM"])
+    title = (
+        f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev; "
+        f"the best HM is {best['name']} at {best['HM']:.3f}"
+        + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
+    )
+    return _svg(width, height, title, body, "scores")
