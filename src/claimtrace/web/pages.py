@@ -18,6 +18,7 @@ from ..course import WALKTHROUGH_CLAIM
 from ..scoreboard import scoreboard_rows
 from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from .render import Renderer, root_for
+from .runs import with_runs
 from .tracer import Tracer
 
 
@@ -85,7 +86,7 @@ EXPLORE = Page(
     "explore",
     "explore/{key}.html",
     "explore/{key}.json",
-    data=lambda tracer, split: tracer.explore(split),
+    data=lambda tracer, split: with_runs(tracer.runs, tracer.explore(split)),
     template=lambda renderer, explore, root: renderer.explore_page(explore, root),
     keys=_chosen_splits,
 )

@@ -187,7 +187,8 @@ def claims_table(explore: dict) -> dict:
                 None if row.get("F") is None else round(row["F"], 6),
             ]
         )
-    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows}
+    runs = [{"name": r["name"], "digest": r["digest"], "right": r["right"]} for r in explore.get("runs", [])]
+    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows, "runs": runs}
 
 
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):

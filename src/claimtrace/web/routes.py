@@ -18,6 +18,7 @@ from ..evaluate import MAX_PREDICTIONS_BYTES
 from . import pages
 from .render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
 from .responses import EncodedCache, download, html_response, json_response, text_problem, wants_json
+from .runs import with_runs
 from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
@@ -142,6 +143,7 @@ def explore_response(request: Request, split: str, kind: str) -> Response:
             request, f"There is no split “{split}”.", "The splits are dev, train and test.", kind == "json"
         )
     result = site.tracer.explore_when_ready(split, request.app.state.explore_wait)
+    result = None if result is None else with_runs(site.tracer.runs, result)
     if result is None:
         progress = {k: v for k, v in site.tracer.progress.items() if k.startswith(split + "/")}
         if kind == "json":

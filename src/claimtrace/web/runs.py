@@ -154,9 +154,24 @@ class Runs:
             return None
         return {"run": run.name, "digest": run.digest, **row, "entry": row["runs"][run.name]}
 
-    def scoreboard_rows(self) -> list[dict]:
-        """One row per dev run, for Explore's scoreboard."""
-        return [self.report(run)["run"] for run in self.all() if run.split == "dev"]
+    def explore_rows(self, split: str) -> list[dict]:
+        """Each run of ``split`` for Explore: its summary (a scoreboard row on dev) and, per claim
+        in file order, whether its label is right (None when unlabelled or left out), for the
+        filter "your run right, the notebook wrong" and the reverse."""
+        rows = []
+        for run in self.all():
+            if run.split != split:
+                continue
+            report = self.report(run)
+            rows.append({**report["run"], "right": [line["run_right"] for line in report["claims"]]})
+        return rows
+
+
+def with_runs(runs: Runs, explore: dict) -> dict:
+    """An Explore page's data with its split's runs (the page itself when there are none, so that
+    a server without runs keeps rendering the one cached page)."""
+    rows = runs.explore_rows(explore["split"]) if runs.all() else []
+    return {**explore, "runs": rows} if rows else explore
 
 
 def _rest(run: Run) -> tuple:
