@@ -232,3 +232,31 @@ def test_a_static_export_shows_the_box_from_file_urls(chromium, compare_tracer, 
     page.goto((tmp_path / "site" / "compare" / f"{digest}.html").as_uri())
     assert "course baseline beside the notebook’s pipeline" in page.locator("h1").inner_text()
     page.close()
+
+
+@pytest.mark.browser
+def test_explore_has_a_row_and_a_filter_per_run(chromium, compare_server, client, digest):
+    explore = client.get("/explore/dev.json").json()
+    row = next(r for r in explore["runs"] if r["digest"] == digest)  # uploads above add theirs
+    assert row["name"] == BASELINE and len(row["right"]) == 154
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(compare_server + "/explore/dev.html")
+    assert page.locator(f'#scoreboard-table tr[data-run="{digest}"] a').inner_text() == BASELINE
+    page.select_option("#f-run", f"{digest}:run")
+    expected = [
+        line["claim_id"]
+        for line in client.get(f"/compare/{digest}.json").json()["claims"]
+        if line["run_right"] and not line["notebook_right"]
+    ]
+    assert page.locator("#f-count").inner_text().startswith(f"{len(expected)} of 154 claims shown")
+    page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", ["/compare/", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"])
+def test_axe_finds_nothing_on_compare_pages(chromium, compare_server, digest, path, width):
+    from test_web_a11y import AXE, violations
+
+    found = violations(chromium, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
+    assert found == [], found
