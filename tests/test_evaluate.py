@@ -75,15 +75,19 @@ def test_missing_claims_are_an_error_unless_skipped(data_dir, tmp_path):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ([1, 2], "expected a JSON object mapping claim ids to claims, got list"),
+        ([1, 2], "expected a JSON object mapping claim ids to predictions, got list"),
         ({"claim-1": "x"}, "claim 'claim-1' is str, expected an object"),
         (
             {"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": "evidence-1"}},
-            "evidences must be a list",
+            "evidences is str, expected a list of evidence ids",
         ),
         ({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": [3]}}, r"evidences\[0\] is 3"),
-        ({"claim-1": {"claim_text": "t", "claim_label": "MAYBE", "evidences": []}}, "has claim_label 'MAYBE'"),
-        ({"claim-1": {"claim_label": "SUPPORTS", "evidences": []}}, "has no claim_text"),
+        ({"claim-1": {"claim_text": "t", "claim_label": "MAYBE", "evidences": []}}, r'has claim_label "MAYBE"'),
+        ({"claim-1": {"claim_label": "SUPPORTS"}}, "evidences is missing, expected a list"),
+        (
+            {"claim-1": {"claim_label": "SUPPORTS", "evidences": ["e1", "e1"]}},
+            r"evidences\[1\] 'e1' repeats evidences\[0\]",
+        ),
     ],
 )
 def test_bad_prediction_files_name_file_and_field(tmp_path, body, message):
@@ -92,6 +96,14 @@ def test_bad_prediction_files_name_file_and_field(tmp_path, body, message):
     with pytest.raises(DataError, match=message) as caught:
         load_predictions(path)
     assert str(path) in str(caught.value)
+
+
+def test_claim_text_may_be_left_out(tmp_path):
+    """The course's scorer reads only claim_label and evidences."""
+    path = tmp_path / "predictions.json"
+    path.write_text(json.dumps({"claim-1": {"claim_label": "SUPPORTS", "evidences": ["e1"]}}), encoding="utf-8")
+    (claim,) = load_predictions(path).values()
+    assert (claim.label, claim.evidences) == ("SUPPORTS", ("e1",))
 
 
 def test_unreadable_prediction_file(tmp_path):
@@ -129,8 +141,8 @@ def test_cli_evaluate_bad_file_exits_2(data_dir, tmp_path):
     path.write_text(json.dumps({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": 5}}))
     done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
     assert done.exit_code == 2
-    assert f"{path}: claim 'claim-1': evidences must be a list" in done.output
+    assert f"{path}: claim 'claim-1': evidences is int, expected a list of evidence ids" in done.output
     test_file = str(data.course_file(data_dir, "test"))
     done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", test_file])
     assert done.exit_code == 2
-    assert "claim_label None" in done.output
+    assert "claim_label null" in done.output

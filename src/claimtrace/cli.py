@@ -697,6 +697,134 @@ def _echo_scoreboard(board: dict | None) -> None:
         click.echo(f"  {row['name']:38s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}  ({changes})")
 
 
+@main.command("compare")
+@click.option(
+    "--predictions",
+    "predictions",
+    type=click.Path(dir_okay=False),
+    multiple=True,
+    required=True,
+    help="A predictions file in the course's shape {claim_id: {claim_label, evidences}}; repeat it for "
+    "several runs (a class).",
+)
+@click.option(
+    "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
+)
+@workdir_option()
+@click.option("--split", type=click.Choice(["dev", "test", "train"]), default="dev", show_default=True)
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Leave out claims a file has no prediction for, as the course's eval.py does (default: error).",
+)
+@click.option("--claim", "claim_id", default=None, help="Also print every passage each run named for this claim.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole comparison as JSON.")
+@click.pass_context
+def compare_command(
+    ctx: click.Context,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    workdir: str,
+    split: str,
+    skip_missing: bool,
+    claim_id: str | None,
+    as_json: bool,
+) -> None:
+    """Your system beside the notebook's: each predictions file scored as `claimtrace evaluate
+    --predictions` scores it, beside the build's scoreboard and the course's Table 2, then claim
+    by claim, with the notebook retrieval's view of every passage the file named."""
+    from .compare import compare, load_run
+
+    if len(names) > len(predictions):
+        raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
+    build = _open_build(ctx, workdir)
+    claims = build.claims(split)
+    runs = [
+        load_run(path, names[i] if i < len(names) else None, claims, split, skip_missing)
+        for i, path in enumerate(predictions)
+    ]
+    if claim_id is not None and claim_id not in claims:
+        raise DataError(f"--claim {claim_id}: not a {split} claim")
+    report = compare(build, runs, split)
+    if as_json:
+        _print_json(report)
+        return
+    _echo_comparison(report, claim_id)
+
+
+def _echo_comparison(report: dict, claim_id: str | None) -> None:
+    from .compare import explained_wins, pipeline_found_gold
+
+    labelled = report["labelled"]
+    if labelled:
+        click.echo(f"{report['split']}: course scores (the course's scorer, as `claimtrace evaluate --predictions`)")
+        for run in sorted(report["runs"], key=lambda r: -r["HM"]):
+            click.echo(
+                f"  {run['name']:40s} F = {run['F']:.4f}  A = {run['A']:.4f}  HM = {run['HM']:.4f}  "
+                f"gold passage found for {run['found_gold']}/{run['claims']}, label right {run['right']}/{run['claims']}"
+            )
+        for row in report["scoreboard"]:
+            click.echo(
+                f"  {'this build: ' + row['name']:40s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}"
+            )
+        if report["table2"]:
+            t2 = report["table2"]
+            click.echo(f"  {'the course run (Table 2)':40s} F = {t2['F']:.4f}  A = {t2['A']:.4f}  HM = {t2['HM']:.4f}")
+        found = pipeline_found_gold(report)
+        click.echo(
+            f"  gold passage found: notebook retrieval {found['notebook']}/{len(report['claims'])}, "
+            f"BM25 {found['bm25']}/{len(report['claims'])}"
+        )
+    else:
+        click.echo(f"{report['split']} is unlabelled: agreement with the build's pipeline instead of scores")
+    for run in report["runs"]:
+        n = run["claims"]
+        click.echo(
+            f"  {run['name']}: same label as the notebook on {run['same_label_as_notebook']}/{n}; shares a passage "
+            f"with the notebook's on {run['claims_sharing_a_passage_with_notebook']}/{n}, "
+            f"with BM25's on {run['claims_sharing_a_passage_with_bm25']}/{n}"
+        )
+    if labelled and report["runs"]:
+        nobody = report["nobody_right"]
+        click.echo(
+            f"claims no run got right: {len(nobody)}"
+            + (f" ({', '.join(nobody[:10])}{' ...' if len(nobody) > 10 else ''})" if nobody else "")
+        )
+        for run in report["runs"]:
+            wins = explained_wins(report, run["name"])
+            if wins:
+                click.echo(f"where {run['name']} was right and the notebook wrong, as the trace explains it:")
+            for win in wins:
+                click.echo(f"  {win['claim_id']}")
+                for line in win["why"]:
+                    click.echo(f"    - {line}")
+    if claim_id is not None:
+        _echo_claim(next(r for r in report["claims"] if r["claim_id"] == claim_id))
+
+
+def _echo_claim(row: dict) -> None:
+    click.echo(f"{row['claim_id']}: {row['claim_text']}")
+    if row["label"] is not None:
+        click.echo(f"  gold: {row['label']}, {', '.join(row['gold'])}")
+    verdicts = row["notebook"]["verdicts"]
+    click.echo(
+        f"  notebook: {verdicts['notebook']} (batches of 16), {verdicts['alone']} (alone); "
+        f"{', '.join(row['notebook']['evidences'])}{' (fallback)' if row['notebook']['fallback'] else ''}"
+    )
+    if row["bm25"] is not None:
+        click.echo(f"  BM25: {', '.join(row['bm25']['evidences'])}")
+    for name, entry in row["runs"].items():
+        if entry is None:
+            click.echo(f"  {name}: no prediction")
+            continue
+        mark = "" if entry["correct"] is None else (" right" if entry["correct"] else " wrong")
+        f = "" if entry["F"] is None else f", F = {entry['F']:.4f}"
+        click.echo(f"  {name}: {entry['label']}{mark}{f}")
+        for passage in entry["passages"]:
+            flag = " gold" if passage["gold"] else ""
+            click.echo(f"    {passage['id']}{flag}: {passage['stopped_by']}: {passage['why']}")
+
+
 @main.command("predict")
 @workdir_option()
 @click.option("--split", type=click.Choice(["dev", "test", "train"]), default="dev", show_default=True)
@@ -728,6 +856,36 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
 # --- web: serve and site (claimtrace.web; docs/web.md) ---------------------------------------
 
 
+def predictions_options(command: Callable) -> Callable:
+    """``--predictions FILE [--name NAME]... [--course-baseline]``: runs to set beside the build."""
+    command = click.option(
+        "--course-baseline",
+        is_flag=True,
+        help="Also compare the course's baseline (the data folder's dev-claims-baseline.json), as \"course baseline\".",
+    )(command)
+    command = click.option(
+        "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
+    )(command)
+    return click.option(
+        "--predictions",
+        "predictions",
+        type=click.Path(dir_okay=False),
+        multiple=True,
+        help="A predictions file in the course's shape to compare with the build (repeatable): its page is "
+        "/compare/<digest>, and a claim page shows it with ?run=<name or digest>.",
+    )(command)
+
+
+def _given_runs(ctx: click.Context, predictions, names, course_baseline: bool) -> list[tuple[str, str | None]]:
+    """The runs a command was given, as (file, name) pairs; the course's baseline first."""
+    if len(names) > len(predictions):
+        raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
+    runs = [(str(path), names[i] if i < len(names) else None) for i, path in enumerate(predictions)]
+    if course_baseline:
+        runs.insert(0, (str(data_layer.course_file(_data_dir(ctx), "baseline")), "course baseline"))
+    return runs
+
+
 @main.command("serve")
 @workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port on 127.0.0.1.")
@@ -736,35 +894,50 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
     type=click.IntRange(1, 64),
     default=1,
     show_default=True,
-    help="Server processes sharing the port (each loads the build; the large arrays are mapped, so shared).",
+    help="Server processes sharing the port (each loads the build; the large arrays are mapped, so shared; "
+    "uploads are off, as each process would keep its own).",
 )
 @click.option(
     "--prerender",
     is_flag=True,
     help="Once warm, render every claim page and keep it (a server under load; about 16 ms a claim, in the background).",
 )
+@predictions_options
 @click.pass_context
-def serve_command(ctx: click.Context, workdir: str, port: int, workers: int, prerender: bool) -> None:
+def serve_command(
+    ctx: click.Context,
+    workdir: str,
+    port: int,
+    workers: int,
+    prerender: bool,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    course_baseline: bool,
+) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
 
     from .preprocess import stopwords
     from .web.app import create_app
     from .web.serving import WorkerSettings, server_config
+    from .web.tracer import Tracer
 
     data_dir = _data_dir(ctx)
     stopwords(data_dir)  # every trace preprocesses: a bad stopword list stops the server now
     build = _open_build(ctx, workdir)
+    runs = _given_runs(ctx, predictions, names, course_baseline)
+    tracer = Tracer(build)
+    tracer.runs.give_all(runs)  # a bad file stops the server now, naming it
     _check_port_free(port)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if workers == 1:
-        uvicorn.Server(server_config(create_app(build, warm=True, prerender=prerender), port)).run()
+        uvicorn.Server(server_config(create_app(tracer=tracer, warm=True, prerender=prerender), port)).run()
         return
     # Several processes: uvicorn starts each worker from an import string; the worker reads
     # which build to open from the environment it inherits.
     from uvicorn.supervisors import Multiprocess
 
-    WorkerSettings(build.root, data_dir, prerender).export()
+    WorkerSettings(build.root, data_dir, prerender, runs).export()
     config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
@@ -801,16 +974,29 @@ def _check_port_free(port: int) -> None:
     help="Write only the first N claim pages of each split (a quick preview).",
 )
 @click.option("--json", "json_twins", is_flag=True, help="Also write every claim page's JSON twin (most of the size).")
+@predictions_options
 @click.pass_context
 def site_command(
-    ctx: click.Context, workdir: str, out: str, splits: tuple[str, ...], limit: int | None, json_twins: bool
+    ctx: click.Context,
+    workdir: str,
+    out: str,
+    splits: tuple[str, ...],
+    limit: int | None,
+    json_twins: bool,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    course_baseline: bool,
 ) -> None:
     """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
     from .web.site import write_site
+    from .web.tracer import Tracer
 
+    tracer = Tracer(_open_build(ctx, workdir))
+    tracer.runs.give_all(_given_runs(ctx, predictions, names, course_baseline))
     result = write_site(
-        _open_build(ctx, workdir),
+        None,
         out,
+        tracer=tracer,
         splits=splits or C.SPLITS,
         echo=lambda line: click.echo(line, err=True),
         progress=True,

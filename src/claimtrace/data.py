@@ -146,11 +146,17 @@ def _read_json(path: Path) -> object:
     """The JSON value of a whole (small) file; DataError for anything unreadable."""
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
+    return json_from_bytes(path.read_bytes(), str(path))
+
+
+def json_from_bytes(raw: bytes, source: str) -> object:
+    """The JSON value of a whole (small) file's bytes; DataError naming ``source`` for anything
+    that is not UTF-8 JSON."""
     try:
-        text = path.read_bytes().decode("utf-8")  # bytes first: the error's offset is the file's
+        text = raw.decode("utf-8")  # bytes first: the error's offset is the file's
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err.reason} at byte offset {err.start})") from None
-    return json_value(text, str(path))
+        raise DataError(f"{source}: not UTF-8 text ({err.reason} at byte offset {err.start})") from None
+    return json_value(text, source)
 
 
 def parse_claims(raw: object, source: str, labelled: bool) -> dict[str, Claim]:

@@ -23,7 +23,7 @@ import numpy as np
 from . import constants as C
 from .errors import DataError
 
-__all__ = ["explain_input", "explain_claim", "margin"]
+__all__ = ["explain_input", "explain_claim", "margin", "RetrievalView"]
 
 
 def _floats(values) -> list[float]:
@@ -206,3 +206,131 @@ def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
         "notebook": notebook_batch(build, split, source, row),
     }
     return out
+
+
+# --- the notebook retrieval's view of any passage ------------------------------------------------
+
+
+class RetrievalView:
+    """The notebook retrieval's view of any passage for one claim, from the build's retrieval
+    model (nothing refit): the passage's tags, the tags it shares with the claim, its cosine,
+    overlap and score, and the first rule that kept it out of the six returned (or that it was
+    returned). One implementation serves the walkthrough's missed gold passages and the passages
+    a compared run named (:mod:`claimtrace.compare`).
+
+    Parameters
+    ----------
+    build : claimtrace.artifacts.Build
+    record : dict
+        The claim's retrieval record (``tags``, ``evidences``, ``fallback``, ``kept``).
+    fallback_scores : numpy.ndarray, shape (n_candidates,), optional
+        The score of every passage with a non-zero score for this claim (``Retriever.scores``),
+        which ranks a passage in the fallback. A trace that already ran the retrieval kernel
+        hands its scores down; otherwise the kernel runs once, and only for a fallback claim.
+    query : claimtrace.retrieval.Query, optional
+        The claim's tag string as the retrieval model reads it, when the caller made it (a
+        trace); otherwise it is made once, on first use.
+    """
+
+    def __init__(self, build, record: dict, fallback_scores: np.ndarray | None = None, query=None):
+        self.build = build
+        self.record = record
+        self._fallback_scores = fallback_scores
+        self._query = query
+        self.claim_tags = set(record["tags"].split())
+        self.returned = {pid: rank for rank, pid in enumerate(record["evidences"], 1)}
+        self.kept_rank = {k["id"]: rank for rank, k in enumerate(record["kept"], 1)}
+        # The max-shared rule keeps only the passages sharing the most tags; a fallback has no such cut.
+        self.max_shared = None if record["fallback"] else max((k["shared"] for k in record["kept"]), default=0)
+
+    def query(self):
+        """The claim's :class:`claimtrace.retrieval.Query`, made once."""
+        if self._query is None:
+            self._query = self.build.retriever().query(self.record["tags"])
+        return self._query
+
+    def fallback_scores(self) -> np.ndarray:
+        if self._fallback_scores is None:
+            self._fallback_scores = self.build.retriever().scores(self.query()).score
+        return self._fallback_scores
+
+    def passages(self, passage_ids: Sequence[str], gold: Sequence[str] = ()) -> list[dict]:
+        """One row per passage id, in the order given.
+
+        Returns
+        -------
+        list of dict
+            ``{"id", "text", "gold", "in_build", "retrievable", "tags", "shared_tags", "cosine",
+            "overlap", "score", "shared", "returned_rank", "stopped_by", "why"}``; ``stopped_by``
+            is ``"returned"`` for a passage among the claim's six, else the first rule that
+            stopped it (``"not in the build"``, ``"no tags"``, the filter's ``"no shared tag"``,
+            ``"cosine"`` or ``"overlap"``, ``"max shared"``, ``"past the sixth"``, ``"fallback"``).
+        """
+        retriever = self.build.retriever()
+        store = self.build.passages()
+        gold_set = set(gold)
+        rows, scored = [], []
+        for pid in passage_ids:
+            row: dict[str, Any] = {
+                "id": pid,
+                "text": self.build.passage_text(pid),
+                "gold": pid in gold_set,
+                "in_build": pid in store,
+                "returned_rank": self.returned.get(pid),
+            }
+            position = retriever.position(pid)
+            row["retrievable"] = position is not None
+            if not row["in_build"] or position is None:
+                row.update({"tags": [], "shared_tags": [], "cosine": None, "overlap": None, "score": None})
+                row["shared"] = None
+                if not row["in_build"]:
+                    row["stopped_by"], row["why"] = "not in the build", "not in this build’s corpus"
+                else:
+                    row["stopped_by"], row["why"] = "no tags", "it has no usable tag, so it is never a candidate"
+            else:
+                tags = retriever.tags[position].split()
+                row.update({"tags": tags, "shared_tags": sorted(self.claim_tags & set(tags))})
+                scored.append((row, position))
+            rows.append(row)
+        if scored:
+            columns = retriever.point_columns(self.query(), [position for _, position in scored])
+            for k, (row, _) in enumerate(scored):
+                cosine, overlap, score, shared = (x[k] for x in columns)
+                row.update({"cosine": float(cosine), "overlap": float(overlap), "score": float(score)})
+                row["shared"] = int(shared)
+                row["stopped_by"], row["why"] = self._first_stop(row)
+        return rows
+
+    def _first_stop(self, row: dict) -> tuple[str, str]:
+        """The rule that kept a scored passage out of the returned six: the filter, the max-shared
+        cut, the six-passage limit, or its rank in the fallback ("returned" when it is one of them)."""
+        rank = row["returned_rank"]
+        if rank is not None:
+            return "returned", f"returned #{rank} of the {len(self.returned)}"
+        failed = filter_stop(row)
+        if self.record["fallback"]:
+            # Nothing passed, so the fallback's ranking by score is what decided, whatever the filter said.
+            higher = int(np.count_nonzero(self.fallback_scores() > row["score"]))
+            because = failed[1] if failed else "it passes"
+            return "fallback", (
+                f"below the sixth in the fallback: nothing passed the filter (here: {because}), so the "
+                f"{C.MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one"
+            )
+        if failed:
+            return failed
+        if self.max_shared is not None and row["shared"] < self.max_shared:
+            return "max shared", (
+                f"cut by the max-shared rule: it shares {row['shared']} tags, the kept ones {self.max_shared}"
+            )
+        return "past the sixth", f"kept #{self.kept_rank.get(row['id'])}, past the {C.MAX_EVIDENCES} returned"
+
+
+def filter_stop(row: dict) -> tuple[str, str] | None:
+    """The first of the filter's tests a passage fails (None when it passes)."""
+    if row["shared"] == 0:
+        return "no shared tag", "it shares no tag with the claim (overlap 0)"
+    if row["cosine"] <= C.COSINE_THRESHOLD:
+        return "cosine", f"cosine {row['cosine']:.3f} ≤ {C.COSINE_THRESHOLD}"
+    if row["overlap"] <= C.OVERLAP_THRESHOLD:
+        return "overlap", f"overlap {row['overlap']:.3f} ≤ {C.OVERLAP_THRESHOLD}"
+    return None

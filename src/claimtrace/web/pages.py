@@ -18,6 +18,7 @@ from ..course import WALKTHROUGH_CLAIM
 from ..scoreboard import scoreboard_rows
 from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from .render import Renderer, root_for
+from .runs import with_runs
 from .tracer import Tracer
 
 
@@ -85,7 +86,7 @@ EXPLORE = Page(
     "explore",
     "explore/{key}.html",
     "explore/{key}.json",
-    data=lambda tracer, split: tracer.explore(split),
+    data=lambda tracer, split: with_runs(tracer.runs, tracer.explore(split)),
     template=lambda renderer, explore, root: renderer.explore_page(explore, root),
     keys=_chosen_splits,
 )
@@ -115,8 +116,44 @@ ROW_PREDICTIONS = Page(
     template=None,
     keys=_row_keys,
 )
+
+
+def _run_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]:
+    return [run.digest for run in tracer.runs.all()]
+
+
+def run_report(tracer: Tracer, key: str) -> dict:
+    """A run's page (:meth:`claimtrace.web.runs.Runs.report`); UnknownRun when no run has the key."""
+    run = tracer.runs.get(key)
+    if run is None:
+        raise UnknownRun(key)
+    return tracer.runs.report(run)
+
+
+class UnknownRun(LookupError):
+    """No run has this name or digest (an upload is forgotten when the server stops)."""
+
+
+#: Your system beside the notebook's: every run compared, and the way to add one.
+COMPARE_INDEX = Page(
+    "compare-index",
+    "compare/index.html",
+    "compare/index.json",
+    data=lambda tracer, key: tracer.runs.index(),
+    template=lambda renderer, data, root: renderer.compare_index(data, root),
+    keys=_one,
+)
+#: One run beside the notebook's pipeline, claim by claim.
+COMPARE = Page(
+    "compare",
+    "compare/{key}.html",
+    "compare/{key}.json",
+    data=run_report,
+    template=lambda renderer, data, root: renderer.compare_page(data, root),
+    keys=_run_keys,
+)
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None, keys=_one)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None, keys=_one)
 
 #: Every page, in the order the export writes them.
-PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, CLAIM)
+PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, COMPARE_INDEX, COMPARE, CLAIM)

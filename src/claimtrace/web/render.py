@@ -184,7 +184,8 @@ def claims_table(explore: dict) -> dict:
                 None if row.get("F") is None else round(row["F"], 6),
             ]
         )
-    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows}
+    runs = [{"name": r["name"], "digest": r["digest"], "right": r["right"]} for r in explore.get("runs", [])]
+    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows, "runs": runs}
 
 
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):
@@ -282,16 +283,39 @@ class Renderer:
             "count": len(ids),
         }
 
-    def claim_page(self, trace: dict, root: str) -> str:
+    def claim_page(self, trace: dict, root: str, run=None) -> str:
+        """A claim's walkthrough. With ``run`` (a server's ``?run=``), that run's "your system" box;
+        a static page holds the box of every run the export was given, hidden until its address
+        names the run (``?run=<digest>``), so that both pages read the same without one."""
         head = trace["claim"]
+        runs = self.tracer.runs
+        chosen = [run] if run is not None else (runs.given() if self.mode == "static" else [])
+        boxes = [box for box in (runs.box(r, head["id"]) for r in chosen) if box is not None]
 
         def make():
             nav = self._neighbours_in_file(head["id"], head["split"])
             return self._render(
-                "claim.html", root, t=trace, nav=nav, page="claim", title=f"{head['id']}: one claim through every stage"
+                "claim.html",
+                root,
+                t=trace,
+                nav=nav,
+                run_boxes=boxes,
+                page="claim",
+                title=f"{head['id']}: one claim through every stage",
             )
 
-        return self._cached(("claim", head["id"], root, id(trace)), make)
+        key = ("claim", head["id"], root, id(trace), tuple(b["digest"] for b in boxes))
+        return self._cached(key, make)
+
+    def compare_index(self, data: dict, root: str) -> str:
+        return self._render(
+            "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"
+        )
+
+    def compare_page(self, data: dict, root: str) -> str:
+        return self._render(
+            "compare.html", root, c=data, page="compare", title=f"{data['run']['name']} beside the notebook’s pipeline"
+        )
 
     def explore_page(self, explore: dict, root: str) -> str:
         return self._cached(

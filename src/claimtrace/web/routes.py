@@ -13,10 +13,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from .. import constants as C
 from ..course import WALKTHROUGH_CLAIM
+from ..errors import DataError
+from ..evaluate import MAX_PREDICTIONS_BYTES
 from . import pages
 from .explore import UnknownRow
 from .render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
 from .responses import EncodedCache, download, html_response, json_response, text_problem, wants_json
+from .runs import with_runs
 from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
@@ -77,16 +80,34 @@ claim = APIRouter()
 
 def claim_response(request: Request, page: pages.Page, claim_id: str, kind: str) -> Response:
     site = _site(request)
+    run_key = request.query_params.get("run")
+    run = site.tracer.runs.get(run_key) if run_key else None
+    if run_key and run is None:
+        return _unknown_run(request, run_key, kind == "json")
     try:
         result = page.data(site.tracer, claim_id)
     except UnknownClaim:
         return _unknown_claim(request, claim_id, kind == "json")
     try:
         if kind == "json":
+            if run is not None:
+                return json_response({**result, "run_box": site.tracer.runs.box(run, claim_id)})
             return site.encoded.response(result)
+        if run is not None:
+            return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
         return html_response(page.template(site.renderer, result, root_for(request.url.path)))
     finally:
         site.tracer.first_page_served.set()  # the Explore warm-up may start now
+
+
+def _unknown_run(request: Request, key: str, as_json: bool) -> Response:
+    return not_found(
+        request,
+        f"No run here is called “{key}”.",
+        "Runs are the predictions files given to `claimtrace serve --predictions` and the ones uploaded on "
+        "the Compare page; an upload is forgotten when the server stops.",
+        as_json,
+    )
 
 
 @walkthrough.get("/")
@@ -123,6 +144,7 @@ def explore_response(request: Request, split: str, kind: str) -> Response:
             request, f"There is no split “{split}”.", "The splits are dev, train and test.", kind == "json"
         )
     result = site.tracer.explore_when_ready(split, request.app.state.explore_wait)
+    result = None if result is None else with_runs(site.tracer.runs, result)
     if result is None:
         progress = {k: v for k, v in site.tracer.progress.items() if k.startswith(split + "/")}
         if kind == "json":
@@ -211,6 +233,20 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     return html_response(page, status)
 
 
+async def read_body(request: Request, limit: int, what: str) -> tuple[bytes, str | None, int]:
+    """A request's body, refused past ``limit`` bytes before it is read whole: (body, None, 200),
+    or (b"", error, status)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return b"", f"That request is {int(declared):,} bytes; {what} here may have at most {limit:,}.", 413
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return b"", f"That request is too large; {what} here may have at most {limit:,} bytes.", 413
+    return body, None, 200
+
+
 async def read_text(request: Request) -> tuple[str | None, str | None, int]:
     """The ``text`` of a POST body (JSON or form): (text, None, 200), or (None, error, status)."""
     declared = request.headers.get("content-length")
@@ -219,11 +255,9 @@ async def read_text(request: Request) -> tuple[str | None, str | None, int]:
             f"That request is {int(declared):,} bytes; a claim here may have at most {MAX_TEXT_CHARS:,} characters."
         )
         return None, too_large, 413
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            return None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
+    body, error, status = await read_body(request, MAX_BODY_BYTES, "a claim")
+    if error:
+        return None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
     try:
         raw = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -288,6 +322,60 @@ async def api_trace_post(request: Request):
     return live_response(request, text, None, "json")
 
 
+# -- compare: your system beside the notebook's ---------------------------------------------------
+
+compare_index = APIRouter()
+compare = APIRouter()
+
+
+def _page_response(request: Request, page: pages.Page, data, kind: str) -> Response:
+    site = _site(request)
+    if kind == "json":
+        return json_response(data)
+    return html_response(page.template(site.renderer, data, root_for(request.url.path)))
+
+
+@compare_index.get("/compare")
+@compare_index.get("/compare/")
+@compare_index.get("/compare/index.html")
+def compare_index_page(request: Request):
+    return _page_response(request, pages.COMPARE_INDEX, pages.COMPARE_INDEX.data(_site(request).tracer, None), "html")
+
+
+@compare_index.get("/compare/index.json")
+def compare_index_json(request: Request):
+    return _page_response(request, pages.COMPARE_INDEX, pages.COMPARE_INDEX.data(_site(request).tracer, None), "json")
+
+
+@compare.get("/compare/{name}")
+def compare_page(request: Request, name: str):
+    key, kind = split_name(name)
+    try:
+        data = pages.COMPARE.data(_site(request).tracer, key)
+    except pages.UnknownRun:
+        return _unknown_run(request, key, kind == "json")
+    return _page_response(request, pages.COMPARE, data, kind)
+
+
+@compare.post("/api/compare")
+async def upload_run(request: Request):
+    """An uploaded predictions file (the body's bytes): checked as the command line checks one,
+    kept in memory under its digest; ``{"name", "digest", "split", "url"}`` or a 400 naming the
+    claim and field."""
+    body, error, status = await read_body(request, MAX_PREDICTIONS_BYTES, "a predictions file")
+    if error:
+        return json_response({"error": error, "status": status}, status)
+    name = request.query_params.get("name") or None
+    if name is not None and (len(name) > 80 or text_problem(name)):
+        return json_response({"error": "A run’s name is at most 80 characters of text.", "status": 400}, 400)
+    try:
+        run = _site(request).tracer.runs.upload(body, name)
+    except DataError as err:
+        return json_response({"error": str(err), "status": 400}, 400)
+    url = pages.COMPARE.path(run.digest)
+    return json_response({"name": run.name, "digest": run.digest, "split": run.split, "url": url}, 201)
+
+
 # -- the classifier's table and what the build holds -------------------------------------------------
 
 table = APIRouter()
@@ -340,4 +428,6 @@ ROUTERS = {
     "row-predictions": row_predictions,
     "table": table,
     "build": build,
+    "compare-index": compare_index,
+    "compare": compare,
 }

@@ -25,7 +25,7 @@ from ..classifier.inputs import join_row
 from ..data import Claim
 from ..errors import REPAIR_HINT, DataError, Missing
 from ..evaluate import evidence_f, evidence_scores
-from ..explain import explain_claim, explain_input
+from ..explain import RetrievalView, explain_claim, explain_input
 from ..preprocess import Preprocessed, preprocess, stopwords
 from ..retrieval import Query, Retriever, Scores, notebook_order, notebook_weights
 from ..tagging import restem_tags, restem_token, tag_rows
@@ -407,96 +407,13 @@ def vectorisation_section(
 # --- 4. retrieval ---------------------------------------------------------------------------------
 
 
-def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str], max_shared: int | None) -> list[dict]:
+def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str]) -> list[dict]:
     """Every gold passage the claim did not get back, with its numbers and the first rule that
-    stopped it, from the build's retrieval model (nothing refit).
-
-    Parameters
-    ----------
-    found : ClaimRetrieval
-        The claim's retrieval: its record (``tags``, ``evidences``, ``fallback``, ``kept``), its
-        query, and the scores of every passage with a non-zero score (to rank a passage in the
-        fallback).
-    build : Build
-    gold : list of str
-        The claim's gold ids.
-    max_shared : int or None
-        The most tags any passing passage shares with the claim (None for a fallback claim).
-
-    Returns
-    -------
-    list of dict
-        ROW + ``{"in_build", "retrievable", "shared_tags", "stopped_by", "why"}`` per missed gold
-        passage, in gold order.
-    """
-    retriever, record, fallback_scores = found.retriever, found.record, found.scores.score
-    passages = build.passages()
-    claim_tags = set(record["tags"].split())
-    kept_rank = {k["id"]: rank for rank, k in enumerate(record["kept"], 1)}
-    rows = []
-    for pid in gold:
-        if pid in record["evidences"]:
-            continue
-        row: dict[str, Any] = {"id": pid, "text": build.passage_text(pid), "gold": True, "in_build": pid in passages}
-        position = retriever.position(pid)
-        row["retrievable"] = position is not None
-        if not row["in_build"] or position is None:
-            rule = "not in the build" if not row["in_build"] else "no tags"
-            why = (
-                "not in this build’s corpus"
-                if not row["in_build"]
-                else "it has no usable tag, so it is never a candidate"
-            )
-            row.update({"tags": [], "shared_tags": [], "cosine": None, "overlap": None, "score": None, "shared": None})
-            row.update({"stopped_by": rule, "why": why})
-            rows.append(row)
-            continue
-        tags = retriever.tags[position].split()
-        cosine, overlap, score, shared = (float(x[0]) for x in retriever.point_columns(found.query, [position]))
-        row.update(
-            {
-                "tags": tags,
-                "shared_tags": sorted(claim_tags & set(tags)),
-                "cosine": cosine,
-                "overlap": overlap,
-                "score": score,
-                "shared": int(shared),
-            }
-        )
-        row["stopped_by"], row["why"] = _first_stop(row, record, max_shared, kept_rank, fallback_scores)
-        rows.append(row)
-    return rows
-
-
-def _filter_stop(row: dict) -> tuple[str, str] | None:
-    """The first of the filter's tests a passage fails (None when it passes)."""
-    if row["shared"] == 0:
-        return "no shared tag", "it shares no tag with the claim (overlap 0)"
-    if row["cosine"] <= C.COSINE_THRESHOLD:
-        return "cosine", f"cosine {row['cosine']:.3f} ≤ {C.COSINE_THRESHOLD}"
-    if row["overlap"] <= C.OVERLAP_THRESHOLD:
-        return "overlap", f"overlap {row['overlap']:.3f} ≤ {C.OVERLAP_THRESHOLD}"
-    return None
-
-
-def _first_stop(row: dict, record: dict, max_shared: int | None, kept_rank: dict, fallback_scores) -> tuple[str, str]:
-    """The rule that kept a scored gold passage out of the returned six: the filter, the
-    max-shared cut, the six-passage limit, or its rank in the fallback."""
-    failed = _filter_stop(row)
-    if record["fallback"]:
-        # Nothing passed, so the fallback's ranking by score is what decided, whatever the filter said.
-        higher = int(np.count_nonzero(fallback_scores > row["score"]))
-        because = failed[1] if failed else "it passes"
-        return "fallback", (
-            f"below the sixth in the fallback: nothing passed the filter (here: {because}), so the "
-            f"{C.MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one"
-        )
-    if failed:
-        return failed
-    if max_shared is not None and row["shared"] < max_shared:
-        return "max shared", f"cut by the max-shared rule: it shares {row['shared']} tags, the kept ones {max_shared}"
-    rank = kept_rank.get(row["id"])
-    return "past the sixth", f"kept #{rank}, past the {C.MAX_EVIDENCES} returned"
+    stopped it (:class:`claimtrace.explain.RetrievalView`, which also explains a compared run's
+    passages), in gold order; from the trace's one query and kernel pass."""
+    record = found.record
+    view = RetrievalView(build, record, found.scores.score, found.query)
+    return view.passages([pid for pid in gold if pid not in record["evidences"]], gold)
 
 
 def retrieval_section(
@@ -571,7 +488,7 @@ def retrieval_section(
         )
     max_shared = max((r["shared"] for r in record["kept"]), default=0) if not record["fallback"] else None
     passages = build.passages()
-    missed = missed_gold(found, build, gold, max_shared)
+    missed = missed_gold(found, build, gold)
     section: dict[str, Any] = {
         "status": "ok",
         "source": source,

@@ -5,6 +5,7 @@ answers with the security headers, and the worker processes of ``claimtrace serv
 
 from __future__ import annotations
 
+import json
 import os
 
 from fastapi import FastAPI
@@ -13,6 +14,7 @@ from ..artifacts import Build
 from ..data import choose_data_dir
 from ..errors import DataError
 from .app import create_app
+from .tracer import Tracer
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
@@ -134,13 +136,20 @@ class WorkerSettings:
     environment it inherits (uvicorn starts each worker from an import string, :attr:`FACTORY`)."""
 
     FACTORY = "claimtrace.web.serving:app_from_environment"
-    _VARIABLES = ("CLAIMTRACE_SERVE_WORKDIR", "CLAIMTRACE_SERVE_DATA", "CLAIMTRACE_SERVE_PRERENDER")
+    _VARIABLES = (
+        "CLAIMTRACE_SERVE_WORKDIR",
+        "CLAIMTRACE_SERVE_DATA",
+        "CLAIMTRACE_SERVE_PRERENDER",
+        "CLAIMTRACE_SERVE_RUNS",
+    )
 
-    def __init__(self, workdir, data_dir, prerender: bool):
+    def __init__(self, workdir, data_dir, prerender: bool, runs=()):
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
+        #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
+        self.runs = [(str(path), name) for path, name in runs]
 
     def export(self) -> None:
-        values = (self.workdir, self.data_dir, "1" if self.prerender else "")
+        values = (self.workdir, self.data_dir, "1" if self.prerender else "", json.dumps(self.runs))
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
     @classmethod
@@ -148,8 +157,8 @@ class WorkerSettings:
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender = (os.environ.get(name, "") for name in cls._VARIABLES)
-        return cls(workdir, data_dir, prerender == "1")
+        workdir, data_dir, prerender, runs = (os.environ.get(name, "") for name in cls._VARIABLES)
+        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"))
 
 
 def app_from_environment() -> FastAPI:
@@ -157,8 +166,10 @@ def app_from_environment() -> FastAPI:
     names, warming up (and pre-rendering) as a one-process server does."""
     settings = WorkerSettings.from_environment()
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
-    build = Build(settings.workdir, settings.data_dir)
-    return create_app(build, warm=True, prerender=settings.prerender)
+    tracer = Tracer(Build(settings.workdir, settings.data_dir))
+    tracer.runs.give_all(settings.runs)
+    tracer.runs.uploads = False  # each worker would keep its own: an upload's page could 404 on another
+    return create_app(tracer=tracer, warm=True, prerender=settings.prerender)
 
 
 def server_config(app, port: int, **options):

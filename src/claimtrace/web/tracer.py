@@ -26,6 +26,7 @@ from ..preprocess import bound_stem_cache
 from . import sections
 from .explore import explore as explore_split
 from .memory import RELEASE_EVERY, release_memory
+from .runs import Runs
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
 MAX_TEXT_CHARS = 20_000
@@ -62,6 +63,8 @@ class Tracer:
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
         #: not compete with the first page for the CPU (measured: 8.5 s -> 4.9 s at 1.2M passages).
         self.first_page_served = threading.Event()
+        #: The predictions files compared with the build (serve/site --predictions, uploads).
+        self.runs = Runs(build)
 
     def claims(self, split: str) -> dict[str, Claim]:
         return self.build.claims(split)

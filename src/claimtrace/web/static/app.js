@@ -121,8 +121,12 @@
       protocol: document.getElementById("f-protocol"),
       verdict: document.getElementById("f-verdict"),
       right: document.getElementById("f-right"),
+      run: document.getElementById("f-run"),
       fallback: document.getElementById("f-fallback")
     };
+    /* each compared run's right/wrong per claim, by its digest (Explore's "your run" filter) */
+    var runRight = {};
+    (data.runs || []).forEach(function (r) { runRight[r.digest] = r.right; });
     var count = document.getElementById("f-count");
     var pager = document.getElementById("pager"), pageOf = document.getElementById("page-of");
     var prev = document.getElementById("page-prev"), next = document.getElementById("page-next");
@@ -140,7 +144,7 @@
     function select() {
       var text = value(controls.text).trim().toLowerCase();
       var label = value(controls.label), verdictWanted = value(controls.verdict);
-      var right = value(controls.right), fallback = value(controls.fallback);
+      var right = value(controls.right), fallback = value(controls.fallback), run = value(controls.run);
       var key = value(controls.source) + "-" + value(controls.protocol);
       var correct = 0, judged = 0;
       shown = all.filter(function (row) {
@@ -151,6 +155,13 @@
         if (right === "right" && verdict !== row.label) return false;
         if (right === "wrong" && (verdict === row.label || !verdict)) return false;
         if (fallback && row.fallback !== fallback) return false;
+        if (run) {
+          var wanted = run.split(":"), mine = (runRight[wanted[0]] || [])[row.position];
+          if (mine === null || mine === undefined || !verdict) return false;
+          var notebookRight = verdict === row.label;
+          if (wanted[1] === "run" && !(mine && !notebookRight)) return false;
+          if (wanted[1] === "notebook" && !(notebookRight && !mine)) return false;
+        }
         if (verdict && row.label) { judged += 1; if (verdict === row.label) correct += 1; }
         return true;
       });
@@ -717,6 +728,70 @@
     });
   }
 
+
+  /* ---------------------------------------------------------------- your system beside the notebook's */
+
+  /* A static claim page holds one "your system" box per exported run, hidden: ?run=<digest>
+     shows that run's (the server renders only the chosen one). */
+  function initRunBox() {
+    var match = /[?&]run=([^&#]+)/.exec(window.location.search);
+    if (!match) return;
+    var key = decodeURIComponent(match[1]);
+    Array.prototype.forEach.call(document.querySelectorAll(".run-box[hidden]"), function (box) {
+      if (box.getAttribute("data-run") === key) box.hidden = false;
+    });
+  }
+
+  /* The claim-by-claim table of a run: show the rows one choice of the filter keeps. */
+  function initRunFilter() {
+    var select = document.getElementById("run-filter");
+    if (!select) return;
+    var rows = document.querySelectorAll("table.run-claims tbody tr");
+    var count = document.querySelector(".run-filter .filter-count");
+    var keeps = {
+      "all": function () { return true; },
+      "run-right-notebook-wrong": function (r) { return r.dataset.runRight === "true" && r.dataset.notebookRight === "false"; },
+      "notebook-right-run-wrong": function (r) { return r.dataset.runRight === "false" && r.dataset.notebookRight === "true"; },
+      "both-wrong": function (r) { return r.dataset.runRight === "false" && r.dataset.notebookRight === "false"; },
+      "differ": function (r) { return r.dataset.differ === "true"; }
+    };
+    function apply() {
+      var keep = keeps[select.value] || keeps.all, shown = 0;
+      Array.prototype.forEach.call(rows, function (row) {
+        var on = keep(row);
+        row.hidden = !on;
+        if (on) shown += 1;
+      });
+      if (count) count.textContent = shown + (shown === 1 ? " claim" : " claims");
+    }
+    var wanted = /[?&]show=([^&#]+)/.exec(window.location.search);
+    if (wanted && keeps[wanted[1]]) select.value = wanted[1];
+    select.addEventListener("change", apply);
+    apply();
+  }
+
+  /* Upload a predictions file: its bytes go to /api/compare, and its page opens. */
+  function initRunUpload() {
+    var form = document.querySelector("form.run-upload");
+    if (!form) return;
+    var status = document.querySelector(".upload-status");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var file = form.querySelector("input[type=file]").files[0];
+      if (!file) return;
+      var name = form.querySelector("input[name=name]").value.trim();
+      var url = form.getAttribute("action") + (name ? "?name=" + encodeURIComponent(name) : "");
+      status.textContent = "Checking " + file.name + "…";
+      fetch(url, { method: "POST", body: file, headers: { "Content-Type": "application/json" } })
+        .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); })
+        .then(function (result) {
+          if (!result[0]) { status.textContent = file.name + ": " + result[1].error; return; }
+          window.location.href = document.body.dataset.root + result[1].url;
+        })
+        .catch(function () { status.textContent = "The server did not answer."; });
+    });
+  }
+
   /* Tables whose heads sort them (class "sortable", th[data-sort]: "num" or "str"): by a cell's
      data-v, else its text; a second click reverses. The scoreboard is one. */
   function initSortable() {
@@ -777,5 +852,8 @@
   initStaticCharts();
   initForm();
   initInPlaceForms();
+  initRunBox();
+  initRunFilter();
+  initRunUpload();
   markScrollables();
 })();
