@@ -622,7 +622,7 @@ def build(
     work = Workdir(Path(workdir))
     work.root.mkdir(parents=True, exist_ok=True)
     with workdir_lock(work):
-        return _build_locked(work, data_dir, evidence, processes, until, checkpoint, corpus_changed)
+        return _build_locked(work, data_dir, evidence, processes, until, checkpoint, corpus_changed, seconds)
 
 
 @contextmanager
@@ -676,6 +676,7 @@ def _build_locked(
     until: str,
     checkpoint: Path | None,
     corpus_changed: bool,
+    seconds: dict[str, dict[str, float]] | None,
 ) -> dict:
     files = open_file_manifest(work)
     passages, description = load_corpus(work, data_dir, evidence)

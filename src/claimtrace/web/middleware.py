@@ -16,9 +16,10 @@ outermost first:
 from __future__ import annotations
 
 import re
+import threading
 
-from ..lru import LRU
 from ..errors import DataError
+from ..lru import LRU
 from .render import Renderer
 from .responses import error_response
 
