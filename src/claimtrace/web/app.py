@@ -88,7 +88,7 @@ def build_stamp(build: Build) -> tuple:
     """What changes when a build is completed or repaired: its manifest's and build.json's
     size, modification time and inode (every file the build writes is recorded in the manifest)."""
     stamp = []
-    for path in (build.work.file_manifest, build.work.manifest):
+    for path in (build.work.file_manifest, build.work.build_record):
         try:
             status = path.stat()
             stamp.append((status.st_size, status.st_mtime_ns, status.st_ino))
