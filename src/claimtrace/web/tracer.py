@@ -55,7 +55,7 @@ class Tracer:
         self.build = build
         self._lock = threading.Lock()  # the caches' bookkeeping
         self._traces: LRU[str, dict] = LRU(TRACE_CACHE)
-        self._memo: dict[Any, Any] = {}
+        self._explored: set[str] = set()  # the splits whose Explore is computed
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
         self.progress: dict[str, dict] = {}
@@ -106,26 +106,21 @@ class Tracer:
             if self._typed % RELEASE_EVERY == 0:
                 release_memory()
 
-    def _once(self, key, make):
-        if key not in self._memo:
-            value = make()
-            with self._lock:
-                self._memo.setdefault(key, value)
-        return self._memo[key]
-
     def explore(self, split: str) -> dict:
         """Every claim of a split (:func:`claimtrace.web.explore.explore`)."""
         if split not in C.SPLITS:
             raise UnknownClaim(split)
-        return self._once(("explore", split), lambda: explore_split(self.build, split))
+        explored = self.build.once(("web", "explore", split), lambda: explore_split(self.build, split))
+        self._explored.add(split)
+        return explored
 
     def explore_when_ready(self, split: str, wait: float) -> dict | None:
         """:meth:`explore`, computed in the background; None when it is not ready within ``wait``
         seconds."""
         if split not in C.SPLITS:
             raise UnknownClaim(split)
-        if ("explore", split) in self._memo:
-            return self._memo[("explore", split)]
+        if split in self._explored:
+            return self.explore(split)
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claimtrace-explore")
@@ -138,7 +133,7 @@ class Tracer:
             return None
 
     def table(self) -> dict:
-        return self._once("table", lambda: sections.table_payload(self.build))
+        return self.build.once(("web", "table"), lambda: sections.table_payload(self.build))
 
     def build_info(self, brief: bool = False) -> dict:
         return sections.build_info(self.build, brief)
