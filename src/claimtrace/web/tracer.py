@@ -47,6 +47,28 @@ class BadText(ValueError):
     """A typed claim that cannot be traced (empty, too long); the message says why."""
 
 
+#: Fields that hold why a piece is not shown (a file and what to run) outside a missing section.
+_REASONS = frozenset({"verdicts_missing"})
+
+
+def public_reasons(value, root):
+    """``value`` with every section that is not built or damaged (``{"status": "missing" |
+    "damaged", "reason"}``) saying its files relative to the workdir, not where this machine
+    keeps them; the rest (claim texts, passages) untouched."""
+    if isinstance(value, dict):
+        if value.get("status") in ("missing", "damaged") and isinstance(value.get("reason"), str):
+            return {**value, "reason": sections.public_paths(value["reason"], root)}
+        return {
+            key: sections.public_paths(item, root)
+            if key in _REASONS and isinstance(item, str)
+            else public_reasons(item, root)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [public_reasons(item, root) for item in value]
+    return value
+
+
 class Tracer:
     """Traces over one build, cached (a trace never changes once computed)."""
 
@@ -68,7 +90,7 @@ class Tracer:
 
     def _assemble(self, text: str, **claim) -> dict:
         with self._lock:  # the retrieval model's scratch arrays are shared
-            return sections.assemble(self.build, text, **claim)
+            return public_reasons(sections.assemble(self.build, text, **claim), self.build.root)
 
     def trace(self, claim_id: str) -> dict:
         """A course claim through every stage. UnknownClaim when no split has it."""
@@ -116,7 +138,7 @@ class Tracer:
         """Every claim of a split (:func:`claimtrace.web.explore.explore`)."""
         if split not in C.SPLITS:
             raise UnknownClaim(split)
-        return self._once(("explore", split), lambda: explore_split(self.build, split))
+        return self._once(("explore", split), lambda: public_reasons(explore_split(self.build, split), self.build.root))
 
     def explore_when_ready(self, split: str, wait: float) -> dict | None:
         """:meth:`explore`, computed in the background; None when it is not ready within ``wait``
