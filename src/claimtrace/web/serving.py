@@ -13,6 +13,7 @@ from ..artifacts import Build
 from ..data import choose_data_dir
 from ..errors import DataError
 from .app import create_app
+from .middleware import SECURITY_HEADERS
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
@@ -32,8 +33,6 @@ MAX_CONNECTIONS = 1024
 def _raw_answer(status: int, reason: str, message: str) -> bytes:
     """A whole HTTP/1.1 answer that closes the connection, written by the server layer itself
     (before or instead of the app): the site's security headers included."""
-    from .middleware import SECURITY_HEADERS
-
     body = message.encode("utf-8")
     lines = [
         f"HTTP/1.1 {status} {reason}".encode("ascii"),
