@@ -196,11 +196,14 @@ def _client(root, data_dir):
     return TestClient(app, raise_server_exceptions=False)
 
 
-def _every_route(client, missing_word: str) -> dict[str, int]:
+def _every_route(client, missing_word: str, hidden: str) -> dict[str, int]:
+    """Every route's status; a 503 names what is missing and what to run; no answer shows
+    ``hidden`` (the machine's folder)."""
     statuses = {}
     for route in EVERY_ROUTE:
         answer = client.get(route)
         _check(answer, unavailable_ok=True)
+        assert hidden not in answer.text, (route, answer.text[answer.text.find(hidden) - 200 :][:400])
         statuses[route] = answer.status_code
         if answer.status_code == 503:
             assert missing_word in answer.text and "claimtrace build" in answer.text, (route, answer.text[:300])
@@ -213,7 +216,7 @@ def test_every_route_and_command_over_a_partial_build(demo_build, data_dir, tmp_
 
     root = partial_copy(demo_build.root, tmp_path / "w", state)
     with _client(root, data_dir) as client:
-        statuses = _every_route(client, "not built yet")
+        statuses = _every_route(client, "not built yet", str(tmp_path))
     assert statuses["/claim/claim-2214.html"] == 200 and statuses["/explore/dev.html"] == 200
     for args in (
         ["site", "--out", str(tmp_path / "site"), "--split", "dev", "--limit", "2"],

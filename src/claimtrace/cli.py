@@ -360,7 +360,9 @@ def _corpus_change(work: Workdir, files: FileManifest) -> str | None:
     from .workdir import sha256_of
 
     try:
-        recorded = read_json(work.build_record)["corpus"] if work.build_record.is_file() else (files.build or {})["corpus"]
+        recorded = (
+            read_json(work.build_record)["corpus"] if work.build_record.is_file() else (files.build or {})["corpus"]
+        )
     except (DataError, KeyError, TypeError):
         return None
     place = (

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 import threading
+import time
+import traceback
 
 from ..errors import DataError
 from ..lru import LRU
+from . import sections
 from .render import Renderer
 from .responses import error_response
 
@@ -103,14 +106,10 @@ class Failsafe:
         return await answer(scope, receive, send)
 
     def answer(self, path: str, err: Exception):
-        from . import sections
-
         site = self.site()
         if isinstance(err, DataError):
             message = sections.public_paths(f"The build cannot be read: {err}", site.tracer.build.root)
             return error_response(site.renderer, path, 503, "The build is damaged", message)
-        import traceback
-
         traceback.print_exception(err)
         message = f"claimtrace could not answer this ({type(err).__name__}): a bug; the server's log has the details."
         return error_response(site.renderer, path, 500, "Internal error", message)
@@ -130,8 +129,6 @@ class BuildWatch:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            import time
-
             now = time.monotonic()
             if now - self.checked >= self.every:
                 self.checked = now

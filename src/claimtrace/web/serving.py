@@ -14,6 +14,7 @@ from ..artifacts import Build
 from ..data import choose_data_dir
 from ..errors import DataError
 from .app import create_app
+from .middleware import SECURITY_HEADERS
 from .tracer import Tracer
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
@@ -34,8 +35,6 @@ MAX_CONNECTIONS = 1024
 def _raw_answer(status: int, reason: str, message: str) -> bytes:
     """A whole HTTP/1.1 answer that closes the connection, written by the server layer itself
     (before or instead of the app): the site's security headers included."""
-    from .middleware import SECURITY_HEADERS
-
     body = message.encode("utf-8")
     lines = [
         f"HTTP/1.1 {status} {reason}".encode("ascii"),
@@ -49,76 +48,81 @@ def _raw_answer(status: int, reason: str, message: str) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-def _header_deadline_protocol():
-    """uvicorn's HTTP protocol class with a deadline for each request's headers (made on first
-    use: uvicorn is only needed to serve)."""
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+class _Deadlines:
+    """What the site adds to uvicorn's HTTP protocol (mixed in before it, so ``super()`` is
+    uvicorn's): the connection is closed when no request has started (its headers all read)
+    within HEADER_TIMEOUT_SECONDS of the connection opening or of the last response, or when a
+    request's body has not arrived whole within BODY_TIMEOUT_SECONDS of its headers. Past
+    MAX_CONNECTIONS, a new connection is answered 503 and closed at once; the server's own 400 (a
+    request h11 refuses: no Host, two Hosts) carries the security headers too."""
 
-    class HeaderDeadline(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
-        """Closes the connection when no request has started (its headers all read) within
-        HEADER_TIMEOUT_SECONDS of the connection opening or of the last response, or when a
-        request's body has not arrived whole within BODY_TIMEOUT_SECONDS of its headers. Past
-        MAX_CONNECTIONS, a new connection is answered 503 and closed at once; the server's own
-        400 (a request h11 refuses: no Host, two Hosts) carries the security headers too."""
+    _deadline = None
+    _waiting_since_cycle = None
+    _body_deadline = None
+    _body_cycle = None
 
-        _deadline = None
-        _waiting_since_cycle = None
-        _body_deadline = None
-        _body_cycle = None
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(_raw_answer(400, "Bad Request", f"{msg}\n"))
+        self.transport.close()
 
-        def send_400_response(self, msg: str) -> None:
-            self.transport.write(_raw_answer(400, "Bad Request", f"{msg}\n"))
+    def data_received(self, data: bytes) -> None:
+        if not self.transport.is_closing():  # refused (503) or cut off: nothing more is read
+            super().data_received(data)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        cycle = self.cycle
+        if cycle is None or cycle is self._body_cycle or self.transport.is_closing():
+            return
+        self._body_cycle = cycle  # a request whose headers have just arrived
+        if getattr(cycle, "more_body", False):
+            if self._body_deadline is not None:
+                self._body_deadline.cancel()
+            self._body_deadline = self.loop.call_later(BODY_TIMEOUT_SECONDS, self._body_expired, cycle)
+
+    def _body_expired(self, cycle) -> None:
+        self._body_deadline = None
+        if self.cycle is cycle and getattr(cycle, "more_body", False) and not self.transport.is_closing():
             self.transport.close()
 
-        def data_received(self, data: bytes) -> None:
-            if not self.transport.is_closing():  # refused (503) or cut off: nothing more is read
-                super().data_received(data)
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._waiting_since_cycle = self.cycle  # a new request replaces the cycle
+        self._deadline = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._expire)
 
-        def handle_events(self) -> None:
-            super().handle_events()
-            cycle = self.cycle
-            if cycle is None or cycle is self._body_cycle or self.transport.is_closing():
-                return
-            self._body_cycle = cycle  # a request whose headers have just arrived
-            if getattr(cycle, "more_body", False):
-                if self._body_deadline is not None:
-                    self._body_deadline.cancel()
-                self._body_deadline = self.loop.call_later(BODY_TIMEOUT_SECONDS, self._body_expired, cycle)
+    def _expire(self) -> None:
+        self._deadline = None
+        if self.cycle is self._waiting_since_cycle and not self.transport.is_closing():
+            self.transport.close()
 
-        def _body_expired(self, cycle) -> None:
-            self._body_deadline = None
-            if self.cycle is cycle and getattr(cycle, "more_body", False) and not self.transport.is_closing():
-                self.transport.close()
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        if len(self.connections) > MAX_CONNECTIONS:
+            transport.write(_raw_answer(503, "Service Unavailable", "Too many connections: try again shortly.\n"))
+            transport.close()
+            return
+        self._arm()
 
-        def _arm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-            self._waiting_since_cycle = self.cycle  # a new request replaces the cycle
-            self._deadline = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._expire)
-
-        def _expire(self) -> None:
-            self._deadline = None
-            if self.cycle is self._waiting_since_cycle and not self.transport.is_closing():
-                self.transport.close()
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            if len(self.connections) > MAX_CONNECTIONS:
-                transport.write(_raw_answer(503, "Service Unavailable", "Too many connections: try again shortly.\n"))
-                transport.close()
-                return
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
             self._arm()
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm()
+    def connection_lost(self, exc) -> None:
+        for deadline in (self._deadline, self._body_deadline):
+            if deadline is not None:
+                deadline.cancel()
+        super().connection_lost(exc)
 
-        def connection_lost(self, exc) -> None:
-            for deadline in (self._deadline, self._body_deadline):
-                if deadline is not None:
-                    deadline.cancel()
-            super().connection_lost(exc)
+
+def _header_deadline_protocol():
+    """uvicorn's HTTP protocol class with the site's deadlines and connection limit
+    (:class:`_Deadlines`; made on first use: uvicorn is only needed to serve)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeaderDeadline(_Deadlines, AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        """uvicorn's protocol with :class:`_Deadlines`."""
 
     return HeaderDeadline
 

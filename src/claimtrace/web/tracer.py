@@ -48,6 +48,28 @@ class BadText(ValueError):
     """A typed claim that cannot be traced (empty, too long); the message says why."""
 
 
+#: Fields that hold why a piece is not shown (a file and what to run) outside a missing section.
+_REASONS = frozenset({"verdicts_missing"})
+
+
+def public_reasons(value, root):
+    """``value`` with every section that is not built or damaged (``{"status": "missing" |
+    "damaged", "reason"}``) saying its files relative to the workdir, not where this machine
+    keeps them; the rest (claim texts, passages) untouched."""
+    if isinstance(value, dict):
+        if value.get("status") in ("missing", "damaged") and isinstance(value.get("reason"), str):
+            return {**value, "reason": sections.public_paths(value["reason"], root)}
+        return {
+            key: sections.public_paths(item, root)
+            if key in _REASONS and isinstance(item, str)
+            else public_reasons(item, root)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [public_reasons(item, root) for item in value]
+    return value
+
+
 class Tracer:
     """Traces over one build, cached (a trace never changes once computed)."""
 
@@ -72,7 +94,7 @@ class Tracer:
     def _assemble(self, text: str, **claim) -> dict:
         # No lock: a trace shares nothing mutable (the retrieval model's work arrays are made per
         # call), so typed claims on several threads run at once.
-        return sections.assemble(self.build, text, **claim)
+        return public_reasons(sections.assemble(self.build, text, **claim), self.build.root)
 
     def trace(self, claim_id: str) -> dict:
         """A course claim through every stage. UnknownClaim when no split has it."""
@@ -110,7 +132,9 @@ class Tracer:
         """Every claim of a split (:func:`claimtrace.web.explore.explore`)."""
         if split not in C.SPLITS:
             raise UnknownClaim(split)
-        explored = self.build.once(("web", "explore", split), lambda: explore_split(self.build, split))
+        explored = self.build.once(
+            ("web", "explore", split), lambda: public_reasons(explore_split(self.build, split), self.build.root)
+        )
         self._explored.add(split)
         return explored
 
