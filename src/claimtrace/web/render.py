@@ -170,8 +170,8 @@ def claims_table(explore: dict) -> dict:
         verdicts = []
         for source in ("gold", "retrieved"):
             for protocol in C.PROTOCOLS:
-                got = row.get(source)
-                verdicts.append(index[got[protocol]] if got else None)
+                got = row.get(source)  # before the classifier stage, "retrieved" is the passages' count
+                verdicts.append(index[got[protocol]] if isinstance(got, dict) else None)
         rows.append(
             [
                 row["position"],
