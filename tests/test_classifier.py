@@ -349,3 +349,18 @@ def test_notebook_batches_are_the_notebooks_calls_at_any_worker_or_thread_count(
     for workers, threads in ((1, 1), (2, 1), (2, 2)):
         with torch_threads(threads):
             assert np.array_equal(notebook_batches(model, ids, workers=workers), literal), (workers, threads)
+
+
+def test_forward_calls_alone_fall_back_to_one_call_each_where_bits_would_differ(data):
+    """On a CPU whose kernels gave other bits for the encoder rows than for a claim's own call,
+    the check fails and every claim gets its own call (here: rows made wrong on purpose)."""
+    from claimtrace.classifier.model import alone_logits, torch_threads
+    from claimtrace.classifier.predict import load_classifier
+
+    classifier = load_classifier()
+    ids = data.dev.input_ids[:20].astype(np.int64)
+    rows = classifier._encoder_rows(ids.shape[1], 1)
+    classifier._rows = (ids.shape[1], rows + 1e-3)  # not the encoder's output: the check notices
+    with torch_threads(1):
+        literal = alone_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
+    assert np.array_equal(classifier.forward_calls_alone(ids), literal)

@@ -242,7 +242,7 @@ def test_intended_loader_refuses_the_notebook_checkpoint():
 
 
 def test_intended_classifier_large_batches_agree_with_one_claim_and_batches_of_16(data):
-    """The build computes each distinct input once, in batches of 64, for both protocols: within
+    """The build computes each distinct input once, in batches of 16, for both protocols: within
     float32's agreement of a call of one claim and of the notebook's batches of 16, with the same
     verdicts; computed again, the same bits."""
     import numpy as np

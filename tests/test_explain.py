@@ -62,8 +62,9 @@ def sample_of(ids: torch.Tensor) -> torch.Tensor:
 
 
 def test_table_matches_torch_float32_for_every_claim_alone(classifier, all_ids):
-    """Float32: every claim stacked side by side (one encoder row per position, which is the
-    alone computation); literally one forward call per claim for a spread of claims."""
+    """Float32: every claim in one encoder call (one row per distinct token, which is the alone
+    computation: ``alone_logits_stacked``); literally one forward call per claim for a spread of
+    claims."""
     model = classifier.model
     sample = sample_of(all_ids)
     literal = alone_logits(model, sample).double().numpy()

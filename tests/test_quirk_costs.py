@@ -65,7 +65,7 @@ def test_more_verdicts_cover_every_source(demo_build):
 
 
 def test_intended_verdicts_are_those_of_its_own_calls(demo_build):
-    """The intended model's stored logits (each distinct input once, in batches of 64) against
+    """The intended model's stored logits (each distinct input once, in batches of 16) against
     the calls each protocol makes: within float32's agreement of the notebook's batches of 16 on
     every dev claim of two sources and of a call of one claim on every 16th; and on every dev and
     test claim of every source whose top two logits are close enough for float32 noise to

@@ -57,15 +57,15 @@ def run_calls(call: Callable, inputs: Sequence, workers: int = FORWARD_WORKERS) 
         with torch.no_grad():
             return call(x)
 
-    if workers <= 1 or len(inputs) <= 1:
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+    previous = torch.get_num_threads()
+    try:
+        if workers <= 1 or len(inputs) <= 1:
+            torch.set_num_threads(1)
             return [run(x) for x in inputs]
-        finally:
-            torch.set_num_threads(previous)
-    with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        return list(pool.map(run, inputs))
+        with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+            return list(pool.map(run, inputs))
+    finally:  # a worker's setting reaches MKL's process-wide count: the caller's is put back
+        torch.set_num_threads(previous)
 
 
 def notebook_batches(model, input_ids: np.ndarray, workers: int = FORWARD_WORKERS) -> np.ndarray:

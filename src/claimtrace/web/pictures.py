@@ -78,12 +78,24 @@ def training_curves(course_rows: Sequence[dict] | None, intended_curve: Sequence
         f'stroke-width="2.5"{_dash(name)}/></svg> {escape(name)}</li>'
         for name in series
     )
+    story = ""
+    intended = series.get("the intended model")
+    if intended:
+        (t0, t1), (d0, d1) = (
+            (intended["train"][0][1], intended["train"][-1][1]),
+            (intended["dev"][0][1], intended["dev"][-1][1]),
+        )
+        trend = "falls" if d1 < d0 else "rises"
+        story = (
+            f" The intended model learns its training claims (train {t0:.3f} → {t1:.3f}) while its dev "
+            f"accuracy {trend} ({d0:.3f} → {d1:.3f}){': it overfits' if d1 < d0 and t1 > t0 else ''}."
+        )
     return Markup(
         '<figure class="pictures curves" id="training-pictures"><div class="panels">'
         + "".join(panels)
-        + f'</div><figcaption>Accuracy by epoch, train (left) and dev (right): <ul class="legend">{legend}</ul>'
+        + f'</div><figcaption>Accuracy by epoch, train and dev: <ul class="legend">{legend}</ul>'
         "The dev accuracy is with gold evidence, as the notebook measured it while training; the "
-        "numbers are in the tables below.</figcaption></figure>"
+        f"numbers are in the tables below.{escape(story)}</figcaption></figure>"
     )
 
 
