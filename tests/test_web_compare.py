@@ -260,3 +260,15 @@ def test_axe_finds_nothing_on_compare_pages(chromium, compare_server, digest, pa
 
     found = violations(chromium, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
     assert found == [], found
+
+
+def test_the_runs_stay_when_the_server_reloads_a_completed_build(demo_build, baseline_path):
+    from claimtrace.web.app import reload_site
+    from claimtrace.web.middleware import AnswerCache
+
+    tracer = Tracer(demo_build)
+    tracer.runs.give_all([(str(baseline_path), BASELINE)])
+    app = create_app(tracer=tracer)
+    reload_site(app, AnswerCache())
+    assert app.state.tracer is not tracer and app.state.tracer.runs.get(BASELINE) is not None
+    assert app.state.tracer.runs.build is app.state.tracer.build

@@ -28,9 +28,12 @@ GET_ROUTES = [
     "/api/table.json",
     "/api/build.json",
     "/static/{x}",
+    "/compare/",
+    "/compare/{x}",
+    "/compare/{x}.json",
     "/{x}",
 ]
-POST_ROUTES = ["/api/trace", "/live", "/live.html"]
+POST_ROUTES = ["/api/trace", "/live", "/live.html", "/api/compare"]
 CONTENT_TYPES = [
     None,
     "application/json",
@@ -95,7 +98,7 @@ def _check(response, unavailable_ok: bool = False) -> None:
 def test_any_get_is_answered_below_500(web_client, route, segment, params):
     path = route.replace("{x}", quote_from_bytes(segment, safe=""))
     query = "&".join(f"{quote_from_bytes(k, safe='')}={quote_from_bytes(v, safe='')}" for k, v in params)
-    names = [b"text", b"claim"]  # the routes' own parameters, with any value
+    names = [b"text", b"claim", b"run"]  # the routes' own parameters, with any value
     query += "".join(f"&{quote_from_bytes(n)}={quote_from_bytes(v, safe='')}" for n, (_, v) in zip(names, params))
     _check(web_client.get(f"{path}?{query}" if query else path))
 
@@ -154,6 +157,9 @@ EVERY_ROUTE = [
     "/api/table.json",
     "/api/build.json",
     "/static/app.js",
+    "/compare/",
+    "/compare/index.json",
+    "/claim/claim-752.html?run=nobody",
 ]
 
 #: What each partial state lacks: a build made with --until STAGE, or killed in the classifier
@@ -236,7 +242,7 @@ def test_a_running_server_serves_a_build_completed_meanwhile(demo_build, data_di
     root = partial_copy(demo_build.root, tmp_path / "w", "bm25")
     with _client(root, data_dir) as client:
         assert client.get("/predictions/dev.json").status_code == 503
-        assert 'data-retrieved-alone="' not in client.get("/explore/dev.html").text
+        assert not isinstance(client.get("/explore/dev.json").json()["claims"][0]["retrieved"], dict)  # a count
         for name in ("classifier", "scoreboard.json", "manifest.json"):  # the build completes
             target = root / name
             if target.is_dir():
@@ -249,7 +255,7 @@ def test_a_running_server_serves_a_build_completed_meanwhile(demo_build, data_di
 
         time.sleep(1.1)  # the server looks at the manifest at most once a second
         assert client.get("/predictions/dev.json").status_code == 200
-        assert 'data-retrieved-alone="' in client.get("/explore/dev.html").text
+        assert client.get("/explore/dev.json").json()["claims"][0]["retrieved"].keys() == {"alone", "notebook"}
 
 
 #: Routes fetched over a build with a flipped byte: one per kind of file a page reads.

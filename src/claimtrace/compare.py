@@ -152,7 +152,7 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         "labelled": labelled,
         "runs": summaries,
         "leaderboard": [s["name"] for s in sorted(summaries, key=lambda s: -(s["HM"] or 0.0))] if labelled else [],
-        "scoreboard": _scoreboard_rows(build) if split == "dev" else [],
+        "scoreboard": scoreboard_rows(build) if split == "dev" else [],
         "table2": course.TABLE2.get(split),
         "claims": rows,
         "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
@@ -179,7 +179,7 @@ def compare_claim(build: Build, runs: Sequence[Run], claim_id: str) -> dict | No
     return row
 
 
-def _scoreboard_rows(build: Build) -> list[dict]:
+def scoreboard_rows(build: Build) -> list[dict]:
     """The build's own rows to set beside the runs: the notebook's pipeline and BM25's."""
     try:
         board = build.scoreboard()

@@ -55,6 +55,12 @@ class LRU(Generic[K, V]):
                 _, dropped = self._items.popitem(last=False)
                 self.total -= self.size_of(dropped) if self.size_of is not None else 0
 
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._items.clear()
+            self.total = 0
+
     def get_or_make(self, key: K, make: Callable[[], V]) -> V:
         """The value kept for ``key``, else ``make()`` (called outside the lock) kept and returned."""
         value = self.get(key)

@@ -102,11 +102,10 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
     a new reader and tracer, no answer kept from before."""
     old: Build = app.state.tracer.build
     tracer = Tracer(Build(old.root, old.data_dir))
+    tracer.runs = app.state.tracer.runs.over(tracer.build)  # the runs given and uploaded stay
     app.state.site = SiteState(tracer, Renderer(tracer, mode="server"))
     app.state.tracer = tracer
-    with answers.lock:
-        answers.items.clear()
-        answers.bytes = 0
+    answers.clear()
 
 
 # -- warming up: the front page, every Explore, and with ``prerender`` every claim page ------------

@@ -15,8 +15,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
+from .. import course
 from ..artifacts import Build
-from ..compare import Run, compare, compare_claim, explained_wins, pipeline_found_gold, run_from_json
+from ..compare import Run, compare, compare_claim, explained_wins, pipeline_found_gold, run_from_json, scoreboard_rows
 from ..data import json_from_bytes
 from ..errors import DataError
 from ..evaluate import check_predictions_size, predictions_bytes
@@ -47,6 +48,15 @@ class Runs:
         self._lock = threading.Lock()
         #: Whether uploads are taken (off in a several-process server: each would keep its own).
         self.uploads = True
+
+    def over(self, build: Build) -> Runs:
+        """The same runs over another reader of the build (a server that noticed the build
+        completed or was repaired): nothing computed from the old reader is kept."""
+        runs = Runs(build)
+        with self._lock:
+            runs._given, runs._uploads = OrderedDict(self._given), OrderedDict(self._uploads)
+        runs.uploads = self.uploads
+        return runs
 
     # -- adding -----------------------------------------------------------------------------------
 
@@ -142,8 +152,7 @@ class Runs:
         for split, runs in by_split.items():
             summaries += [{**self.report(run)["run"], "split": split} for run in runs]
         summaries.sort(key=lambda s: (s["split"], -(s["HM"] if s["HM"] is not None else -1.0)))
-        dev = compare(self.build, [], "dev", passages=False)
-        return {"runs": summaries, "scoreboard": dev["scoreboard"], "table2": dev["table2"]}
+        return {"runs": summaries, "scoreboard": scoreboard_rows(self.build), "table2": course.TABLE2["dev"]}
 
     def box(self, run: Run | None, claim_id: str) -> dict | None:
         """A claim page's "your system" box (None when no run is chosen, or it is of another split)."""
