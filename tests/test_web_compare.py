@@ -10,6 +10,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from test_web_browser import browser  # noqa: F401  (a fixture)
 
 from claimtrace import data
 from claimtrace.cli import main
@@ -172,23 +173,13 @@ def compare_server(compare_tracer):
     thread.join(timeout=15)
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    from test_web_browser import CHROMIUM, CHROMIUM_ARGS
-
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make test does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.mark.browser
 def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
-    chromium, compare_server, demo_build, data_dir, tmp_path
+    browser,  # noqa: F811
+    compare_server,
+    demo_build,
+    data_dir,
+    tmp_path,
 ):
     raw = json.loads(data.course_file(data_dir, "baseline").read_text(encoding="utf-8"))
     for claim in list(raw.values())[::2]:
@@ -200,7 +191,7 @@ def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
         ["--data", str(data_dir), "compare", "--predictions", str(path), "--workdir", str(demo_build.root), "--json"],
     )
     expected = json.loads(done.output)["runs"][0]
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(compare_server + "/compare/")
     page.set_input_files("#run-file", str(path))
     page.fill("#run-name", "mine")
@@ -218,12 +209,12 @@ def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
 
 
 @pytest.mark.browser
-def test_a_static_export_shows_the_box_from_file_urls(chromium, compare_tracer, digest, tmp_path):
+def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, digest, tmp_path):  # noqa: F811
     from claimtrace.web.site import write_site
 
     write_site(None, tmp_path / "site", splits=["dev"], tracer=compare_tracer, limit=3)
     claim_page = (tmp_path / "site" / "claim" / "claim-752.html").as_uri()
-    page = chromium.new_page(viewport={"width": 390, "height": 900})
+    page = browser.new_page(viewport={"width": 390, "height": 900})
     page.goto(claim_page)
     assert page.locator(".run-box").count() == 1 and not page.locator(".run-box").is_visible()
     page.goto(f"{claim_page}?run={digest}")
@@ -235,11 +226,11 @@ def test_a_static_export_shows_the_box_from_file_urls(chromium, compare_tracer, 
 
 
 @pytest.mark.browser
-def test_explore_has_a_row_and_a_filter_per_run(chromium, compare_server, client, digest):
+def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client, digest):  # noqa: F811
     explore = client.get("/explore/dev.json").json()
     row = next(r for r in explore["runs"] if r["digest"] == digest)  # uploads above add theirs
     assert row["name"] == BASELINE and len(row["right"]) == 154
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(compare_server + "/explore/dev.html")
     assert page.locator(f'#scoreboard-table tr[data-run="{digest}"] a').inner_text() == BASELINE
     page.select_option("#f-run", f"{digest}:run")
@@ -255,10 +246,10 @@ def test_explore_has_a_row_and_a_filter_per_run(chromium, compare_server, client
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", ["/compare/", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"])
-def test_axe_finds_nothing_on_compare_pages(chromium, compare_server, digest, path, width):
+def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width):  # noqa: F811
     from test_web_a11y import AXE, violations
 
-    found = violations(chromium, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
+    found = violations(browser, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
     assert found == [], found
 
 
