@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import bm25, retrieval, tagging, tfidf
+from . import bm25, chunks, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
 from . import workdir as workdir_module
@@ -83,42 +83,13 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 def _run_chunks(
     folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str, processes: int = 1
 ) -> None:
-    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing.
-
-    With ``processes`` > 1 the chunks are made by that many forked workers (``make`` and what it
-    reads are inherited, not pickled) and written by this process in chunk order, so a killed
-    build leaves the same whole files as one process would."""
-    spans = chunk_spans(n_items)
-    todo = [i for i in range(len(spans)) if not Workdir.chunk(folder, i, suffix).is_file()]
-    if not todo:
-        return
-    done = n_items - sum(spans[i][1] - spans[i][0] for i in todo)
-    with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
-        for index, text in zip(todo, _made_chunks(make, [spans[i] for i in todo], processes), strict=True):
-            write_atomic(Workdir.chunk(folder, index, suffix), text)
-            bar.update(spans[index][1] - spans[index][0])
+    """Write one text file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``;
+    skip existing (:func:`claimtrace.chunks.run_chunks`, the runner BM25's chunks share)."""
+    chunks.run_chunks(folder, chunk_spans(n_items), suffix, make, _write_text, processes=processes, label=label)
 
 
-#: The chunk maker forked workers call (set just before the pool starts: a closure is not pickled).
-_CHUNK_MAKER: Callable[[int, int], str] | None = None
-
-
-def _make_chunk(span: tuple[int, int]) -> str:
-    return _CHUNK_MAKER(*span)
-
-
-def _made_chunks(make: Callable[[int, int], str], spans: list[tuple[int, int]], processes: int) -> Iterator[str]:
-    """``make(start, stop)`` of each span, in order: here, or in forked workers."""
-    global _CHUNK_MAKER
-    if processes <= 1 or len(spans) < 2:
-        yield from (make(start, stop) for start, stop in spans)
-        return
-    _CHUNK_MAKER = make
-    try:
-        with multiprocessing.get_context("fork").Pool(min(processes, len(spans))) as pool:
-            yield from pool.imap(_make_chunk, spans)
-    finally:
-        _CHUNK_MAKER = None
+def _write_text(path: Path, text: str) -> None:
+    write_atomic(path, text)  # looked up at each call (a test stands in a dying writer)
 
 
 def _stems_of(text: str) -> tuple[str, str]:
