@@ -37,7 +37,7 @@ from .integrity import check_build_record, copy_checkpoint, log, open_file_manif
 from .preprocess import preprocess_both
 from .retrieval import VARIANTS
 from .scoreboard import scoreboard
-from .store import read_json, write_atomic
+from .store import PackedStrings, read_json, write_atomic, write_npz
 from .workdir import CHUNK, Workdir, chunk_spans, sha256_of
 
 # --- the corpus ----------------------------------------------------------------------------------
@@ -129,6 +129,8 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
     stems: list[list[str]] = []
     for chunk in _read_chunks(work.stems_dir, len(distinct), ".json"):
         stems.extend(json.loads(chunk))
+    if not work.passage_stems.is_file():
+        write_passage_stems(work, passages, text_index, stems)
     timings["preprocess_s"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -177,6 +179,18 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
     summary["timings"] = timings
     write_atomic(work.tagging_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
+
+
+def write_passage_stems(
+    work: Workdir, passages: dict[str, str], text_index: dict[str, int], stems: list[list[str]]
+) -> None:
+    """``tagging/stems.npz``: the final stems of each distinct text, packed end to end (``texts``
+    (bytes,) uint8, ``offsets`` (d + 1,) int64, in the stems chunks' order) and each passage's
+    distinct-text number in corpus order (``distinct`` (n,) int64, the passage store's
+    positions), so that a reader finds a passage's stems with two look-ups."""
+    texts, offsets = PackedStrings.pack(final for _, final in stems)
+    distinct = np.fromiter((text_index[text] for text in passages.values()), np.int64, len(passages))
+    write_npz(work.passage_stems, texts=texts, offsets=offsets, distinct=distinct)
 
 
 def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) -> dict:

@@ -103,6 +103,12 @@ class Workdir:
         return self.root / "tagging" / "stems"
 
     @property
+    def passage_stems(self) -> Path:
+        """Each distinct passage text's final stems and each passage's distinct-text number:
+        a trace reads a passage's stems here instead of preprocessing its text again."""
+        return self.root / "tagging" / "stems.npz"
+
+    @property
     def vectorizer(self) -> Path:
         return self.root / "tagging" / "vectorizer.npz"
 
