@@ -74,6 +74,28 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     assert _manifest_entries(killed) == _manifest_entries(whole)  # item counts of chunks written before the kill
 
 
+def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_reads(tmp_path, data_dir, small_evidence):
+    """tagging/stems.npz gives each passage the stems its text preprocesses to (a duplicate text
+    its first copy's); a build without it answers None (the trace preprocesses), and the next
+    build writes it again, the same bytes."""
+    from claimtrace.preprocess import preprocess
+
+    root = tmp_path / "w"
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="tagging")
+    corpus = json.loads(small_evidence.read_text(encoding="utf-8"))
+    reader = Build(root, data_dir)
+    assert all(reader.passage_stems(pid) == preprocess(text).text() for pid, text in corpus.items())
+    assert reader.passage_stems("evidence-9999999") == reader.passage_stems("evidence-67732")
+    assert reader.passage_stems("no-such-passage") is None
+    stored = (root / "tagging" / "stems.npz").read_bytes()
+    (root / "tagging" / "stems.npz").unlink()
+    assert Build(root, data_dir).passage_stems("evidence-67732") is None
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="tagging")
+    assert (root / "tagging" / "stems.npz").read_bytes() == stored
+
+
 def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evidence):
     """manifest.json deleted, then `build`: the manifest it writes again is a fresh build's."""
     with pytest.warns(errors.EvidenceChecksumWarning):

@@ -106,3 +106,16 @@ def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, mo
         at_once = dict(zip(TYPED, pool.map(tracer.trace_text, TYPED)))
     for text in TYPED:
         assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
+
+
+def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
+    """Every passage's stems (the tagging section's, the model input's, the padding example's)
+    are read from the build's tagging/stems.npz: only the claim and its tag string are
+    preprocessed."""
+    calls, _ = counted
+    text = "Arctic sea ice keeps shrinking as the oceans warm, scientists say."
+    trace = _typed_trace(web_client, text)
+    passages = {e["text"] for e in trace["retrieval"]["evidences"]}
+    assert passages and trace["tagging"]["passage"]["text"] in passages
+    assert not [p for p in passages if calls[p]], "no retrieved passage's text is preprocessed"
+    assert set(calls) <= {text, preprocess(text).tags()}, set(calls)

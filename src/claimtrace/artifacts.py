@@ -10,6 +10,7 @@ Layout of a workdir::
     evidence.json                     the demo corpus (``--demo`` only)
     corpus/texts.bin, corpus/index.npz  every passage's text, found by id and offset
     tagging/stems/NNNNN.json          both preprocessing variants of each distinct passage text
+    tagging/stems.npz                 each distinct text's final stems; each passage's text number
     tagging/vectorizer.npz            the fitted 20,000-feature tagging vectorizer
     tagging/tags/NNNNN.jsonl          each passage's tags, in the canonical passage order
     tagging/summary.json              figures of the tagging stage
@@ -40,6 +41,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from . import constants as C
 from . import data as data_layer
@@ -305,6 +308,25 @@ class Build:
         """A passage's text: the build's corpus, else a gold passage rebuilt from CLIMATE-FEVER."""
         text = self.passages().get(passage_id)
         return text if text is not None else self.gold_texts().get(passage_id)
+
+    def passage_stems(self, passage_id: str) -> str | None:
+        """A corpus passage's final stems, joined, as the build preprocessed its text (read from
+        ``tagging/stems.npz``, never recomputed); None for a passage outside the corpus, or a
+        build made before that file (the caller preprocesses the text: the same stems)."""
+        if not self.work.passage_stems.exists():
+            return None
+        position = self.passages().position(passage_id)
+        if position is None:
+            return None
+        texts, distinct = self.once("passage_stems", self._load_passage_stems)
+        return texts[int(distinct[position])]
+
+    def _load_passage_stems(self) -> tuple[store.PackedStrings, np.ndarray]:
+        path = self._require("tagging", self.work.passage_stems)
+        with damaged(path), store.load_npz(path) as stored:
+            # a memoryview, not the array: PackedStrings would copy an ndarray's bytes
+            texts = store.PackedStrings(memoryview(stored["texts"]), stored["offsets"])
+            return texts, stored["distinct"]
 
     # -- tagging ---------------------------------------------------------------------------------
 

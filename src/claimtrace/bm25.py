@@ -28,7 +28,8 @@ so a claim gets at most ``k`` ids, fewer when fewer passages share a stem with i
 it has no token the corpus knows (an empty claim included).
 
 Builds (:func:`build_bm25_index`) tokenise the corpus in chunks, each written atomically to
-``chunks/NNNNN.npz`` and skipped when it exists, then merge the chunks into the index
+``chunks/NNNNN.npz`` and skipped when it exists (:func:`claimtrace.chunks.run_chunks`, the runner
+the build's stems and tags chunks share), then merge the chunks into the index
 (``index/``, bm25s's own files plus ``passages.json``), renamed into place whole. The vocabulary
 is numbered in order of first appearance in the corpus, so a chunked, resumed or parallel build
 gives the same arrays as a one-shot one.
@@ -38,17 +39,17 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import bm25s
 import numba
 import numpy as np
 
+from . import chunks
 from .errors import DataError
 from .preprocess import stem, stopwords
 from .store import atomic_folder, write_npz
@@ -431,17 +432,6 @@ class BM25Index:
 # --- the chunked, resumable build -----------------------------------------------------------------
 
 
-def _batches(passages: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
-    batch: list[tuple[str, str]] = []
-    for item in passages:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _load_chunk(path: Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as npz:
         return {key: npz[key] for key in npz.files}
@@ -483,43 +473,29 @@ def build_bm25_index(
     if index_dir.is_dir():
         shutil.rmtree(chunk_dir, ignore_errors=True)  # left if a build was killed right after its index
         return BM25Index.load(index_dir)
-    _remove_partial_files(folder)
-    todo: list[tuple[Path, list[tuple[str, str]]]] = []
-    n_chunks = 0
-    for number, batch in enumerate(_batches(passages, chunk_size)):
-        path = chunk_dir / f"{number:05d}.npz"
-        if path.is_file():
-            _check_chunk_ids(path, batch)
-        else:
-            todo.append((path, batch))
-        n_chunks = number + 1
-    if processes > 1 and len(todo) > 1:
-        # Whole chunks per worker: each writes its own file, the parent only hands them out.
-        with multiprocessing.get_context("fork").Pool(processes) as pool:
-            for _ in pool.imap_unordered(_write_chunk, todo):
-                pass
-    else:
-        for job in todo:
-            _write_chunk(job)
-    merged = merge_chunks(_load_chunk(chunk_dir / f"{number:05d}.npz") for number in range(n_chunks))
+    chunks.remove_partial_files(folder)  # a half-saved index folder
+    items = passages if isinstance(passages, Sequence) else list(passages)
+    chunk_spans = chunks.spans(len(items), chunk_size)
+    chunks.run_chunks(
+        chunk_dir,
+        chunk_spans,
+        ".npz",
+        lambda start, stop: tokenize_chunk(items[start:stop]),
+        lambda path, arrays: _write_chunk((path, arrays)),
+        processes=processes,
+        check=lambda path, start, stop: _check_chunk_ids(path, items[start:stop]),
+    )
+    merged = merge_chunks(_load_chunk(chunks.chunk_path(chunk_dir, i, ".npz")) for i in range(len(chunk_spans)))
     index = BM25Index.from_chunk(merged)
     index.save(index_dir)
     shutil.rmtree(chunk_dir, ignore_errors=True)  # the index supersedes them
     return index
 
 
-def _write_chunk(job: tuple[Path, list[tuple[str, str]]]) -> None:
-    path, batch = job
-    write_npz(path, **tokenize_chunk(batch))
-
-
-def _remove_partial_files(folder: Path) -> None:
-    """What a killed build left half-written: temporary chunk files and index folders."""
-    for partial in list(folder.glob("chunks/.*.tmp")) + list(folder.glob(".index.*.tmp")):
-        if partial.is_dir():
-            shutil.rmtree(partial, ignore_errors=True)
-        else:
-            partial.unlink(missing_ok=True)
+def _write_chunk(job: tuple[Path, dict[str, np.ndarray]]) -> None:
+    """Write one chunk's arrays (:func:`tokenize_chunk`'s) whole."""
+    path, arrays = job
+    write_npz(path, **arrays)
 
 
 def _check_chunk_ids(path: Path, batch: list[tuple[str, str]]) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import bm25, retrieval, tagging, tfidf
+from . import bm25, chunks, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
 from . import workdir as workdir_module
@@ -37,7 +37,7 @@ from .integrity import check_build_record, copy_checkpoint, log, open_file_manif
 from .preprocess import preprocess_both
 from .retrieval import VARIANTS
 from .scoreboard import scoreboard
-from .store import read_json, write_atomic
+from .store import PackedStrings, read_json, write_atomic, write_npz
 from .workdir import CHUNK, Workdir, chunk_spans, sha256_of
 
 # --- the corpus ----------------------------------------------------------------------------------
@@ -83,42 +83,13 @@ def build_passage_store(work: Workdir, passages: dict[str, str]) -> None:
 def _run_chunks(
     folder: Path, n_items: int, suffix: str, make: Callable[[int, int], str], label: str, processes: int = 1
 ) -> None:
-    """Write one file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``; skip existing.
-
-    With ``processes`` > 1 the chunks are made by that many forked workers (``make`` and what it
-    reads are inherited, not pickled) and written by this process in chunk order, so a killed
-    build leaves the same whole files as one process would."""
-    spans = chunk_spans(n_items)
-    todo = [i for i in range(len(spans)) if not Workdir.chunk(folder, i, suffix).is_file()]
-    if not todo:
-        return
-    done = n_items - sum(spans[i][1] - spans[i][0] for i in todo)
-    with tqdm(total=n_items, desc=label, unit="passage", initial=done, disable=None) as bar:
-        for index, text in zip(todo, _made_chunks(make, [spans[i] for i in todo], processes), strict=True):
-            write_atomic(Workdir.chunk(folder, index, suffix), text)
-            bar.update(spans[index][1] - spans[index][0])
+    """Write one text file per chunk of ``workdir.CHUNK`` items with ``make(start, stop)``;
+    skip existing (:func:`claimtrace.chunks.run_chunks`, the runner BM25's chunks share)."""
+    chunks.run_chunks(folder, chunk_spans(n_items), suffix, make, _write_text, processes=processes, label=label)
 
 
-#: The chunk maker forked workers call (set just before the pool starts: a closure is not pickled).
-_CHUNK_MAKER: Callable[[int, int], str] | None = None
-
-
-def _make_chunk(span: tuple[int, int]) -> str:
-    return _CHUNK_MAKER(*span)
-
-
-def _made_chunks(make: Callable[[int, int], str], spans: list[tuple[int, int]], processes: int) -> Iterator[str]:
-    """``make(start, stop)`` of each span, in order: here, or in forked workers."""
-    global _CHUNK_MAKER
-    if processes <= 1 or len(spans) < 2:
-        yield from (make(start, stop) for start, stop in spans)
-        return
-    _CHUNK_MAKER = make
-    try:
-        with multiprocessing.get_context("fork").Pool(min(processes, len(spans))) as pool:
-            yield from pool.imap(_make_chunk, spans)
-    finally:
-        _CHUNK_MAKER = None
+def _write_text(path: Path, text: str) -> None:
+    write_atomic(path, text)  # looked up at each call (a test stands in a dying writer)
 
 
 def _stems_of(text: str) -> tuple[str, str]:
@@ -158,6 +129,8 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
     stems: list[list[str]] = []
     for chunk in _read_chunks(work.stems_dir, len(distinct), ".json"):
         stems.extend(json.loads(chunk))
+    if not work.passage_stems.is_file():
+        write_passage_stems(work, passages, text_index, stems)
     timings["preprocess_s"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -206,6 +179,18 @@ def build_tagging(work: Workdir, data_dir: Path, passages: dict[str, str], proce
     summary["timings"] = timings
     write_atomic(work.tagging_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
+
+
+def write_passage_stems(
+    work: Workdir, passages: dict[str, str], text_index: dict[str, int], stems: list[list[str]]
+) -> None:
+    """``tagging/stems.npz``: the final stems of each distinct text, packed end to end (``texts``
+    (bytes,) uint8, ``offsets`` (d + 1,) int64, in the stems chunks' order) and each passage's
+    distinct-text number in corpus order (``distinct`` (n,) int64, the passage store's
+    positions), so that a reader finds a passage's stems with two look-ups."""
+    texts, offsets = PackedStrings.pack(final for _, final in stems)
+    distinct = np.fromiter((text_index[text] for text in passages.values()), np.int64, len(passages))
+    write_npz(work.passage_stems, texts=texts, offsets=offsets, distinct=distinct)
 
 
 def summarise_tags(work: Workdir, vectorizer, n_passages: int, n_distinct: int) -> dict:

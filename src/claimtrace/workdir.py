@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import chunks
 from .errors import REPAIR_HINT, DataError, Missing
 from .store import read_json, write_atomic
 
@@ -23,7 +24,7 @@ STAGES = ("tagging", "retrieval", "bm25", "classifier")
 def chunk_spans(n_items: int) -> list[tuple[int, int]]:
     """``(start, stop)`` of each chunk of :data:`CHUNK` items, in order: chunk ``i`` is the
     ``i``-th span (read at call time: one chunk size for the build and the reader)."""
-    return [(start, min(n_items, start + CHUNK)) for start in range(0, n_items, CHUNK)]
+    return chunks.spans(n_items, CHUNK)
 
 
 @dataclass
@@ -100,6 +101,12 @@ class Workdir:
     @property
     def stems_dir(self) -> Path:
         return self.root / "tagging" / "stems"
+
+    @property
+    def passage_stems(self) -> Path:
+        """Each distinct passage text's final stems and each passage's distinct-text number:
+        a trace reads a passage's stems here instead of preprocessing its text again."""
+        return self.root / "tagging" / "stems.npz"
 
     @property
     def vectorizer(self) -> Path:
@@ -181,7 +188,7 @@ class Workdir:
 
     @staticmethod
     def chunk(folder: Path, index: int, suffix: str) -> Path:
-        return folder / f"{index:05d}{suffix}"
+        return chunks.chunk_path(folder, index, suffix)
 
     def read_build_record(self) -> dict:
         if not self.build_record.is_file():

@@ -83,16 +83,25 @@ def claim_retrieval(build: Build, pre: Preprocessed, claim: Claim | None, split:
 
 @dataclass
 class PassageStems:
-    """Each passage's stems (the final preprocessing), preprocessed at most once per trace: the
-    tagging section and the model input both read them."""
+    """Each passage's stems (the final preprocessing), found once per trace: the tagging section
+    and the model input both read them. A corpus passage's come from the build
+    (:meth:`~claimtrace.artifacts.Build.passage_stems`), never recomputed; only a passage the
+    build did not preprocess (a gold passage outside the corpus, or a build made before
+    ``tagging/stems.npz``) is preprocessed here."""
 
     build: Build
     stems: dict[str, str] = field(default_factory=dict)
 
     def of(self, passage_id: str, text: str) -> str:
         if passage_id not in self.stems:
-            self.stems[passage_id] = preprocess(text, data_dir=self.build.data_dir).text()
+            self.stems[passage_id] = passage_stems(self.build, passage_id, text)
         return self.stems[passage_id]
+
+
+def passage_stems(build: Build, passage_id: str, text: str) -> str:
+    """One passage's stems, joined: the build's, else its text preprocessed (the same stems)."""
+    stored = build.passage_stems(passage_id)
+    return stored if stored is not None else preprocess(text, data_dir=build.data_dir).text()
 
 
 # --- a whole trace --------------------------------------------------------------------------------
@@ -287,7 +296,7 @@ def padding_example(build: Build) -> dict | None:
         return None
 
     def make() -> dict:
-        detail = passage_top(build, preprocess(text, data_dir=build.data_dir).text())
+        detail = passage_top(build, passage_stems(build, passage_id, text))
         detail.update({"id": passage_id, "text": text, "build_tags": stored_tags(build, passage_id)})
         return detail
 
