@@ -14,7 +14,7 @@ from test_web_browser import browser  # noqa: F401  (a fixture)
 
 from claimtrace import data
 from claimtrace.cli import main
-from claimtrace.compare import compare_claim
+from claimtrace.compare import compare
 from claimtrace.evaluate import MAX_PREDICTIONS_BYTES, evaluate_file
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import Tracer
@@ -91,7 +91,8 @@ def test_a_claim_page_gets_the_box_only_when_a_run_is_chosen(client, compare_tra
     chosen = client.get("/claim/claim-1515.html?run=course%20baseline")
     assert chosen.status_code == 200 and 'class="run-box"' in chosen.text and "Your system" in chosen.text
     box = client.get("/claim/claim-1515.json?run=course%20baseline").json()["run_box"]
-    expected = compare_claim(demo_build, [compare_tracer.runs.get(BASELINE)], "claim-1515")
+    report = compare(demo_build, [compare_tracer.runs.get(BASELINE)], "dev")
+    expected = next(row for row in report["claims"] if row["claim_id"] == "claim-1515")
     assert box["entry"] == json.loads(json.dumps(expected["runs"][BASELINE]))
     missing = client.get("/claim/claim-1515.html?run=nobody")
     assert missing.status_code == 404 and "No run here is called" in missing.text

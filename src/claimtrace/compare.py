@@ -37,7 +37,7 @@ from .errors import DataError, Missing
 from .evaluate import check_predictions_size, evaluate, evidence_f, parse_predictions, predictions_bytes
 from .explain import RetrievalView
 
-__all__ = ["Run", "read_run", "run_from_json", "load_run", "compare", "compare_claim"]
+__all__ = ["Run", "read_run", "run_from_json", "load_run", "compare"]
 
 #: The protocols the notebook's model is run under, in the order pages show them.
 PROTOCOLS = ("notebook", "alone")
@@ -158,25 +158,6 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
     }
     return out
-
-
-def compare_claim(build: Build, runs: Sequence[Run], claim_id: str) -> dict | None:
-    """One claim's row of :func:`compare` (its page's "your system" box); None when the claim is
-    not of the runs' split."""
-    if not runs:
-        return None
-    split = runs[0].split
-    claims = build.claims(split)
-    claim = claims.get(claim_id)
-    if claim is None:
-        return None
-    labelled = claim.label is not None
-    bm25 = _bm25(build, split)
-    row = _claim_row(
-        build, claim, build.retrieval(split)[claim_id], build.verdicts(split)[claim_id], bm25, runs, labelled, True
-    )
-    row["split"] = split
-    return row
 
 
 def scoreboard_rows(build: Build) -> list[dict]:

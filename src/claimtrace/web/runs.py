@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import course
 from ..artifacts import Build
-from ..compare import Run, compare, compare_claim, explained_wins, pipeline_found_gold, run_from_json, scoreboard_rows
+from ..compare import Run, compare, explained_wins, pipeline_found_gold, run_from_json, scoreboard_rows
 from ..data import json_from_bytes
 from ..errors import DataError
 from ..evaluate import check_predictions_size, predictions_bytes
@@ -44,7 +44,7 @@ class Runs:
         self.build = build
         self._given: OrderedDict[str, Run] = OrderedDict()
         self._uploads: OrderedDict[str, Run] = OrderedDict()
-        self._reports: dict[str, dict] = {}
+        self._reports: dict[str, tuple[dict, dict[str, dict]]] = {}
         self._lock = threading.Lock()
         #: Whether uploads are taken (off in a several-process server: each would keep its own).
         self.uploads = True
@@ -124,6 +124,10 @@ class Runs:
 
     def report(self, run: Run) -> dict:
         """The run's page: :func:`claimtrace.compare.compare` of it alone, with its explained wins."""
+        return self._compared(run)[0]
+
+    def _compared(self, run: Run) -> tuple[dict, dict[str, dict]]:
+        """The run compared once: its page, and each claim's whole row (a claim page's box) by id."""
         with self._lock:
             cached = self._reports.get(run.digest)
         if cached is not None:
@@ -139,9 +143,10 @@ class Runs:
             "wins": explained_wins(report, run.name, limit=5) if report["labelled"] else [],
             "claims": [_claim_line(row, run.name) for row in report["claims"]],
         }
+        compared = (page, {row["claim_id"]: {**row, "split": run.split} for row in report["claims"]})
         with self._lock:
-            self._reports[run.digest] = page
-        return page
+            self._reports[run.digest] = compared
+        return compared
 
     def index(self) -> dict:
         """The compare page: every run's summary (dev runs by HM), the build's rows and Table 2."""
@@ -158,7 +163,7 @@ class Runs:
         """A claim page's "your system" box (None when no run is chosen, or it is of another split)."""
         if run is None:
             return None
-        row = compare_claim(self.build, [run], claim_id)
+        row = self._compared(run)[1].get(claim_id)  # the run's comparison, made once for its page
         if row is None:
             return None
         return {"run": run.name, "digest": run.digest, **row, "entry": row["runs"][run.name]}
