@@ -385,3 +385,73 @@ def test_verify_names_unbuilt_stages_and_a_changed_corpus(tmp_path, data_dir, sm
     assert result.exit_code == 2, result.output
     assert f"claimtrace: error: {small_evidence}: corpus changed since this workdir was built" in result.stderr
     assert "--corpus-changed" in result.stderr
+
+
+def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever_alongside(
+    tmp_path, data_dir, small_evidence, monkeypatch
+):
+    """With two processes, BM25 runs alongside the tagging and retrieval stages and the
+    unpadded-tags retriever alongside the padded one (claimtrace.alongside): every file is the
+    same bytes as one process's build, which runs them in their place."""
+    monkeypatch.setattr(workdir, "CHUNK", 200)
+    monkeypatch.setattr(build_module, "BM25_CHUNK", 200)
+    started = []
+    real_start = build_module.Alongside.start
+
+    def counted_start(job, *args, **kwargs):
+        started.append(job.__name__)
+        return real_start(job, *args, **kwargs)
+
+    monkeypatch.setattr(build_module.Alongside, "start", counted_start)
+    summaries = {}
+    for processes in (1, 2):
+        with pytest.warns(errors.EvidenceChecksumWarning):
+            summaries[processes] = build(
+                tmp_path / str(processes), data_dir, small_evidence, processes=processes, until="bm25"
+            )
+        if processes == 1:
+            assert started == []
+    assert started == ["build_bm25", "_unpadded_variants"]
+    assert _manifest_entries(tmp_path / "1") == _manifest_entries(tmp_path / "2")
+    for summary in summaries.values():
+        summary["bm25"].pop("seconds"), summary["retrieval"].pop("seconds"), summary["tagging"].pop("timings")
+    assert summaries[1] == summaries[2]
+
+
+def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it(
+    tmp_path, data_dir, small_evidence, monkeypatch
+):
+    """What BM25 raises alongside ends the build in one line, as in its place; a stage of the
+    main line that fails stops BM25's process (cancel), and the next build resumes both."""
+    from claimtrace import bm25
+
+    real_index = bm25.build_bm25_index
+
+    def broken_index(*args, **kwargs):
+        raise errors.DataError("bm25/chunks/00000.npz: a made-up failure")
+
+    monkeypatch.setattr(bm25, "build_bm25_index", broken_index)
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(errors.DataError, match="a made-up failure"):
+        build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
+    monkeypatch.setattr(bm25, "build_bm25_index", real_index)
+
+    cancelled = []
+    real_cancel = build_module.Alongside.cancel
+
+    def seen_cancel(job):
+        cancelled.append(job.running())
+        real_cancel(job)
+        assert not job.running()
+
+    def failing_retrieval(*args, **kwargs):
+        raise errors.DataError("retrieval: a made-up failure")
+
+    monkeypatch.setattr(build_module.Alongside, "cancel", seen_cancel)
+    monkeypatch.setattr(build_module, "build_retrieval", failing_retrieval)
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(errors.DataError, match="retrieval: a made-up"):
+        build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
+    assert len(cancelled) == 1
+    monkeypatch.undo()
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        summary = build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
+    assert summary["bm25"]["passages"] == 601

@@ -73,6 +73,7 @@ __all__ = [
     "Retrieval",
     "retrieve_all",
     "variant_f_table",
+    "variant_f_row",
     "claim_input",
     "notebook_weights",
     "notebook_order",
@@ -879,8 +880,8 @@ def variant_f_table(
     variants: Iterable[str] | None = None,
     records: Mapping[str, Sequence[dict]] | None = None,
 ) -> list[dict]:
-    """Evidence F of each variant on labelled claims (dev): one row per variant,
-    ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``.
+    """Evidence F of each variant on labelled claims (dev): one row per variant
+    (:func:`variant_f_row`).
 
     retrievers: fitted retrievers by the passage tags they were fit on, ``"padded"`` (the
     notebook's tags) and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags
@@ -898,15 +899,21 @@ def variant_f_table(
             records_of_v = records[v.name]
         else:
             records_of_v = retrieve_all(retrievers[v.passage_tags], claims, v)
-        f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records_of_v]
-        rows.append(
-            {
-                "variant": v.name,
-                "description": v.description,
-                "F": float(np.mean(f_values)) if f_values else 0.0,
-                "fallback_share": float(np.mean([r["fallback"] for r in records_of_v])) if records_of_v else 0.0,
-                "claims": len(records_of_v),
-                "passages": len(retrievers[v.passage_tags]),
-            }
-        )
+        rows.append(variant_f_row(v, records_of_v, claims, len(retrievers[v.passage_tags])))
     return rows
+
+
+def variant_f_row(variant: str | Variant, records: Sequence[dict], claims: Mapping[str, Claim], passages: int) -> dict:
+    """One variant's row of the F table from its :func:`retrieve_all` records of labelled
+    ``claims``: ``{"variant", "description", "F", "fallback_share", "claims", "passages"}``,
+    ``passages`` being how many its retriever retrieves from."""
+    v = _variant(variant)
+    f_values = [evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records]
+    return {
+        "variant": v.name,
+        "description": v.description,
+        "F": float(np.mean(f_values)) if f_values else 0.0,
+        "fallback_share": float(np.mean([r["fallback"] for r in records])) if records else 0.0,
+        "claims": len(records),
+        "passages": passages,
+    }
