@@ -25,10 +25,11 @@ test: chromium $(VENV)/.installed-test $(ORACLE)/.installed $(AXE)
 chromium:
 	@scripts/ensure-chromium
 
-## make test-fast: everything but the oracle, browser and cross-platform tests (a few minutes).
+## make test-fast: everything but the oracle, browser and cross-platform tests, in two processes
+## (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
 ## One stage's tests alone: .venv/bin/python -m pytest tests/test_tagging.py -m "not oracle"
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "not oracle and not browser and not platform"
+	$(PY) -m pytest -q -n 2 -m "not oracle and not browser and not platform"
 
 ## make lint: ruff's lint rules and its format check (pyproject.toml); make format rewrites.
 lint: $(VENV)/.installed-test

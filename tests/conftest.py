@@ -8,9 +8,11 @@ silent skip.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,12 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from claimtrace.data import find_data_dir  # noqa: E402
+
+# The suite keeps builds, traces and pages in memory between tests (hundreds of thousands of
+# containers); Python's cyclic collector, run every 700 new containers, walks them again and
+# again. Run rarely, it costs the suite about 8% less time (docs/benchmarks.md, "The test suite");
+# what a test leaves in cycles is still collected.
+gc.set_threshold(100_000, 50, 100)
 
 REPO = Path(__file__).resolve().parents[1]
 ORACLE_PYTHON = REPO / ".venv-oracle" / "bin" / "python"
@@ -127,18 +135,34 @@ def demo_root(tmp_path_factory, data_dir) -> Path:
     key = _demo_key(data_dir)
     if DEMO_CACHE.is_dir():
         for stale in DEMO_CACHE.iterdir():
-            if stale.name != key:
-                shutil.rmtree(stale, ignore_errors=True)
+            if stale.name != key and stale.name != f"{key}.lock":
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
+                else:
+                    stale.unlink(missing_ok=True)
     root = DEMO_CACHE / key
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+@contextmanager
+def demo_build_lock(root: Path):
+    """One `claimtrace build` of the kept demo build at a time across the suite's processes
+    (``make test-fast`` runs two, pytest-xdist): the first builds or checks it, the other waits
+    and then finds it whole, where the build's own workdir lock would refuse it."""
+    import fcntl
+
+    with open(root.parent / f"{root.name}.lock", "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def _demo_until(root: Path, data_dir: Path, stage: str):
     from claimtrace.artifacts import Build
     from claimtrace.build import build
 
-    build(root, data_dir, None, processes=1, until=stage)
+    with demo_build_lock(root):
+        build(root, data_dir, None, processes=1, until=stage)
     return Build(root, data_dir)
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import demo_build_lock
 
 from claimtrace import build as build_module
 from claimtrace import data, errors, workdir
@@ -270,7 +271,8 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
     """A build's stdout: passages, time per stage, the dev scores beside the course's and where
     the site is, in a few lines; --json prints every stage's summary and the stage times."""
     args = ["--data", str(data_dir), "build", "--demo", "--workdir", str(demo_build.root)]
-    result = CliRunner().invoke(main, args)
+    with demo_build_lock(demo_build.root):  # the kept demo build: one build of it at a time
+        result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert len(lines) <= 12, lines
@@ -283,7 +285,8 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
         f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
     )
     assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
-    whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    with demo_build_lock(demo_build.root):
+        whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
     assert set(whole["seconds"]) == set(stages) and all(set(t) == {"wall", "cpu"} for t in whole["seconds"].values())
 
