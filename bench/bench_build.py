@@ -165,7 +165,8 @@ def report(name: str, figures: dict) -> None:
         "(the build and its workers at once)"
     )
     for stage, took in figures["stages"].items():
-        print(f"  {stage:<14}{took['wall']:7.1f} s wall {took['cpu']:7.1f} s CPU")
+        alongside = "  (alongside, its own process)" if took.get("alongside") else ""
+        print(f"  {stage:<14}{took['wall']:7.1f} s wall {took['cpu']:7.1f} s CPU{alongside}")
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in figures["tagging_parts_s"].items())
     print(f"  (tagging: {parts})")
 

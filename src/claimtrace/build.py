@@ -654,7 +654,9 @@ def build(
     written is recorded in the manifest after its stage, and the whole workdir is checked again
     at the end. ``corpus_changed``: the corpus file was edited in place since the workdir was
     built; rebuild every stage over its new content (without it, the build refuses).
-    ``seconds``: filled with each stage's wall and CPU time, ``{stage: {"wall", "cpu"}}``."""
+    ``seconds``: filled with each stage's wall and CPU time, ``{stage: {"wall", "cpu"}}``; a stage
+    run alongside the others (BM25, with two processes) also has ``"alongside": True``, its times
+    being its own process's."""
     if until not in STAGES:
         raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
     work = Workdir(Path(workdir))
@@ -808,7 +810,7 @@ def _build_stages(
                 summary["bm25"] = build_bm25(work, data_dir, passages, processes)
         else:
             summary["bm25"] = job.result()
-            seconds["bm25"] = job.seconds  # its own process's times, alongside the stages above
+            seconds["bm25"] = {**job.seconds, "alongside": True}  # its own process's times
             log(
                 f"bm25: the reference retriever's index and six passages per claim, alongside: {job.seconds['wall']:.1f} s"
             )
