@@ -26,6 +26,7 @@ from pathlib import Path
 
 from claimtrace import build as stages
 from claimtrace.data import find_data_dir
+from claimtrace.integrity import check_build_record, open_file_manifest
 from claimtrace.workdir import Workdir
 
 NEW_STEPS = ("variant_records", "bm25", "more_verdicts", "scoreboard")
@@ -42,17 +43,19 @@ def run(root: Path, processes: int = 1) -> dict:
     data_dir = find_data_dir()
     work = Workdir(root)
     root.mkdir(parents=True, exist_ok=True)
+    files = open_file_manifest(work)
     passages, description = stages.load_corpus(work, data_dir, None)
-    stages._check_manifest(work, description, None)
+    check_build_record(work, files, description, None, corpus_changed=False)
     stages.build_passage_store(work, passages)
     timings: dict = {}
-    _timed(timings, "tagging", stages.build_tagging, work, data_dir, passages, processes)
-    _timed(timings, "retrieval", stages.build_retrieval, work, data_dir)
-    _timed(timings, "variant_records", stages.build_variant_records, work, data_dir)
-    _timed(timings, "bm25", stages.build_bm25, work, data_dir, passages, processes)
-    _timed(timings, "classifier", stages.build_classifier, work, data_dir)
-    _timed(timings, "more_verdicts", stages.build_more_verdicts, work, data_dir)
-    _timed(timings, "scoreboard", stages.build_scoreboard, work, data_dir)
+    with stages.cyclic_gc_paused():  # as the build runs its stages
+        _timed(timings, "tagging", stages.build_tagging, work, data_dir, passages, processes)
+        _timed(timings, "retrieval", stages.build_retrieval, work, data_dir, processes)
+        _timed(timings, "variant_records", stages.build_variant_records, work, data_dir)
+        _timed(timings, "bm25", stages.build_bm25, work, data_dir, passages, processes)
+        _timed(timings, "classifier", stages.build_classifier, work, data_dir)
+        _timed(timings, "more_verdicts", stages.build_more_verdicts, work, data_dir)
+        _timed(timings, "scoreboard", stages.build_scoreboard, work, data_dir)
     extra = sum(timings[name]["wall_s"] for name in NEW_STEPS)
     return {
         "timings": timings,
