@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from proctree import memory_kib, process_tree
+
 REPO = Path(__file__).resolve().parents[1]
 CLAIMTRACE = REPO / ".venv" / "bin" / "claimtrace"
 PASSAGES = 1_208_827
@@ -52,33 +54,6 @@ def synthetic_corpus(passages: int) -> Path:
     return path
 
 
-def _tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (from /proc: Linux only)."""
-    found, todo = [], [pid]
-    while todo:
-        here = todo.pop()
-        found.append(here)
-        try:
-            children = Path(f"/proc/{here}/task/{here}/children").read_text().split()
-        except OSError:
-            continue
-        todo.extend(int(c) for c in children)
-    return found
-
-
-def _pss_mib(pids: list[int]) -> float:
-    """The processes' proportional set sizes summed: memory shared by a fork counted once."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
-
-
 class TreeMemory(threading.Thread):
     """Samples the summed PSS of a process and its workers every 0.2 s; ``peak_mib`` the largest:
     what the machine gave the build at once (a worker's or a process alongside's memory
@@ -90,7 +65,7 @@ class TreeMemory(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(0.2):
-            self.peak_mib = max(self.peak_mib, _pss_mib(_tree(self.pid)))
+            self.peak_mib = max(self.peak_mib, memory_kib(process_tree(self.pid), "Pss") / 1024)
 
 
 def run_build(corpus: list[str], workdir: Path) -> dict:

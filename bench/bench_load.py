@@ -33,6 +33,7 @@ from pathlib import Path
 
 import httpx
 from bench_web import free_port, percentile, start_server, stop_server, summary_ms, wait_until_warm
+from proctree import memory_kib, process_tree
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,25 +90,6 @@ def plan(total: int, claims: list[str], seed: int = 0, vocabulary: list[str] | N
     return out
 
 
-def rss_bytes(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except FileNotFoundError:
-            continue
-    return total
-
-
-def server_pids(pid: int) -> list[int]:
-    """The server process and its children (uvicorn's workers)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    found = [int(p) for p in children.read_text().split()] if children.is_file() else []
-    return [pid, *found]
-
-
 def wait_until_prerendered(base: str, workers: int, limit: float = 900) -> float:
     """Ask ``/api/build.json`` (a new connection each time, so any worker may answer) until
     ``4 x workers`` answers in a row say the server is warm: every worker has rendered every
@@ -153,7 +135,7 @@ async def run_load(port: int, requests: list[tuple[str, str]], rate: float, seco
 
     async def sample_memory(start: float) -> None:
         while True:
-            memory.append((round(time.perf_counter() - start, 1), rss_bytes(pids)))
+            memory.append((round(time.perf_counter() - start, 1), memory_kib(pids) * 1024))
             await asyncio.sleep(1.0)
 
     start = time.perf_counter() + 0.5
@@ -227,8 +209,8 @@ def main() -> None:
         warm_seconds = wait_until_warm(base, limit=600)
         if args.prerender:
             warm_seconds += wait_until_prerendered(base, args.workers)
-        pids = server_pids(server.pid)
-        idle_rss = rss_bytes(pids)
+        pids = process_tree(server.pid)  # the server and uvicorn's workers
+        idle_rss = memory_kib(pids) * 1024
         result = asyncio.run(run_load(port, requests, args.rate, args.seconds, pids))
     finally:
         stop_server(server)

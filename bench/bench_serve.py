@@ -30,15 +30,9 @@ from pathlib import Path
 
 import httpx
 from bench_web import free_port, stop_server
+from proctree import memory_kib
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def dev_claims(data_dir: Path, n: int) -> list[str]:
@@ -109,7 +103,7 @@ def main() -> None:
                 "max": round(max(latencies), 1),
                 "each": [round(x, 1) for x in latencies],
             }
-            result["rss_mb_after"] = round(rss_bytes(server.pid) / 1e6, 1)
+            result["rss_mb_after"] = round(memory_kib([server.pid]) * 1024 / 1e6, 1)
     finally:
         stop_server(server)
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]

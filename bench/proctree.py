@@ -1,0 +1,41 @@
+"""A process and its workers, and their memory, from /proc (Linux only): what the benches that
+start a build or a server measure.
+
+    from proctree import process_tree, memory_kib
+    memory_kib(process_tree(pid), "Pss")   # the tree's proportional set sizes, summed
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Where each measure is read: the resident set (a page shared by a fork counts in each process)
+#: and the proportional set size (a shared page counts once, split between its sharers).
+_SOURCES = {"VmRSS": "status", "Pss": "smaps_rollup"}
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (workers, their workers), found now."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        found.append(here)
+        try:
+            children = Path(f"/proc/{here}/task/{here}/children").read_text().split()
+        except OSError:  # ended meanwhile
+            continue
+        todo.extend(int(child) for child in children)
+    return found
+
+
+def memory_kib(pids: list[int], measure: str = "VmRSS") -> int:
+    """``measure`` (``"VmRSS"`` or ``"Pss"``) of the processes, summed, in KiB; a process that
+    ended meanwhile counts 0."""
+    total = 0
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/{_SOURCES[measure]}").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith(measure + ":"))
+    return total
