@@ -759,23 +759,6 @@ def _build_locked(
     return summary
 
 
-def _bm25_alongside(
-    work: Workdir, data_dir: Path, passages: dict[str, str], processes: int, until: str
-) -> Callable[[], Alongside | None]:
-    """With two processes or more, the BM25 stage (which reads the passages only) runs in a
-    forked process on one core, started once the passages are preprocessed (the two processes
-    that preprocess them keep both cores) and collected at its place in the stage order: it
-    runs while the tagging vectorizer's fit and the retrieval stage leave a core idle. The
-    starter returns None when BM25 runs in its place (one process; not built; done already)."""
-
-    def start() -> Alongside | None:
-        if processes < 2 or until in ("tagging", "retrieval") or _bm25_done(work):
-            return None
-        return Alongside.start(build_bm25, work, data_dir, passages, processes=1)
-
-    return start
-
-
 def _build_stages(
     work: Workdir,
     data_dir: Path,
@@ -787,12 +770,16 @@ def _build_stages(
     seconds: dict[str, dict[str, float]],
     alongside: dict[str, Alongside],
 ) -> dict:
-    start_bm25 = _bm25_alongside(work, data_dir, passages, processes, until)
+    """Run the stages in order up to ``until``; a job started alongside is kept in
+    ``alongside`` (the caller stops it when a stage fails)."""
 
     def preprocessed() -> None:
-        job = start_bm25()
-        if job is not None:
-            alongside["bm25"] = job
+        # With two processes, the BM25 stage (which reads the passages only) runs in a forked
+        # process on one core from here, once the two preprocessing workers have let go of both
+        # cores, while the tagging vectorizer's fit and the retrieval stage leave one idle; it is
+        # collected at its place in the stage order. With one process it runs in its place.
+        if processes > 1 and until not in ("tagging", "retrieval") and not _bm25_done(work):
+            alongside["bm25"] = Alongside.start(build_bm25, work, data_dir, passages, processes=1)
 
     with _stage(seconds, "tagging", f"stems, the tagging vectorizer and tags of {len(passages):,} passages"):
         summary = {"tagging": build_tagging(work, data_dir, passages, processes, preprocessed)}
