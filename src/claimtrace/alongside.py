@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import DataError
 
-__all__ = ["Alongside", "AlongsideFailed"]
+__all__ = ["Alongside", "AlongsideFailed", "cpu_seconds"]
 
 #: prctl(2)'s option: a signal delivered to this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
@@ -40,22 +40,24 @@ class AlongsideFailed(RuntimeError):
     """A job alongside the build died, or raised what cannot be sent back: its traceback."""
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the job may outlive a killed build
         pass
+    if os.getppid() != parent:  # the build died before the signal was asked for
+        os._exit(1)
 
 
-def _run(connection, job: Callable[..., Any], args: tuple, kwargs: dict) -> None:
-    _die_with_parent()
+def _run(connection, parent: int, job: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    _die_with_parent(parent)
     # the main line's progress bars own the terminal: the job's would be drawn over them
     sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life
-    started, cpu = time.perf_counter(), _cpu_seconds()
+    started, cpu = time.perf_counter(), cpu_seconds()
     try:
         value = job(*args, **kwargs)
-        outcome = ("value", value, {"wall": time.perf_counter() - started, "cpu": _cpu_seconds() - cpu})
+        outcome = ("value", value, {"wall": time.perf_counter() - started, "cpu": cpu_seconds() - cpu})
     except BaseException as error:  # noqa: BLE001 - every failure goes back to the build
         outcome = ("error", _readable(error), traceback.format_exc())
     try:
@@ -66,8 +68,9 @@ def _run(connection, job: Callable[..., Any], args: tuple, kwargs: dict) -> None
     connection.close()
 
 
-def _cpu_seconds() -> float:
-    times = os.times()  # this process and the workers it waited for
+def cpu_seconds() -> float:
+    """CPU time of this process and of the workers it has waited for, in seconds."""
+    times = os.times()
     return times.user + times.system + times.children_user + times.children_system
 
 
@@ -102,12 +105,13 @@ class Alongside:
         """Fork and run ``job(*args, **kwargs)`` in the child."""
         receiver, sender = multiprocessing.Pipe(duplex=False)
         sys.stdout.flush(), sys.stderr.flush()  # nothing buffered is written twice
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: run the job, send its outcome, never return into the build
             code = 1
             try:
                 receiver.close()
-                _run(sender, job, args, kwargs)
+                _run(sender, parent, job, args, kwargs)
                 code = 0
             finally:
                 os._exit(code)

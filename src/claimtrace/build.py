@@ -26,7 +26,7 @@ from . import bm25, chunks, retrieval, tagging, tfidf
 from . import constants as C
 from . import data as data_layer
 from . import workdir as workdir_module
-from .alongside import Alongside
+from .alongside import Alongside, cpu_seconds
 from .artifacts import Build, PassageStore, protocol_verdicts
 from .assets import ASSETS_DIR
 from .classifier.inputs import Encoded, encode, evidence_texts, load_vocab, make_rows
@@ -624,15 +624,10 @@ def _stage(seconds: dict[str, dict[str, float]], name: str, what: str) -> Iterat
     the build's process and of the workers it waited for; a stage with nothing left to do takes
     a moment)."""
     log(f"{name}: {what}")
-    started, cpu = time.perf_counter(), _cpu_seconds()
+    started, cpu = time.perf_counter(), cpu_seconds()
     yield
-    seconds[name] = {"wall": time.perf_counter() - started, "cpu": _cpu_seconds() - cpu}
+    seconds[name] = {"wall": time.perf_counter() - started, "cpu": cpu_seconds() - cpu}
     log(f"{name}: done in {seconds[name]['wall']:.1f} s")
-
-
-def _cpu_seconds() -> float:
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
 
 
 def build(
