@@ -349,7 +349,7 @@ def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_
         build(tmp_path / "w", data_dir, path, processes=1, until="tagging")
     before = _files(tmp_path / "w")
     path.write_text(json.dumps({"evidence-0": "only one passage"}), encoding="utf-8")
-    with pytest.raises(errors.DataError, match="evidence.json"):
+    with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(errors.DataError, match="evidence.json"):
         build(tmp_path / "w", data_dir, path, processes=1, until="tagging", corpus_changed=True)
     assert _files(tmp_path / "w") == before  # nothing removed
 
