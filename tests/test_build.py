@@ -459,3 +459,25 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
     with pytest.warns(errors.EvidenceChecksumWarning):
         summary = build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
     assert summary["bm25"]["passages"] == 601
+
+
+def test_a_job_alongside_killed_from_outside_ends_the_build_in_one_line(
+    tmp_path, data_dir, small_evidence, monkeypatch
+):
+    """BM25's process ended without a result (here it exits; the system's out-of-memory killer
+    would send a signal 9): the command says which job, how it ended and how to go on, exit 1,
+    no "internal error"; the next build resumes."""
+    import os
+
+    from claimtrace import bm25
+
+    real_index = bm25.build_bm25_index
+    monkeypatch.setattr(bm25, "build_bm25_index", lambda *args, **kwargs: os._exit(3))
+    args = ["--data", str(data_dir), "build", "--evidence", str(small_evidence), "--workdir", str(tmp_path / "w")]
+    result = CliRunner().invoke(main, [*args, "--until", "bm25"])
+    assert result.exit_code == 1, result.output
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("claimtrace: error: build_bm25: its process alongside the build ended without a result")
+    assert "exit code 3" in last and "--processes 1" in last and "internal error" not in result.stderr
+    monkeypatch.setattr(bm25, "build_bm25_index", real_index)
+    assert CliRunner().invoke(main, [*args, "--until", "bm25"]).exit_code == 0

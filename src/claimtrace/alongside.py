@@ -30,14 +30,19 @@ from typing import Any
 
 from .errors import DataError
 
-__all__ = ["Alongside", "AlongsideFailed", "cpu_seconds"]
+__all__ = ["Alongside", "AlongsideDied", "AlongsideFailed", "cpu_seconds"]
 
 #: prctl(2)'s option: a signal delivered to this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
 
 
 class AlongsideFailed(RuntimeError):
-    """A job alongside the build died, or raised what cannot be sent back: its traceback."""
+    """A job alongside the build raised what cannot be sent back (a bug): its traceback."""
+
+
+class AlongsideDied(AlongsideFailed):
+    """A job's process ended without a result: killed (the system out of memory, a signal),
+    not a bug of the job; the command line says so in one line (exit 1)."""
 
 
 def _die_with_parent(parent: int) -> None:
@@ -129,7 +134,11 @@ class Alongside:
             self._connection.close()
             self._reap()
         if payload is None:
-            raise AlongsideFailed(f"{self.name}: the process alongside the build died ({self._how_it_ended()})")
+            raise AlongsideDied(
+                f"{self.name}: its process alongside the build ended without a result ({self._how_it_ended()}; "
+                "a signal 9 is often the system out of memory): run the same `claimtrace build` again to resume, "
+                "or with --processes 1 to run every stage in one process"
+            )
         try:
             outcome = pickle.loads(payload)
         except Exception as error:  # an exception type whose constructor pickling cannot call

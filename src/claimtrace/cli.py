@@ -19,6 +19,7 @@ import click
 from . import constants as C
 from . import data as data_layer
 from . import store
+from .alongside import AlongsideDied
 from .data import parse_claims
 from .errors import REPAIR_HINT, DataError, Missing
 from .evaluate import evaluate, evaluate_file
@@ -65,6 +66,9 @@ class _Group(click.Group):
         except OSError as err:
             click.echo(f"claimtrace: error: {_os_error_message(err)}", err=True)
             ctx.exit(2)
+        except AlongsideDied as err:  # killed from outside: not a bug of claimtrace's
+            click.echo(f"claimtrace: error: {err}", err=True)
+            ctx.exit(1)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as err:  # noqa: BLE001 - the last resort: a bug, said in one line
