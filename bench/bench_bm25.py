@@ -12,7 +12,7 @@ its dev evidence F on the demo corpus.
   larger vocabulary: each distinct word costs one Porter stemming.
 * search: one ``search([claim])`` per dev claim (the 154 of dev-claims.json, raw text), after a
   warm-up, ``--repeat`` passes; median and p95 over every call. Target: median <= 10 ms.
-* demo F: the course's per-claim evidence F (claimtrace.evaluate.evidence_f), averaged over the
+* demo F: the course's per-claim evidence F (claimtrace.evaluation.scorer.evidence_f), averaged over the
   dev claims, of BM25's top six on the 5,240-passage demo corpus.
 
 Wall clock and CPU time are both printed, with the load average: the machine is shared.
@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from claimtrace import bm25, data
-from claimtrace.evaluate import evidence_f
-from claimtrace.evidence import iter_evidence
+from claimtrace.data import files as data
+from claimtrace.data.evidence import iter_evidence
+from claimtrace.evaluation.scorer import evidence_f
+from claimtrace.pipeline import bm25
 
 REPO = Path(__file__).resolve().parents[1]
 

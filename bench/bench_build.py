@@ -15,7 +15,7 @@ new workdir (removed afterwards unless ``--keep DIR``), and is reported with:
 ``--calls`` times the classifier's forward calls alone on the demo's dev inputs (random ids
 of the same shape when no build is given), the notebook's batches of 16 three ways: one call at
 a time on one PyTorch thread, one at a time on two threads, two at a time on one thread each
-(what the build does: ``claimtrace.classifier.predict.FORWARD_WORKERS``).
+(what the build does: ``claimtrace.models.predict.FORWARD_WORKERS``).
 
 ``--synthetic`` builds over ``bench/synthetic.py``'s 1,208,827 passages (written once to
 ``work/synthetic/evidence-<passages>.json``): minutes and 3-4 GB; run it on a quiet machine.
@@ -108,8 +108,8 @@ def time_calls(batches: int = 24) -> dict:
     import numpy as np
     import torch
 
-    from claimtrace.classifier.model import notebook_logits, torch_threads
-    from claimtrace.classifier.predict import load_classifier, notebook_batches
+    from claimtrace.models.predict import load_classifier, notebook_batches
+    from claimtrace.models.transformer import notebook_logits, torch_threads
 
     model = load_classifier().model
     generator = np.random.default_rng(0)

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from claimtrace import npsort  # noqa: E402
+from claimtrace.lib import npsort  # noqa: E402
 
 N_FEATURES = 20_000
 K = 10

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from claimtrace import build as stages
-from claimtrace.data import find_data_dir
-from claimtrace.integrity import check_build_record, open_file_manifest
-from claimtrace.workdir import Workdir
+from claimtrace.data.files import find_data_dir
+from claimtrace.workdir import build as stages
+from claimtrace.workdir.integrity import check_build_record, open_file_manifest
+from claimtrace.workdir.layout import Workdir
 
 NEW_STEPS = ("variant_records", "bm25", "more_verdicts", "scoreboard")
 

@@ -34,7 +34,7 @@ def _refusing_duplicates(pairs: list[tuple[str, object]]) -> dict:
 
 def measure(mode: str, evidence: Path, chunk_size: int) -> dict:
     """One run in this process: {"mode", "passages", "seconds", "max_rss_mb"}."""
-    from claimtrace.evidence import iter_evidence, stream_json_object
+    from claimtrace.data.evidence import iter_evidence, stream_json_object
 
     started, cpu_started = time.perf_counter(), time.process_time()
     if mode == "stream_json_object":

@@ -8,7 +8,7 @@ with 14% of passages also carrying one fixed stem (as the notebook's passages ca
 tag محمد). Claims are tag strings too: half built around a random passage's tags (these tend to
 pass the filter), half drawn at random (these mostly fall back).
 
-* ours: :class:`claimtrace.retrieval.Retriever`, fit once (timed apart), then one ``retrieve``
+* ours: :class:`claimtrace.pipeline.retrieval.Retriever`, fit once (timed apart), then one ``retrieve``
   per claim string, everything included (claim tokenizing, cosine, overlap, filter, sorts,
   fallback).
 * notebook: ``find_top_evidence`` as the notebook wrote it (``oracle/retrieval_oracle.py``'s
@@ -218,7 +218,7 @@ def main() -> None:
 
     import numpy as np
 
-    from claimtrace.retrieval import Retriever
+    from claimtrace.pipeline.retrieval import Retriever
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
 
@@ -236,7 +236,7 @@ def main() -> None:
     fit_s = time.perf_counter() - started
     print(f"ours: fit {fit_s:.1f}s ({len(retriever.vectorizer.feature_names)} features)", flush=True)
     # Compile / warm every kernel: both branches, both fallback sorts.
-    from claimtrace.retrieval import fallback_six
+    from claimtrace.pipeline.retrieval import fallback_six
 
     retriever.retrieve(claims[0])
     retriever.retrieve("")

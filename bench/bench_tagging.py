@@ -4,7 +4,7 @@ Notebook style (notebook.md section 3), per passage: preprocess, scikit-learn's
 ``TfidfVectorizer.transform`` of that one passage (which preprocesses again), the dense row of
 20,000 weights, ``np.argsort(row)[-10:][::-1]``, feature names, alphabetic ones as a set.
 Ours: batch transform with the cached second pass, numpy 1.24's introsort simulated on the
-sparse row (claimtrace.npsort.top_k_rows), names. Both single-threaded.
+sparse row (claimtrace.lib.npsort.top_k_rows), names. Both single-threaded.
 
     python bench/bench_tagging.py --workdir work/syn/b100k --evidence work/syn/evidence-100k.json [--passages 2000]
 
@@ -24,10 +24,10 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 
-from claimtrace import tagging, tfidf  # noqa: E402
-from claimtrace.build import Workdir  # noqa: E402
-from claimtrace.npsort import top_k_rows  # noqa: E402
-from claimtrace.preprocess import preprocess  # noqa: E402
+from claimtrace.lib.npsort import top_k_rows  # noqa: E402
+from claimtrace.pipeline import tagging, tfidf  # noqa: E402
+from claimtrace.pipeline.preprocess import preprocess  # noqa: E402
+from claimtrace.workdir.build import Workdir  # noqa: E402
 
 
 def notebook_vectorizer(ours: tfidf.NotebookTfidf) -> TfidfVectorizer:

@@ -82,7 +82,7 @@ def ensure_build(workdir: Path) -> None:
 def start_server(arguments: list[str], port: int, limit: float = 180) -> subprocess.Popen:
     """``claimtrace <arguments>`` (a ``serve`` command line for ``port``) in its own process,
     once ``/api/build.json`` answers; the benches' one way to start a server."""
-    command = [sys.executable, "-m", "claimtrace.cli", *arguments]
+    command = [sys.executable, "-m", "claimtrace.cli.commands", *arguments]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -247,7 +247,7 @@ def main() -> None:
 
     workdir = Path(args.workdir)
     ensure_build(workdir)
-    from claimtrace.data import find_data_dir, load_claims
+    from claimtrace.data.files import find_data_dir, load_claims
 
     data_dir = find_data_dir()
     dev = list(load_claims("dev", data_dir))

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from claimtrace import constants as C
-from claimtrace.data import find_data_dir, load_climate_fever
-from claimtrace.store import write_atomic
+from claimtrace.data.files import find_data_dir, load_climate_fever
+from claimtrace.lib.store import write_atomic
 
 #: Passage lengths in words over the course's 1,208,827 passages: (low, high, count).
 LENGTH_BUCKETS = [

@@ -8,7 +8,7 @@
 Writes (--variant notebook, the default):
   classifier.safetensors       best-dev checkpoint, float32, the notebook's tensor names
   classifier_vocab.json        the 5,886 tokens its ids refer to
-  classifier_table.safetensors g (5,886 x 4) and bias, float64 and float32 (claimtrace.explain)
+  classifier_table.safetensors g (5,886 x 4) and bias, float64 and float32 (claimtrace.explain.verdict)
   classifier_provenance.json   seed, settings, per-epoch log, best epoch, dev accuracies
 
 Writes (--variant intended: the same model with both bugs fixed, trained the same way):
@@ -40,8 +40,8 @@ from claimtrace import constants as C  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
 from claimtrace.course import ORIGINAL_LOG  # noqa: E402  (the one copy of the 2024 log)
-from claimtrace.data import find_data_dir  # noqa: E402
-from claimtrace.store import write_atomic  # noqa: E402
+from claimtrace.data.files import find_data_dir  # noqa: E402
+from claimtrace.lib.store import write_atomic  # noqa: E402
 
 
 def main() -> None:
@@ -62,11 +62,11 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
-    from claimtrace.classifier.predict import load_classifier, predict, protocol_figures
-    from claimtrace.classifier.table import export_table, save_table, sha256_file
-    from claimtrace.classifier.train import train, training_data
-    from claimtrace.data import gold_passages, load_claims
+    from claimtrace.data.files import gold_passages, load_claims
+    from claimtrace.models.inputs import encode, gold_evidence, make_rows
+    from claimtrace.models.predict import load_classifier, predict, protocol_figures
+    from claimtrace.models.table import export_table, save_table, sha256_file
+    from claimtrace.models.train import train, training_data
 
     data_dir = find_data_dir(args.data)
     if args.from_workdir is None:
@@ -164,8 +164,8 @@ def intended_accuracies(model, data) -> dict:
     longer sees its batch-mates."""
     import torch
 
-    from claimtrace.classifier.model import alone_logits, notebook_logits
-    from claimtrace.classifier.predict import accuracy_and_confusion
+    from claimtrace.models.predict import accuracy_and_confusion
+    from claimtrace.models.transformer import alone_logits, notebook_logits
 
     out = {}
     for split, encoded in (("train", data.train), ("dev", data.dev)):
@@ -193,10 +193,10 @@ def notebook_curve(assets: Path) -> dict:
 
 def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note: str | None) -> None:
     """Ship the intended run's best checkpoint in float16 with its provenance."""
-    from claimtrace.classifier.intended import load_intended_model, save_float16_checkpoint
-    from claimtrace.classifier.model import load_state_dict
-    from claimtrace.classifier.table import sha256_file
-    from claimtrace.classifier.train import training_data
+    from claimtrace.models.intended import load_intended_model, save_float16_checkpoint
+    from claimtrace.models.table import sha256_file
+    from claimtrace.models.train import training_data
+    from claimtrace.models.transformer import load_state_dict
 
     if log.get("variant") != "intended":
         raise SystemExit(f"{workdir}: not an intended run")
@@ -219,7 +219,7 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     provenance = {
         "what": "The intended classifier: the notebook's Transformer with its two bugs fixed (batch-first "
         "attention, positional encoding by batch position) and nothing else, trained by claimtrace "
-        "exactly as the notebook's model (notebook.md section 6; claimtrace.classifier.model, fixed=True).",
+        "exactly as the notebook's model (notebook.md section 6; claimtrace.models.transformer, fixed=True).",
         "exactness": "Not claimed. The checkpoint is a float16 copy of the float32 best-dev weights (half the "
         "size); logits differ from the float32 weights' in the last digits and a near-tie verdict "
         "may flip. The accuracies below are the float16 checkpoint's own, loaded back in float32.",

@@ -21,7 +21,7 @@ import pytest
 # (constants.OMP_WAIT_POLICY; same numbers, much faster on a shared CPU).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from claimtrace.data import find_data_dir  # noqa: E402
+from claimtrace.data.files import find_data_dir  # noqa: E402
 
 # The suite keeps builds, traces and pages in memory between tests (hundreds of thousands of
 # containers); Python's cyclic collector, run every 700 new containers, walks them again and
@@ -106,19 +106,22 @@ DEMO_CACHE = REPO / ".pytest_cache" / "claimtrace-demo"
 
 
 def _demo_key(data_dir: Path) -> str:
-    """A digest of everything the demo build is made from: the code of every stage (the site's
-    code, which only reads a build, left out) and the data files."""
+    """A digest of everything the demo build is made from: the code the build imports (the
+    modules of ``claimtrace.workdir.build``'s import closure, tests/layering.py), by path, the
+    shipped assets (the checkpoints) and the data files. Editing code the build does not import
+    (the command line, the site) keeps the build."""
     import hashlib
 
+    from layering import PACKAGE, closure, modules
+
     digest = hashlib.sha256()
-    source = REPO / "src" / "claimtrace"
-    inputs = [
-        p for p in sorted(source.rglob("*")) if "__pycache__" not in p.parts and p.parts[len(source.parts)] != "web"
-    ]
-    inputs += sorted(data_dir.rglob("*"))
+    known = modules()
+    inputs = [known[name] for name in sorted(closure("claimtrace.workdir.build"))]
+    inputs += sorted((PACKAGE / "assets").iterdir()) + sorted(data_dir.rglob("*"))
     for path in inputs:
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        if path.is_file() and "__pycache__" not in path.parts:
+            name = str(path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE) else path.relative_to(data_dir))
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -158,8 +161,8 @@ def demo_build_lock(root: Path):
 
 
 def _demo_until(root: Path, data_dir: Path, stage: str):
-    from claimtrace.artifacts import Build
-    from claimtrace.build import build
+    from claimtrace.workdir.build import build
+    from claimtrace.workdir.reader import Build
 
     with demo_build_lock(root):
         build(root, data_dir, None, processes=1, until=stage)

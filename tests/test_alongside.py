@@ -1,4 +1,4 @@
-"""claimtrace.alongside: a job in a forked process gives back its value or what it raised, and
+"""claimtrace.lib.alongside: a job in a forked process gives back its value or what it raised, and
 never outlives the build that started it."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from claimtrace.alongside import Alongside, AlongsideFailed
 from claimtrace.errors import DataError, Missing
+from claimtrace.lib.alongside import Alongside, AlongsideFailed
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -75,7 +75,7 @@ def test_a_job_dies_with_the_process_that_started_it(tmp_path):
     script = (
         "import os, sys, time\n"
         f"sys.path.insert(0, {str(SRC)!r})\n"
-        "from claimtrace.alongside import Alongside\n"
+        "from claimtrace.lib.alongside import Alongside\n"
         "def job(path):\n"
         "    open(path, 'w').write(str(os.getpid()))\n"
         "    time.sleep(60)\n"

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claimtrace import bm25
 from claimtrace.errors import DataError
-from claimtrace.preprocess import stem, stopwords
+from claimtrace.pipeline import bm25
+from claimtrace.pipeline.preprocess import stem, stopwords
 
 # --- the slow reference ---------------------------------------------------------------------------
 

@@ -8,11 +8,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import demo_build_lock
 
-from claimtrace import build as build_module
-from claimtrace import data, errors, workdir
-from claimtrace.artifacts import Build
-from claimtrace.build import build
-from claimtrace.cli import main
+from claimtrace import errors
+from claimtrace.cli.commands import main
+from claimtrace.data import files as data
+from claimtrace.workdir import build as build_module
+from claimtrace.workdir import layout as workdir
+from claimtrace.workdir.build import build
+from claimtrace.workdir.reader import Build
 
 
 @pytest.fixture()
@@ -79,7 +81,7 @@ def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_read
     """tagging/stems.npz gives each passage the stems its text preprocesses to (a duplicate text
     its first copy's); a build without it answers None (the trace preprocesses), and the next
     build writes it again, the same bytes."""
-    from claimtrace.preprocess import preprocess
+    from claimtrace.pipeline.preprocess import preprocess
 
     root = tmp_path / "w"
     with pytest.warns(errors.EvidenceChecksumWarning):
@@ -221,7 +223,7 @@ def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
 
 def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypatch):
     """The BM25 stage killed mid-index, then mid-records, ends as a one-shot build does."""
-    from claimtrace import bm25
+    from claimtrace.pipeline import bm25
 
     monkeypatch.setattr(build_module, "BM25_CHUNK", 100)
     with pytest.warns(errors.EvidenceChecksumWarning):
@@ -324,7 +326,7 @@ def test_small_corpora_build(tmp_path, data_dir, size):
 
 
 def test_tfidf_refuses_as_scikit_learn_does_in_its_order():
-    from claimtrace.tfidf import CannotFit, NotebookTfidf
+    from claimtrace.pipeline.tfidf import CannotFit, NotebookTfidf
 
     def fit(docs, **params):
         return NotebookTfidf(tokenizer=str.split, **params).fit(docs)
@@ -395,7 +397,7 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
     tmp_path, data_dir, small_evidence, monkeypatch
 ):
     """With two processes, BM25 runs alongside the tagging and retrieval stages and the
-    unpadded-tags retriever alongside the padded one (claimtrace.alongside): every file is the
+    unpadded-tags retriever alongside the padded one (claimtrace.lib.alongside): every file is the
     same bytes as one process's build, which runs them in their place."""
     monkeypatch.setattr(workdir, "CHUNK", 200)
     monkeypatch.setattr(build_module, "BM25_CHUNK", 200)
@@ -427,7 +429,7 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
 ):
     """What BM25 raises alongside ends the build in one line, as in its place; a stage of the
     main line that fails stops BM25's process (cancel), and the next build resumes both."""
-    from claimtrace import bm25
+    from claimtrace.pipeline import bm25
 
     real_index = bm25.build_bm25_index
 
@@ -469,7 +471,7 @@ def test_a_job_alongside_killed_from_outside_ends_the_build_in_one_line(
     no "internal error"; the next build resumes."""
     import os
 
-    from claimtrace import bm25
+    from claimtrace.pipeline import bm25
 
     real_index = bm25.build_bm25_index
     monkeypatch.setattr(bm25, "build_bm25_index", lambda *args, **kwargs: os._exit(3))

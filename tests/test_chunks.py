@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from claimtrace import chunks
-from claimtrace.store import write_atomic
+from claimtrace.lib import chunks
+from claimtrace.lib.store import write_atomic
 
 
 def _make(start: int, stop: int) -> str:

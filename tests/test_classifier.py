@@ -19,8 +19,9 @@ from torch import nn
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.classifier.inputs import Vocabulary, load_vocab
-from claimtrace.classifier.model import (
+from claimtrace.models.inputs import Vocabulary, load_vocab
+from claimtrace.models.train import TrainingData, train, training_data
+from claimtrace.models.transformer import (
     TransformerClassifier,
     build_model,
     load_model,
@@ -28,7 +29,6 @@ from claimtrace.classifier.model import (
     notebook_logits,
     sinusoidal_table,
 )
-from claimtrace.classifier.train import TrainingData, train, training_data
 
 SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
 
@@ -223,7 +223,7 @@ def _sinusoidal_table_on_mkls_reproducible_path(tmp_path) -> torch.Tensor:
 
     out = tmp_path / "pe.npy"
     script = (
-        "import sys, numpy; from claimtrace.classifier.model import sinusoidal_table; "
+        "import sys, numpy; from claimtrace.models.transformer import sinusoidal_table; "
         "numpy.save(sys.argv[1], sinusoidal_table().numpy())"
     )
     done = subprocess.run(
@@ -324,8 +324,8 @@ def _claims_and_random_inputs(data, n_random: int = 40) -> np.ndarray:
 def test_forward_calls_alone_are_each_claims_own_call_bit_for_bit(data):
     """The stored "torch_logits": one encoder call per 128 distinct tokens gives every claim's
     own forward call alone exactly, the same bits, at one or two workers."""
-    from claimtrace.classifier.model import alone_logits, torch_threads
-    from claimtrace.classifier.predict import load_classifier
+    from claimtrace.models.predict import load_classifier
+    from claimtrace.models.transformer import alone_logits, torch_threads
 
     classifier = load_classifier()
     ids = _claims_and_random_inputs(data)
@@ -339,8 +339,8 @@ def test_forward_calls_alone_are_each_claims_own_call_bit_for_bit(data):
 def test_notebook_batches_are_the_notebooks_calls_at_any_worker_or_thread_count(data):
     """Protocol "notebook" at the build's speed: each batch of 16 is its own call, so the logits
     are the single-threaded calls' bits whatever the workers and the caller's thread count."""
-    from claimtrace.classifier.model import torch_threads
-    from claimtrace.classifier.predict import notebook_batches
+    from claimtrace.models.predict import notebook_batches
+    from claimtrace.models.transformer import torch_threads
 
     model = load_model(SHIPPED)
     ids = data.dev.input_ids[:90]  # five batches of 16 and one of 10
@@ -354,8 +354,8 @@ def test_notebook_batches_are_the_notebooks_calls_at_any_worker_or_thread_count(
 def test_forward_calls_alone_fall_back_to_one_call_each_where_bits_would_differ(data):
     """On a CPU whose kernels gave other bits for the encoder rows than for a claim's own call,
     the check fails and every claim gets its own call (here: rows made wrong on purpose)."""
-    from claimtrace.classifier.model import alone_logits, torch_threads
-    from claimtrace.classifier.predict import load_classifier
+    from claimtrace.models.predict import load_classifier
+    from claimtrace.models.transformer import alone_logits, torch_threads
 
     classifier = load_classifier()
     ids = data.dev.input_ids[:20].astype(np.int64)

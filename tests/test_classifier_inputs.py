@@ -6,8 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from claimtrace import data
-from claimtrace.classifier.inputs import (
+from claimtrace.cli.commands import main
+from claimtrace.data import files as data
+from claimtrace.models.inputs import (
     Encoded,
     Vocabulary,
     encode,
@@ -17,7 +18,6 @@ from claimtrace.classifier.inputs import (
     row_text,
     training_vocabulary,
 )
-from claimtrace.cli import main
 
 
 def test_vocabulary_has_5886_entries(data_dir):

@@ -20,16 +20,21 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.classifier import train as train_module
-from claimtrace.classifier.intended import (
+from claimtrace.models import train as train_module
+from claimtrace.models.intended import (
     INTENDED_CHECKPOINT,
     INTENDED_PROVENANCE,
     checkpoint_metadata,
     load_intended_model,
 )
-from claimtrace.classifier.model import TransformerClassifier, build_model, notebook_logits, sinusoidal_table
-from claimtrace.classifier.table import sha256_file
-from claimtrace.classifier.train import TrainingData, train, training_data
+from claimtrace.models.table import sha256_file
+from claimtrace.models.train import TrainingData, train, training_data
+from claimtrace.models.transformer import (
+    TransformerClassifier,
+    build_model,
+    notebook_logits,
+    sinusoidal_table,
+)
 
 #: "Unchanged" for outputs that should not depend on a change: bit-exact is expected, 1e-6 allowed.
 SAME = dict(atol=1e-6, rtol=0)
@@ -186,7 +191,7 @@ def test_training_the_intended_variant(data, tmp_path):
 
 
 def test_cli_train_variant(data, tmp_path, monkeypatch):
-    from claimtrace.cli import main
+    from claimtrace.cli.commands import main
 
     monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
     for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
@@ -247,8 +252,8 @@ def test_intended_classifier_large_batches_agree_with_one_claim_and_batches_of_1
     verdicts; computed again, the same bits."""
     import numpy as np
 
-    from claimtrace.classifier.intended import IntendedClassifier
-    from claimtrace.classifier.model import alone_logits, torch_threads
+    from claimtrace.models.intended import IntendedClassifier
+    from claimtrace.models.transformer import alone_logits, torch_threads
 
     classifier = IntendedClassifier()
     ids = data.dev.input_ids

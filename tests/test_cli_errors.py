@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import artifacts
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.cli import main
+from claimtrace.cli.commands import main
+from claimtrace.workdir import reader as artifacts
 
 #: Build files, and the commands that read each (args after the workdir's).
 READERS = {

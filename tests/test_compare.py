@@ -8,11 +8,11 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import data
-from claimtrace.cli import main
-from claimtrace.compare import compare, explained_wins, load_run, pipeline_found_gold, read_run
-from claimtrace.data import DataError
-from claimtrace.evaluate import MAX_PREDICTIONS_BYTES, evaluate_file
+from claimtrace.cli.commands import main
+from claimtrace.compare.runs import compare, explained_wins, load_run, pipeline_found_gold, read_run
+from claimtrace.data import files as data
+from claimtrace.data.files import DataError
+from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES, evaluate_file
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import constants as C
-from claimtrace import data, errors, evidence, store
-from claimtrace.cli import main
+from claimtrace import errors
+from claimtrace.cli.commands import main
+from claimtrace.data import evidence
+from claimtrace.data import files as data
+from claimtrace.lib import store
 
 
 @pytest.fixture()
@@ -627,7 +630,7 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
     assert result.exit_code == 2, result.output
     assert f"claimtrace: error: {path}: not a readable zip archive" in result.output
     # The choice of folder ended with the command: the default folder's list is used again.
-    from claimtrace.preprocess import preprocess
+    from claimtrace.pipeline.preprocess import preprocess
 
     assert preprocess("Glaciers are melting").stems == ["glacier", "melt"]
 

@@ -7,11 +7,18 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import data
-from claimtrace.cli import main
-from claimtrace.data import Claim
+from claimtrace.cli.commands import main
+from claimtrace.data import files as data
+from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
-from claimtrace.evaluate import evaluate, evaluate_file, evidence_f, evidence_scores, harmonic_mean, load_predictions
+from claimtrace.evaluation.scorer import (
+    evaluate,
+    evaluate_file,
+    evidence_f,
+    evidence_scores,
+    harmonic_mean,
+    load_predictions,
+)
 
 
 def _claim(evidences, label="SUPPORTS", claim_id="claim-1"):

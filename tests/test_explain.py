@@ -24,13 +24,19 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
-from claimtrace.classifier.model import alone_logits, notebook_logits
-from claimtrace.classifier.predict import load_classifier, predict, protocol_figures
-from claimtrace.classifier.table import alone_logits_stacked, export_table, load_table, sha256_file, table_metadata
-from claimtrace.cli import main
-from claimtrace.data import gold_passages, load_claims
-from claimtrace.explain import explain_claim
+from claimtrace.cli.commands import main
+from claimtrace.data.files import gold_passages, load_claims
+from claimtrace.explain.verdict import explain_claim
+from claimtrace.models.inputs import encode, gold_evidence, make_rows
+from claimtrace.models.predict import load_classifier, predict, protocol_figures
+from claimtrace.models.table import (
+    alone_logits_stacked,
+    export_table,
+    load_table,
+    sha256_file,
+    table_metadata,
+)
+from claimtrace.models.transformer import alone_logits, notebook_logits
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +136,7 @@ def test_a_trained_checkpoint_without_its_table_gets_one_computed(tmp_path, clas
 
 def test_table_of_a_tiny_vocabulary_is_per_token():
     """The table's defining property on a fresh model: any claim alone is a sum of rows."""
-    from claimtrace.classifier.model import build_model
+    from claimtrace.models.transformer import build_model
 
     torch.manual_seed(5)
     model = build_model(vocab_size=10).eval()
@@ -286,7 +292,7 @@ def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
 def test_build_stores_each_claims_real_forward_call(demo_build):
     """classifier/<split>.json holds every claim's one real forward call on its retrieved
     evidence, bit for bit the call
-    :meth:`claimtrace.classifier.predict.Classifier.forward_alone` makes."""
+    :meth:`claimtrace.models.predict.Classifier.forward_alone` makes."""
     classifier = demo_build.classifier()
     for split in C.SPLITS:
         encoded = demo_build.inputs(split, "retrieved")
@@ -299,7 +305,7 @@ def test_build_stores_each_claims_real_forward_call(demo_build):
 
 def test_explain_claim_reads_the_stored_call_and_agrees_with_a_live_one(demo_build):
     """The stored call and a live one give the same explanation, number for number."""
-    from claimtrace.explain import explain_input
+    from claimtrace.explain.verdict import explain_input
 
     stored = explain_claim(demo_build, "claim-752")
     encoded = demo_build.inputs("dev", "retrieved")
@@ -317,8 +323,8 @@ def test_a_course_claim_is_explained_without_torch(demo_build, tmp_path):
 
     script = (
         "import sys\n"
-        "from claimtrace.artifacts import Build\n"
-        "from claimtrace.explain import explain_claim\n"
+        "from claimtrace.workdir.reader import Build\n"
+        "from claimtrace.explain.verdict import explain_claim\n"
         f"build = Build({str(demo_build.root)!r}, {str(demo_build.data_dir)!r})\n"
         "explained = explain_claim(build, 'claim-752')\n"
         "assert explained['alone']['torch_logits'], explained\n"

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import build as build_module
-from claimtrace import data, errors, store, workdir
-from claimtrace.artifacts import Build
-from claimtrace.build import build
-from claimtrace.cli import main
-from claimtrace.workdir import FileManifest, Workdir
+from claimtrace import errors
+from claimtrace.cli.commands import main
+from claimtrace.data import files as data
+from claimtrace.lib import store
+from claimtrace.workdir import build as build_module
+from claimtrace.workdir import layout as workdir
+from claimtrace.workdir.build import build
+from claimtrace.workdir.layout import FileManifest, Workdir
+from claimtrace.workdir.reader import Build
 
 HINT = "run `claimtrace build` to repair"
 

@@ -1,8 +1,8 @@
-"""The one LRU cache (claimtrace.lru)."""
+"""The one LRU cache (claimtrace.lib.lru)."""
 
 from __future__ import annotations
 
-from claimtrace.lru import LRU
+from claimtrace.lib.lru import LRU
 
 
 def test_the_least_recently_used_entry_goes_first():

@@ -1,4 +1,4 @@
-"""claimtrace.npsort against numpy 1.24.4 itself (the oracle), and against its own dense path.
+"""claimtrace.lib.npsort against numpy 1.24.4 itself (the oracle), and against its own dense path.
 
 Every input is generated from fixed seeds (``build_flat_cases``, ``build_row_batches``,
 ``median_of_three_killer``), written to one .npz, sorted once by ``oracle/npsort_oracle.py``
@@ -25,7 +25,7 @@ from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claimtrace import npsort
+from claimtrace.lib import npsort
 
 SEED = 20240517
 WIDTH = 20_000  # the tagging TF-IDF's max_features

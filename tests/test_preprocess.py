@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from nltk.tokenize import NLTKWordTokenizer, PunktSentenceTokenizer
 from nltk.tokenize.punkt import PunktLanguageVars
 
-from claimtrace import data
-from claimtrace import preprocess as P
+from claimtrace.data import files as data
 from claimtrace.errors import DataError
+from claimtrace.pipeline import preprocess as P
 
 
 def test_claim_752_tags():
@@ -214,7 +214,7 @@ def test_fast_tokenizer_equals_nltk(text):
 def test_preprocess_command_json(data_dir):
     from click.testing import CliRunner
 
-    from claimtrace.cli import main
+    from claimtrace.cli.commands import main
 
     result = CliRunner().invoke(
         main,

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace import constants as C
-from claimtrace.cli import main
+from claimtrace.cli.commands import main
 from claimtrace.course import TABLE2
-from claimtrace.scoreboard import scoreboard_rows
+from claimtrace.evaluation.scoreboard import scoreboard_rows
 
 
 def test_bm25_records_shape(demo_build):
@@ -34,7 +34,7 @@ def test_bm25_records_shape(demo_build):
 
 def test_quirk_variant_records_match_the_variant_table(demo_build):
     """The stored records of each quirk variant give the dev F of the retrieval stage's table."""
-    from claimtrace.evaluate import evidence_f
+    from claimtrace.evaluation.scorer import evidence_f
 
     claims = demo_build.claims("dev")
     for row in demo_build.retrieval_summary()["variants_dev"]:
@@ -73,8 +73,8 @@ def test_intended_verdicts_are_those_of_its_own_calls(demo_build):
     import numpy as np
     import torch
 
-    from claimtrace.classifier.intended import load_intended_model
-    from claimtrace.classifier.model import alone_logits, notebook_logits, torch_threads
+    from claimtrace.models.intended import load_intended_model
+    from claimtrace.models.transformer import alone_logits, notebook_logits, torch_threads
 
     model = load_intended_model()
     near_ties = 0
@@ -197,8 +197,8 @@ def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
     """BM25's passages are shown; the verdicts say what is not built."""
     from fastapi.testclient import TestClient
 
-    from claimtrace.artifacts import Build
     from claimtrace.web.app import create_app
+    from claimtrace.workdir.reader import Build
 
     root = tmp_path / "work"
     root.mkdir()

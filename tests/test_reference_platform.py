@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from claimtrace import constants as C
-from claimtrace import data
+from claimtrace.data import files as data
 
 #: numpy 2.x's AVX-512 dispatch targets: where float64 log takes a vectorised routine.
 NUMPY_AVX512 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
@@ -42,7 +42,7 @@ _RUN = r"""
 import sys, warnings
 from pathlib import Path
 import numpy as np
-from claimtrace.build import build
+from claimtrace.workdir.build import build
 
 workdir, data_dir, evidence = (Path(a) for a in sys.argv[1:4])
 with warnings.catch_warnings():
@@ -122,7 +122,7 @@ def test_tagging_and_retrieval_are_byte_identical_whatever_simd(tmp_path, data_d
 _IDF = r"""
 import sys
 import numpy as np
-from claimtrace.tfidf import smooth_idf
+from claimtrace.pipeline.tfidf import smooth_idf
 
 n_docs = 1_208_827 + 1_536
 np.save(sys.argv[1], smooth_idf(np.arange(1, n_docs + 1), n_docs))
@@ -153,7 +153,7 @@ def test_idf_takes_the_c_librarys_log():
     """The tagging and retrieval idf go through math.log, never numpy's dispatched np.log."""
     import math
 
-    from claimtrace.tfidf import libm_log
+    from claimtrace.pipeline.tfidf import libm_log
 
     values = np.arange(1, 200_000) / 7.0
     expected = np.array([math.log(v) for v in values.tolist()])
@@ -212,11 +212,11 @@ import sys
 import numpy as np
 import torch
 torch.set_num_threads(int(sys.argv[2]))
-from claimtrace.classifier.inputs import encode, gold_evidence, make_rows
-from claimtrace.classifier.model import notebook_logits
-from claimtrace.classifier.predict import load_classifier
-from claimtrace.classifier.table import alone_logits_stacked, export_table
-from claimtrace.data import find_data_dir, gold_passages, load_claims
+from claimtrace.models.inputs import encode, gold_evidence, make_rows
+from claimtrace.models.transformer import notebook_logits
+from claimtrace.models.predict import load_classifier
+from claimtrace.models.table import alone_logits_stacked, export_table
+from claimtrace.data.files import find_data_dir, gold_passages, load_claims
 
 classifier = load_classifier()
 data_dir = find_data_dir()

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace import constants as C
-from claimtrace import data, npsort
-from claimtrace import retrieval as R
+from claimtrace.data import files as data
+from claimtrace.lib import npsort
+from claimtrace.pipeline import retrieval as R
 
 # --- helpers --------------------------------------------------------------------------------------
 
@@ -460,8 +461,8 @@ def test_notebook_order_on_ties():
 def test_fit_counts_is_fit_then_counts(demo_tags):
     """The retriever fits and counts its tags in one tokenising pass: the same vocabulary, idf
     and counts as fitting, then counting (small batches, so that several are kept)."""
-    from claimtrace.tagging import restem
-    from claimtrace.tfidf import NotebookTfidf
+    from claimtrace.pipeline.tagging import restem
+    from claimtrace.pipeline.tfidf import NotebookTfidf
 
     _, padded, _ = demo_tags
     kept = [s for s in padded if s.split()]

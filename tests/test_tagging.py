@@ -12,8 +12,9 @@ from conftest import run_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claimtrace import data, tagging
-from claimtrace.preprocess import preprocess
+from claimtrace.data import files as data
+from claimtrace.pipeline import tagging
+from claimtrace.pipeline.preprocess import preprocess
 
 
 @pytest.fixture(scope="module")

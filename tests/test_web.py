@@ -18,15 +18,15 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from claimtrace import constants as C
-from claimtrace.artifacts import Build
-from claimtrace.cli import main
+from claimtrace.cli.commands import main
 from claimtrace.course import WALKTHROUGH_CLAIM
-from claimtrace.data import course_file
-from claimtrace.evaluate import evidence_f
-from claimtrace.preprocess import preprocess
+from claimtrace.data.files import course_file
+from claimtrace.evaluation.scorer import evidence_f
+from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import ASSETS, STATIC, json_for_script
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace.workdir.reader import Build
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
 
@@ -694,7 +694,7 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
     `claimtrace export retrieval` for the same build."""
     from click.testing import CliRunner
 
-    from claimtrace.cli import main
+    from claimtrace.cli.commands import main
 
     page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
     runner = CliRunner()

@@ -168,7 +168,7 @@ def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_t
 
 
 def test_typing_a_claim_traces_it_through_the_server(page, web_server):
-    from claimtrace.preprocess import preprocess
+    from claimtrace.pipeline.preprocess import preprocess
 
     text = 'Greenland is <b>gaining</b> ice & "cooling"'
     page.goto(web_server + "/live.html", wait_until="load")

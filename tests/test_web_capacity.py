@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from claimtrace import preprocess
+from claimtrace.pipeline import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import STEM_CACHE_WORDS, Tracer
 
@@ -30,7 +30,7 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
     """``claimtrace serve --workers 2``: two processes share the port; each answers pages and
     reports itself in /api/build.json."""
     port = _free_port()
-    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
+    command = [sys.executable, "-m", "claimtrace.cli.commands", "--data", str(data_dir), "serve"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -96,7 +96,7 @@ def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
 def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
     """A forward call is a function of its input: the same 128 ids are run once and the
     answer kept (bounded); a different input is run."""
-    from claimtrace.classifier import model as model_module
+    from claimtrace.models import transformer as model_module
 
     classifier = demo_build.classifier()
     calls = []

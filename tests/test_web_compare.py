@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from test_web_browser import browser  # noqa: F401  (a fixture)
 
-from claimtrace import data
-from claimtrace.cli import main
-from claimtrace.compare import compare
-from claimtrace.evaluate import MAX_PREDICTIONS_BYTES, evaluate_file
+from claimtrace.cli.commands import main
+from claimtrace.compare.runs import compare
+from claimtrace.data import files as data
+from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES, evaluate_file
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import Tracer
 

@@ -194,8 +194,8 @@ def partial_copy(build_root, root, state: str):
 
 
 def _client(root, data_dir):
-    from claimtrace.artifacts import Build
     from claimtrace.web.app import create_app
+    from claimtrace.workdir.reader import Build
 
     app = create_app(Build(root, data_dir))
     app.state.explore_wait = 120  # the answer itself, not "being computed"
@@ -218,7 +218,7 @@ def _every_route(client, missing_word: str, hidden: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("state", list(NOT_BUILT))
 def test_every_route_and_command_over_a_partial_build(demo_build, data_dir, tmp_path, state):
-    from claimtrace.cli import main
+    from claimtrace.cli.commands import main
 
     root = partial_copy(demo_build.root, tmp_path / "w", state)
     with _client(root, data_dir) as client:

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from claimtrace.artifacts import Build
 from claimtrace.web.app import create_app
 from claimtrace.web.render import STATIC, TEMPLATES
 from claimtrace.web.routes import MAX_BODY_BYTES
-from claimtrace.web.sections import public_paths
 from claimtrace.web.serving import server_config
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace.web.views.walkthrough import public_paths
+from claimtrace.workdir.reader import Build
 
 PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]
 

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import contractions
 import pytest
 
-from claimtrace import retrieval
-from claimtrace.preprocess import preprocess
-from claimtrace.web import sections
+from claimtrace.pipeline import retrieval
+from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.tracer import Tracer
+from claimtrace.web.views import walkthrough as sections
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
 
@@ -66,7 +66,7 @@ def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, count
 def test_the_tag_terms_read_off_one_pass_are_each_tags_own(web_tracer):
     """restem_tags reads each tag's terms off the one pass over the whole string: they are what
     the tag preprocessed alone gives (the original per-tag computation)."""
-    from claimtrace.tagging import final_stems, restem_tags
+    from claimtrace.pipeline.tagging import final_stems, restem_tags
 
     for split in ("dev", "test"):
         for claim in web_tracer.claims(split).values():

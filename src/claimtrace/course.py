@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import constants as C
-from .assets import ASSETS_DIR
+from claimtrace import constants as C
+from claimtrace.assets import ASSETS_DIR
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """The explainer web site: one claim through every stage, Explore, and live editing.
 
 ``create_app(build)`` is the FastAPI app (``claimtrace serve``); ``write_site(build, out)`` writes
-the same pages as static files (``claimtrace site``). The pages' data comes from ``sections``
-(one function per stage) and ``explore`` (a whole split), read from the build through
-:class:`claimtrace.artifacts.Build`; ``tracer.Tracer`` caches and schedules them. See docs/web.md.
+the same pages as static files (``claimtrace site``). The pages' data comes from ``views.walkthrough``
+(one function per stage) and ``views.explore`` (a whole split), read from the build through
+:class:`claimtrace.workdir.reader.Build`; ``tracer.Tracer`` caches and schedules them. See docs/web.md.
+
+May import: everything below it, up to ``compare``; it only reads a build, never writes one.
 """
 
 from __future__ import annotations
@@ -13,15 +15,15 @@ __all__ = ["create_app", "write_site", "Tracer"]
 
 def __getattr__(name):
     if name == "create_app":
-        from .app import create_app
+        from claimtrace.web.app import create_app
 
         return create_app
     if name == "write_site":
-        from .site import write_site
+        from claimtrace.web.site import write_site
 
         return write_site
     if name == "Tracer":
-        from .tracer import Tracer
+        from claimtrace.web.tracer import Tracer
 
         return Tracer
     raise AttributeError(name)

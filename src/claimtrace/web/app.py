@@ -30,18 +30,25 @@ from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
-from .. import constants as C
-from ..artifacts import Build
-from ..errors import DataError
-from . import sections
-from .memory import limit_malloc_arenas
-from .middleware import AnswerCache, BuildWatch, Failsafe, FinalAnswers, HostGuard, SecurityHeaders
-from .pages import CLAIM, PAGES
-from .render import Renderer
-from .responses import error_response, utf8
-from .routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, ROUTERS, SiteState, not_found
-from .routes import static as STATIC_ROUTES
-from .tracer import StageMissing, Tracer
+from claimtrace import constants as C
+from claimtrace.errors import DataError
+from claimtrace.web.memory import limit_malloc_arenas
+from claimtrace.web.middleware import (
+    AnswerCache,
+    BuildWatch,
+    Failsafe,
+    FinalAnswers,
+    HostGuard,
+    SecurityHeaders,
+)
+from claimtrace.web.pages import CLAIM, PAGES
+from claimtrace.web.render import Renderer
+from claimtrace.web.responses import error_response, utf8
+from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, ROUTERS, SiteState, not_found
+from claimtrace.web.routes import static as STATIC_ROUTES
+from claimtrace.web.tracer import StageMissing, Tracer
+from claimtrace.web.views import walkthrough as sections
+from claimtrace.workdir.reader import Build
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
 

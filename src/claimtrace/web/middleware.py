@@ -20,11 +20,11 @@ import threading
 import time
 import traceback
 
-from ..errors import DataError
-from ..lru import LRU
-from . import sections
-from .render import Renderer
-from .responses import error_response
+from claimtrace.errors import DataError
+from claimtrace.lib.lru import LRU
+from claimtrace.web.render import Renderer
+from claimtrace.web.responses import error_response
+from claimtrace.web.views import walkthrough as sections
 
 #: Host names the server answers to: the loopback it listens on, and the TestClient's name. Any
 #: other Host is a page of another site reaching 127.0.0.1 through DNS rebinding.

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..course import WALKTHROUGH_CLAIM
-from ..scoreboard import scoreboard_rows
-from .explore import PREDICTION_SPLITS, prediction_path, row_predictions
-from .render import Renderer, root_for
-from .runs import with_runs
-from .tracer import Tracer
+from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.evaluation.scoreboard import scoreboard_rows
+from claimtrace.web.render import Renderer, root_for
+from claimtrace.web.runs import with_runs
+from claimtrace.web.tracer import Tracer
+from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from .. import constants as C
+from claimtrace import constants as C
 
 #: Colours (style.css's palette): one per series of the training curves.
 SERIES_COLOURS = {"course run": "#1d232b", "this checkpoint": "#1f5fa8", "the intended model": "#a24a00"}

@@ -18,12 +18,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
-from .. import constants as C
-from ..course import WALKTHROUGH_CLAIM
-from ..lru import LRU
-from ..preprocess import stem
-from . import pictures
-from .tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace import constants as C
+from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.lib.lru import LRU
+from claimtrace.pipeline.preprocess import stem
+from claimtrace.web import pictures
+from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"

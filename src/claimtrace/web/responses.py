@@ -8,8 +8,8 @@ import re
 
 from fastapi.responses import HTMLResponse, Response
 
-from ..lru import LRU
-from .render import Renderer, root_for
+from claimtrace.lib.lru import LRU
+from claimtrace.web.render import Renderer, root_for
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -11,16 +11,23 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from .. import constants as C
-from ..course import WALKTHROUGH_CLAIM
-from ..errors import DataError
-from ..evaluate import MAX_PREDICTIONS_BYTES
-from . import pages
-from .explore import UnknownRow
-from .render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
-from .responses import EncodedCache, download, html_response, json_response, text_problem, wants_json
-from .runs import with_runs
-from .tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
+from claimtrace import constants as C
+from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.errors import DataError
+from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
+from claimtrace.web import pages
+from claimtrace.web.render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
+from claimtrace.web.responses import (
+    EncodedCache,
+    download,
+    html_response,
+    json_response,
+    text_problem,
+    wants_json,
+)
+from claimtrace.web.runs import with_runs
+from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
+from claimtrace.web.views.explore import UnknownRow
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0

@@ -1,6 +1,6 @@
 """Your system beside the notebook's, on the site: the runs a server compares.
 
-A run is a predictions file in the course's shape (:mod:`claimtrace.compare`). The server is
+A run is a predictions file in the course's shape (:mod:`claimtrace.compare.runs`). The server is
 given some at start (``claimtrace serve --predictions FILE``) and takes more as uploads; every
 run is kept in memory under its content's digest, so ``/compare/<digest>`` can be shared while
 the server runs, and nothing is ever written into the build. Uploads are checked as the command
@@ -15,12 +15,19 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import course
-from ..artifacts import Build
-from ..compare import Run, compare, explained_wins, pipeline_found_gold, run_from_json, scoreboard_rows
-from ..data import json_from_bytes
-from ..errors import DataError
-from ..evaluate import check_predictions_size, predictions_bytes
+from claimtrace import course
+from claimtrace.compare.runs import (
+    Run,
+    compare,
+    explained_wins,
+    pipeline_found_gold,
+    run_from_json,
+    scoreboard_rows,
+)
+from claimtrace.data.files import json_from_bytes
+from claimtrace.errors import DataError
+from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
+from claimtrace.workdir.reader import Build
 
 #: Uploaded runs kept in memory at once (each is a few tens of KB).
 MAX_UPLOADS = 32
@@ -123,7 +130,7 @@ class Runs:
         return None
 
     def report(self, run: Run) -> dict:
-        """The run's page: :func:`claimtrace.compare.compare` of it alone, with its explained wins."""
+        """The run's page: :func:`claimtrace.compare.runs.compare` of it alone, with its explained wins."""
         return self._compared(run)[0]
 
     def _compared(self, run: Run) -> tuple[dict, dict[str, dict]]:

@@ -10,12 +10,12 @@ import os
 
 from fastapi import FastAPI
 
-from ..artifacts import Build
-from ..data import choose_data_dir
-from ..errors import DataError
-from .app import create_app
-from .middleware import SECURITY_HEADERS
-from .tracer import Tracer
+from claimtrace.data.files import choose_data_dir
+from claimtrace.errors import DataError
+from claimtrace.web.app import create_app
+from claimtrace.web.middleware import SECURITY_HEADERS
+from claimtrace.web.tracer import Tracer
+from claimtrace.workdir.reader import Build
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no

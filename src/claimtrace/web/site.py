@@ -38,15 +38,24 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .. import constants as C
-from ..artifacts import Build
-from ..course import WALKTHROUGH_CLAIM
-from ..errors import Missing
-from ..store import write_atomic
-from .fragments import SharedParts, strip_markers
-from .pages import CLAIM, EXPLORE, LIVE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, Page
-from .render import ASSETS, SHARED_CLOSE, SHARED_OPEN, STATIC, STATIC_FILES, Renderer, json_for_script, live_bucket
-from .tracer import Tracer
+from claimtrace import constants as C
+from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.errors import Missing
+from claimtrace.lib.store import write_atomic
+from claimtrace.web.fragments import SharedParts, strip_markers
+from claimtrace.web.pages import CLAIM, EXPLORE, LIVE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, Page
+from claimtrace.web.render import (
+    ASSETS,
+    SHARED_CLOSE,
+    SHARED_OPEN,
+    STATIC,
+    STATIC_FILES,
+    Renderer,
+    json_for_script,
+    live_bucket,
+)
+from claimtrace.web.tracer import Tracer
+from claimtrace.workdir.reader import Build
 
 
 def _dump(value) -> str:

@@ -1,6 +1,6 @@
 """The site's tracer: answers traces, Explore and the table over one build, caching what it
 computed and scheduling the slow work. The data of every answer comes from
-:mod:`claimtrace.web.sections` and :mod:`claimtrace.web.explore`, which read the build.
+:mod:`claimtrace.web.views.walkthrough` and :mod:`claimtrace.web.views.explore`, which read the build.
 
 * :meth:`Tracer.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
 * :meth:`Tracer.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
@@ -16,17 +16,17 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from .. import constants as C
-from ..artifacts import Build
-from ..course import WALKTHROUGH_CLAIM
-from ..data import Claim
-from ..errors import Missing as StageMissing
-from ..lru import LRU
-from ..preprocess import bound_stem_cache
-from . import sections
-from .explore import explore as explore_split
-from .memory import RELEASE_EVERY, release_memory
-from .runs import Runs
+from claimtrace import constants as C
+from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.data.files import Claim
+from claimtrace.errors import Missing as StageMissing
+from claimtrace.lib.lru import LRU
+from claimtrace.pipeline.preprocess import bound_stem_cache
+from claimtrace.web.memory import RELEASE_EVERY, release_memory
+from claimtrace.web.runs import Runs
+from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views.explore import explore as explore_split
+from claimtrace.workdir.reader import Build
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
 MAX_TEXT_CHARS = 20_000
@@ -129,7 +129,7 @@ class Tracer:
                 release_memory()
 
     def explore(self, split: str) -> dict:
-        """Every claim of a split (:func:`claimtrace.web.explore.explore`)."""
+        """Every claim of a split (:func:`claimtrace.web.views.explore.explore`)."""
         if split not in C.SPLITS:
             raise UnknownClaim(split)
         explored = self.build.once(

@@ -1,0 +1,304 @@
+"""Your system beside the notebook's: a run is a predictions file in the course's shape
+``{claim_id: {"claim_label", "evidences": [passage ids]}}``, compared claim by claim with the
+build's pipeline.
+
+For each run, on a labelled split (dev):
+
+* its course scores, computed by :func:`claimtrace.evaluation.scorer.evaluate` (so they equal
+  ``claimtrace evaluate --predictions``), beside the build's scoreboard rows and the course's
+  Table 2;
+* per claim: its evidences beside the notebook retrieval's, BM25's and the gold ones, each with
+  its F; its label beside the notebook model's verdicts (both protocols) and the gold label;
+* for every passage it named: whether the build's corpus holds it and, if so, the notebook
+  retrieval's view of it (:class:`claimtrace.explain.verdict.RetrievalView`, the walkthrough's own
+  explanation of a missed gold passage): tags, shared tags, cosine, overlap, score and the first
+  rule that stopped it, or "returned".
+
+With several runs (a class): a leaderboard sorted by HM; per claim, how many runs found a gold
+passage and how many got the label right; the claims no run got right. On test, which is
+unlabelled, each run's agreement with the notebook and with BM25 takes the scores' place.
+
+A missing claim follows ``claimtrace evaluate``'s rule: refused, unless ``skip_missing`` (then
+left out of the averages, as the course's eval.py does). A claim id that is not one of the
+split's is refused: it usually means the file is of another split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from claimtrace import course
+from claimtrace.data.files import Claim, json_from_bytes
+from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.scorer import (
+    check_predictions_size,
+    evaluate,
+    evidence_f,
+    parse_predictions,
+    predictions_bytes,
+)
+from claimtrace.explain.verdict import RetrievalView
+from claimtrace.workdir.reader import Build
+
+__all__ = ["Run", "read_run", "run_from_json", "load_run", "compare"]
+
+#: The protocols the notebook's model is run under, in the order pages show them.
+PROTOCOLS = ("notebook", "alone")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One system's predictions on one split.
+
+    ``digest`` is the sha256 of the file's bytes (its first 16 hex digits name the run on the
+    site: ``/compare/<digest>``); ``missing`` lists the split's claims the file left out.
+    """
+
+    name: str
+    digest: str
+    split: str
+    predictions: dict[str, Claim]
+    missing: tuple[str, ...]
+
+
+def read_run(
+    raw: bytes, source: str, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
+) -> Run:
+    """A run from a file's bytes, checked against the split's ``claims``.
+
+    Raises DataError naming ``source`` (and the claim and field) for anything that is not the
+    course's shape, over the size cap, or names an unknown claim; and for a missing claim
+    unless ``skip_missing``.
+    """
+    check_predictions_size(len(raw), source)
+    return run_from_json(json_from_bytes(raw, source), raw, source, name, claims, split, skip_missing)
+
+
+def run_from_json(
+    value: object,
+    raw: bytes,
+    source: str,
+    name: str | None,
+    claims: Mapping[str, Claim],
+    split: str,
+    skip_missing: bool = False,
+) -> Run:
+    """:func:`read_run` of a file already parsed (``value``; ``raw`` its bytes, for the digest)."""
+    predictions = parse_predictions(value, source, known=claims)
+    missing = tuple(cid for cid in claims if cid not in predictions)
+    if missing and not skip_missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(
+            f"{source}: no prediction for {len(missing)} of the {len(claims)} {split} claims ({shown}); "
+            "--skip-missing leaves them out of the averages, as the course's eval.py does"
+        )
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return Run(name or Path(source).stem, digest, split, predictions, missing)
+
+
+def load_run(
+    path: str | Path, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
+) -> Run:
+    """:func:`read_run` of a file (refused before it is read when over the size cap)."""
+    return read_run(predictions_bytes(path), str(path), name, claims, split, skip_missing)
+
+
+def _unique_names(runs: Sequence[Run]) -> None:
+    seen: dict[str, str] = {}
+    for run in runs:
+        if run.name in seen:
+            raise DataError(f"two runs are named {run.name!r}: give each its own --name")
+        seen[run.name] = run.digest
+
+
+def _bm25(build: Build, split: str) -> dict[str, list[str]] | None:
+    try:
+        return build.evidence_ids(split, "bm25")
+    except Missing:
+        return None
+
+
+def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: bool = True) -> dict:
+    """Every run beside the build's pipeline, claim by claim.
+
+    Parameters
+    ----------
+    build : claimtrace.workdir.reader.Build
+        A build with its retrieval and classifier stages (BM25's, when built, is shown too).
+    runs : sequence of Run
+        Runs of ``split`` (:func:`load_run`), with distinct names.
+    split : {"dev", "test", "train"}
+    passages : bool
+        Include, per claim and run, the notebook retrieval's view of every passage the run named.
+
+    Returns
+    -------
+    dict
+        ``{"split", "labelled", "runs", "leaderboard", "scoreboard", "table2", "claims",
+        "nobody_right"}``: ``runs`` one summary per run (course scores on a labelled split,
+        agreement with the notebook and BM25 always); ``leaderboard`` the run names by HM;
+        ``claims`` one row per claim in file order.
+    """
+    _unique_names(runs)
+    claims = build.claims(split)
+    labelled = all(claim.label is not None for claim in claims.values())
+    records = build.retrieval(split)
+    verdicts = build.verdicts(split)
+    bm25 = _bm25(build, split)
+    rows = [
+        _claim_row(build, claim, records[cid], verdicts[cid], bm25, runs, labelled, passages)
+        for cid, claim in claims.items()
+    ]
+    summaries = [_run_summary(run, claims, rows, labelled) for run in runs]
+    out = {
+        "split": split,
+        "labelled": labelled,
+        "runs": summaries,
+        "leaderboard": [s["name"] for s in sorted(summaries, key=lambda s: -(s["HM"] or 0.0))] if labelled else [],
+        "scoreboard": scoreboard_rows(build) if split == "dev" else [],
+        "table2": course.TABLE2.get(split),
+        "claims": rows,
+        "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
+    }
+    return out
+
+
+def scoreboard_rows(build: Build) -> list[dict]:
+    """The build's own rows to set beside the runs: the notebook's pipeline and BM25's."""
+    try:
+        board = build.scoreboard()
+    except Missing:
+        return []
+    keep = ("notebook+notebook+notebook", "bm25+notebook+notebook", "bm25+intended+alone")
+    return [row for row in board["rows"] if row["name"] in keep]
+
+
+def _claim_row(
+    build: Build,
+    claim: Claim,
+    record: dict,
+    verdict: dict,
+    bm25: Mapping[str, list[str]] | None,
+    runs: Sequence[Run],
+    labelled: bool,
+    passages: bool,
+) -> dict:
+    gold = list(claim.evidences)
+    notebook_ids = record["evidences"]
+    bm25_ids = bm25.get(claim.id) if bm25 is not None else None
+    notebook = {
+        "evidences": notebook_ids,
+        "F": evidence_f(notebook_ids, gold) if labelled else None,
+        "verdicts": {p: verdict["retrieved"][p]["verdict"] for p in PROTOCOLS},
+        "fallback": bool(record["fallback"]),
+    }
+    view = RetrievalView(build, record)
+    row = {
+        "claim_id": claim.id,
+        "claim_text": claim.text,
+        "label": claim.label,
+        "gold": gold,
+        "notebook": notebook,
+        "bm25": None
+        if bm25_ids is None
+        else {"evidences": bm25_ids, "F": evidence_f(bm25_ids, gold) if labelled else None},
+        "runs": {},
+    }
+    for run in runs:
+        predicted = run.predictions.get(claim.id)
+        if predicted is None:
+            row["runs"][run.name] = None
+            continue
+        ids = list(predicted.evidences)
+        entry = {
+            "label": predicted.label,
+            "correct": predicted.label == claim.label if labelled else None,
+            "evidences": ids,
+            "F": evidence_f(ids, gold) if labelled else None,
+            "found_gold": bool(set(ids) & set(gold)) if labelled else None,
+            "same_label_as_notebook": predicted.label == notebook["verdicts"]["notebook"],
+            "shared_with_notebook": len(set(ids) & set(notebook_ids)),
+            "shared_with_bm25": None if bm25_ids is None else len(set(ids) & set(bm25_ids)),
+        }
+        if passages:
+            entry["passages"] = view.passages(ids, gold)
+            entry["why"] = _why(entry, notebook, claim, labelled)
+        row["runs"][run.name] = entry
+    answered = [e for e in row["runs"].values() if e is not None]
+    row["runs_found_gold"] = sum(bool(e["found_gold"]) for e in answered) if labelled else None
+    row["runs_right"] = sum(bool(e["correct"]) for e in answered) if labelled else None
+    return row
+
+
+def _why(entry: dict, notebook: dict, claim: Claim, labelled: bool) -> list[str]:
+    """Where the trace can say why a run and the notebook differ on this claim, one sentence each."""
+    out = []
+    if labelled and entry["correct"] != (notebook["verdicts"]["notebook"] == claim.label):
+        who = "your label is right and the notebook's is not" if entry["correct"] else "the notebook's label is right"
+        gold_seen = any(pid in claim.evidences for pid in notebook["evidences"])
+        out.append(
+            f"{who}: the notebook's model said {notebook['verdicts']['notebook']} (batches of 16; "
+            f"{notebook['verdicts']['alone']} alone) reading {'a gold passage' if gold_seen else 'no gold passage'}"
+            f"{' from the fallback' if notebook['fallback'] else ''}"
+        )
+    for passage in entry.get("passages", []):
+        if passage["stopped_by"] == "returned":
+            continue
+        if passage["gold"] or not labelled:
+            kind = "your gold passage" if passage["gold"] else "your passage"
+            out.append(f"{kind} {passage['id']} is not the notebook's: {passage['why']}{_shared(passage)}")
+    return out
+
+
+def _shared(passage: dict) -> str:
+    if passage["shared"] is None:
+        return ""
+    return f" (it shares {passage['shared']} of its {len(passage['tags'])} tags with the claim)"
+
+
+def _run_summary(run: Run, claims: Mapping[str, Claim], rows: list[dict], labelled: bool) -> dict:
+    answered = [r["runs"][run.name] for r in rows if r["runs"][run.name] is not None]
+    summary = {
+        "name": run.name,
+        "digest": run.digest,
+        "claims": len(answered),
+        "missing": len(run.missing),
+        "same_label_as_notebook": sum(e["same_label_as_notebook"] for e in answered),
+        "claims_sharing_a_passage_with_notebook": sum(e["shared_with_notebook"] > 0 for e in answered),
+        "claims_sharing_a_passage_with_bm25": sum((e["shared_with_bm25"] or 0) > 0 for e in answered),
+        "F": None,
+        "A": None,
+        "HM": None,
+    }
+    if labelled:
+        result = evaluate(run.predictions, claims, source=run.name, skip_missing=True)
+        summary.update({"F": result.F, "A": result.A, "HM": result.HM})
+        summary["found_gold"] = sum(bool(e["found_gold"]) for e in answered)
+        summary["right"] = sum(bool(e["correct"]) for e in answered)
+    return summary
+
+
+def pipeline_found_gold(report: dict) -> dict[str, int]:
+    """How many claims each of the notebook's retrieval and BM25 found a gold passage for."""
+    rows = report["claims"]
+    return {
+        "notebook": sum(bool(set(r["notebook"]["evidences"]) & set(r["gold"])) for r in rows),
+        "bm25": sum(bool(r["bm25"] and set(r["bm25"]["evidences"]) & set(r["gold"])) for r in rows),
+    }
+
+
+def explained_wins(report: dict, run_name: str, limit: int = 3) -> list[dict]:
+    """Claims where the run's label is right and the notebook's is wrong, those the trace explains
+    best first: the most of the run's passages that the build holds and the notebook's retrieval
+    stopped by a named rule, then file order."""
+    wins = []
+    for order, row in enumerate(report["claims"]):
+        entry = row["runs"].get(run_name)
+        if not entry or not entry["correct"] or row["notebook"]["verdicts"]["notebook"] == row["label"]:
+            continue
+        explained = sum(p["stopped_by"] not in ("returned", "not in the build") for p in entry.get("passages", []))
+        wins.append((-explained, order, {"claim_id": row["claim_id"], "why": entry.get("why", [])}))
+    return [win for _, _, win in sorted(wins, key=lambda w: w[:2])[:limit]]

@@ -1,0 +1,6 @@
+"""Stage 0, the inputs: the course's files found, checked and loaded, the gold passages and the
+demo corpus rebuilt from CLIMATE-FEVER (``files``), and a user's evidence.json streamed and
+checked as a corpus (``evidence``).
+
+May import: the facts and ``lib``.
+"""

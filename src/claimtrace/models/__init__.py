@@ -1,0 +1,6 @@
+"""Stage 5, the classifiers: the notebook's input encoding (``inputs``, no torch needed), its
+Transformer as written (``transformer``) and the intended one (``intended``), the exact per-word
+table (``table``), training (``train``) and verdicts under both protocols (``predict``).
+
+May import: the facts, ``lib``, ``data`` and ``pipeline``.
+"""

@@ -1,0 +1,250 @@
+"""Training the classifier as the notebook did (notebook.md section 6), seeded.
+
+The notebook's loop: CrossEntropyLoss, Adam lr 1e-4, 10 epochs, batches of 16 in train-file
+order (no shuffle), dropout on; after each epoch, dev accuracy with gold evidence in batches of
+16 in file order (eval mode, no gradients); the checkpoint with the best dev accuracy so far
+(strictly greater) is kept. Its loss per epoch is the mean of the batch losses; its accuracies
+are correct predictions over all examples (train accuracy measured with dropout on, during the
+epoch).
+
+What this port adds: a seed (torch, numpy, random) and a fixed number of CPU threads, so that
+two runs with the same seed on one machine give identical weights; a JSON log.
+
+Two variants (``constants.CLASSIFIER_VARIANTS``) share that loop, seed and data: ``notebook`` trains the
+notebook's model, ``intended`` the same model with its two bugs fixed (``model.py``,
+``fixed=True``). With the same seed both start from the same initial weights.
+
+Files written to the work folder (each variant has its own names, so one folder can hold both):
+
+* ``classifier.safetensors`` / ``classifier_intended.safetensors``: the best checkpoint
+  (float32, the notebook's tensor names, the variant in its metadata);
+* ``classifier_vocab.json``: the vocabulary the ids refer to (5,886 tokens, in id order; the same
+  for both variants);
+* ``training_log.json`` / ``training_log_intended.json``: settings and one record per epoch,
+  rewritten after every epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from claimtrace import constants as C
+from claimtrace.data.files import gold_passages, load_claims
+from claimtrace.lib.store import write_atomic
+from claimtrace.models.inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
+from claimtrace.models.transformer import (
+    TransformerClassifier,
+    build_model,
+    notebook_logits,
+    save_checkpoint,
+    torch_threads,
+)
+
+# --- Inputs ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainingData:
+    vocab: Vocabulary
+    train: Encoded
+    dev: Encoded
+
+
+def training_data(data_dir: Path) -> TrainingData:
+    """Train and dev with gold evidence, and the vocabulary built from the train rows."""
+    passages = gold_passages(data_dir)
+    train_claims, dev_claims = load_claims("train", data_dir), load_claims("dev", data_dir)
+    train_rows = make_rows(train_claims, gold_evidence(train_claims, passages))
+    dev_rows = make_rows(dev_claims, gold_evidence(dev_claims, passages))
+    vocab = Vocabulary.fit(row.text for row in train_rows)
+    return TrainingData(vocab, encode(train_rows, vocab), encode(dev_rows, vocab))
+
+
+# --- Reproducibility ------------------------------------------------------------------------------
+
+
+def seed_everything(seed: int) -> None:
+    """Seed every generator a run touches and ask torch for deterministic algorithms."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+
+
+# --- The loop -------------------------------------------------------------------------------------
+
+
+def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BATCH_SIZE) -> tuple[float, int]:
+    """The notebook's eval_model: mean batch loss and number correct, batches in file order."""
+    logits = notebook_logits(model, torch.from_numpy(data.input_ids), batch_size)
+    labels = torch.from_numpy(data.labels)
+    loss_fn = nn.CrossEntropyLoss()
+    losses = [
+        loss_fn(logits[start : start + batch_size], labels[start : start + batch_size]).item()
+        for start in range(0, len(data), batch_size)
+    ]
+    correct = int((logits.argmax(dim=1) == labels).sum())
+    return float(np.mean(losses)), correct
+
+
+def train_epoch(
+    model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BATCH_SIZE, progress: Callable | None = None
+) -> tuple[float, int]:
+    """The notebook's train_epoch: dropout on, one Adam step per batch of 16 in file order."""
+    model.train()
+    losses, correct = [], 0
+    all_ids, all_labels = torch.from_numpy(data.input_ids), torch.from_numpy(data.labels)
+    for start in range(0, len(data), batch_size):
+        ids, labels = all_ids[start : start + batch_size], all_labels[start : start + batch_size]
+        outputs = model(ids)
+        loss = loss_fn(outputs, labels)
+        correct += int((outputs.argmax(dim=1) == labels).sum())
+        losses.append(loss.item())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if progress is not None:
+            progress(len(labels), loss.item())
+    return float(np.mean(losses)), correct
+
+
+@dataclass
+class TrainResult:
+    model: TransformerClassifier  # the weights after the last epoch
+    log: dict
+    checkpoint: Path | None
+
+
+def train(
+    data: TrainingData,
+    workdir: Path | None,
+    seed: int = C.SHIPPED_SEED,
+    epochs: int = C.EPOCHS,
+    threads: int = C.TORCH_THREADS,
+    show_progress: bool = True,
+    echo: Callable[[str], None] | None = None,
+    variant: str = "notebook",
+) -> TrainResult:
+    """Train from scratch; keep the best dev checkpoint in ``workdir`` (None: keep nothing).
+
+    Parameters
+    ----------
+    data : TrainingData
+        Train and dev encoded: ids (n, 128), labels (n,).
+    workdir : Path or None
+        Where the checkpoint, vocabulary and log go.
+    seed, epochs, threads : int
+        The run's seed, number of epochs and torch CPU threads.
+    show_progress : bool
+        A progress bar per epoch.
+    echo : callable, optional
+        Receives one line per epoch.
+    variant : {"notebook", "intended"}
+        The notebook's model, or the same model with both bugs fixed (``fixed=True``); the
+        regime is the same.
+
+    Returns
+    -------
+    TrainResult
+        The model after the last epoch, the log, and the best checkpoint's path.
+    """
+    if variant not in C.CLASSIFIER_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: expected one of {', '.join(C.CLASSIFIER_VARIANTS)}")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:  # the thread count is pinned: float sums may depend on how work is split between threads
+        with torch_threads(threads):
+            seed_everything(seed)
+            return _train(data, workdir, seed, epochs, threads, show_progress, echo, variant)
+    finally:  # leave the process as it was (tests train in the same process as other tests)
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
+    # Built right after seeding, in the same module order for both variants: same initial weights.
+    model = build_model(len(data.vocab), fixed=variant == "intended")
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=C.LEARNING_RATE)
+
+    workdir = Path(workdir) if workdir is not None else None
+    checkpoint = workdir / C.CHECKPOINT_FILES[variant] if workdir is not None else None
+    log_file = C.TRAINING_LOG_FILES[variant]
+    if workdir is not None:
+        save_vocab(data.vocab, workdir / C.VOCAB_FILE)
+    log = {
+        "variant": variant,
+        "seed": seed,
+        "epochs": epochs,
+        "threads": threads,
+        "torch": torch.__version__,
+        "train_claims": len(data.train),
+        "dev_claims": len(data.dev),
+        "vocab_size": len(data.vocab),
+        "batch_size": C.BATCH_SIZE,
+        "learning_rate": C.LEARNING_RATE,
+        "history": [],
+        "best_epoch": None,
+        "best_dev_accuracy": None,
+    }
+    best_correct = 0  # the notebook's best_accuracy = 0 and strict `>`
+    started = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        epoch_start = time.perf_counter()
+        bar = tqdm(
+            total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim", disable=not show_progress, leave=False
+        )
+
+        def progress(n: int, loss: float, bar=bar) -> None:  # this epoch's bar
+            bar.update(n)
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+        train_loss, train_correct = train_epoch(model, data.train, loss_fn, optimizer, progress=progress)
+        bar.close()
+        dev_loss, dev_correct = evaluate(model, data.dev)
+        saved = dev_correct > best_correct
+        if saved:
+            best_correct = dev_correct
+            log["best_epoch"], log["best_dev_accuracy"] = epoch, dev_correct / len(data.dev)
+            if checkpoint is not None:
+                save_checkpoint(
+                    model,
+                    checkpoint,
+                    metadata={
+                        "variant": variant,
+                        "seed": str(seed),
+                        "epoch": str(epoch),
+                        "dev_correct": str(dev_correct),
+                        "dev_claims": str(len(data.dev)),
+                    },
+                )
+        record = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_accuracy": train_correct / len(data.train),
+            "train_correct": train_correct,
+            "dev_loss": dev_loss,
+            "dev_accuracy": dev_correct / len(data.dev),
+            "dev_correct": dev_correct,
+            "saved": saved,
+            "seconds": round(time.perf_counter() - epoch_start, 2),
+        }
+        log["history"].append(record)
+        log["seconds"] = round(time.perf_counter() - started, 2)
+        if echo is not None:
+            echo(
+                f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.4f} acc {record['train_accuracy']:.4f}  "
+                f"dev loss {dev_loss:.4f} acc {record['dev_accuracy']:.4f} ({dev_correct}/{len(data.dev)})"
+                f"{'  saved' if saved else ''}  {record['seconds']:.0f}s"
+            )
+        if workdir is not None:
+            write_atomic(workdir / log_file, json.dumps(log, indent=1) + "\n")
+    return TrainResult(model, log, checkpoint)

@@ -1,0 +1,262 @@
+"""Explore: every claim of a split, with its retrieval figures and verdicts, the accuracy and
+confusion for {gold, retrieved} x {alone, notebook}, and the course's scores; all read from the
+build (its retrieval records, its verdicts, its summaries)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from claimtrace import constants as C
+from claimtrace import course
+from claimtrace.assets import ASSETS_DIR
+from claimtrace.data.files import Claim
+from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.scoreboard import scoreboard_row, scoreboard_rows
+from claimtrace.evaluation.scorer import evaluate, evidence_scores
+from claimtrace.models.predict import protocol_figures
+from claimtrace.web.views.walkthrough import build_info, missing
+from claimtrace.workdir.reader import Build, protocol_verdicts
+
+#: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
+#: sentences under ``cf:<article>:<n>``.
+OUTSIDE_COURSE_PREFIX = "cf:"
+
+
+def explore(build: Build, split: str) -> dict:
+    """The Explore page's data for one split."""
+    claims = build.claims(split)
+    labelled = all(c.label is not None for c in claims.values())
+    out: dict[str, Any] = {
+        "split": split,
+        "labels": list(C.LABELS),
+        "labelled": labelled,
+        "claims": [],
+        "build": build_info(build, brief=True),
+    }
+    try:
+        records = build.retrieval(split)
+        out["retrieval"] = {"status": "ok", "source": "build"}
+    except Missing as err:
+        records = None
+        out["retrieval"] = missing(err.stage, err.reason)
+    sources = ["gold", "retrieved"] if labelled else ["retrieved"]
+    try:
+        verdicts = build.verdicts(split)
+        out["classifier"] = {"status": "ok"}
+    except Missing as err:
+        verdicts = None
+        out["classifier"] = missing(err.stage, err.reason)
+    for position, claim in enumerate(claims.values()):
+        out["claims"].append(_claim_row(position, claim, labelled, records, verdicts, sources))
+    if records is not None:
+        # the download's evidence ids that the course's corpus lacks (the demo corpus's "cf:"
+        # CLIMATE-FEVER sentences): the course's scorer can only count them as wrong evidence
+        returned = [e for record in records.values() for e in record["evidences"]]
+        out["evidence_ids"] = {
+            "returned": len(returned),
+            "outside_course": sum(str(e).startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
+        }
+    accuracy: dict[str, Any] = {}
+    for source in ("gold", "retrieved"):
+        if verdicts is None or not labelled:
+            accuracy[source] = None
+            continue
+        accuracy[source] = protocol_figures(
+            {row["id"]: row["label"] for row in out["claims"]}, {row["id"]: row[source] for row in out["claims"]}
+        )
+    out["accuracy"] = accuracy
+    out["verdict_counts"] = (
+        {}
+        if verdicts is None
+        else {
+            source: {
+                p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
+                for p in C.PROTOCOLS
+            }
+            for source in sources
+        }
+    )
+    out["retrieval_variants"] = None
+    if split == "dev" and records is not None:
+        out["retrieval_variants"] = build.retrieval_variants()
+    if records is not None:
+        fallbacks = sum(row["fallback"] for row in out["claims"])
+        out["fallbacks"] = fallbacks
+        out["fallback_share"] = fallbacks / len(claims) if claims else 0.0
+    out["course_scores"] = None
+    if labelled and records is not None and verdicts is not None:
+        out["course_scores"] = _course_scores(claims, out["claims"], records)
+    out["course"] = course_figures(build, split, out)
+    out["scoreboard"] = scoreboard_section(build, split)
+    return out
+
+
+def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, sources: list[str]) -> dict:
+    """One claim's row of the Explore table: its retrieval figures and its verdicts."""
+    row: dict[str, Any] = {
+        "id": claim.id,
+        "position": position,
+        "text": claim.text,
+        "label": claim.label,
+        "gold_count": len(claim.evidences) if labelled else None,
+    }
+    if records is not None:
+        record = records[claim.id]
+        row["fallback"] = bool(record["fallback"])
+        row["passed"] = int(record["passed"])
+        row["retrieved"] = len(record["evidences"])
+        if labelled:
+            row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
+    if verdicts is not None:
+        for source in sources:
+            row[source] = protocol_verdicts(verdicts[claim.id][source])
+    return row
+
+
+def _course_scores(claims: dict[str, Claim], rows: list[dict], records: dict[str, dict]) -> dict:
+    """The course's F, A and HM of the split's retrieved evidence and verdicts, per protocol."""
+    course = {}
+    for protocol in C.PROTOCOLS:
+        predicted = {
+            row["id"]: Claim(row["id"], row["text"], row["retrieved"][protocol], tuple(records[row["id"]]["evidences"]))
+            for row in rows
+        }
+        result = evaluate(predicted, claims)
+        course[protocol] = {"F": result.F, "A": result.A, "HM": result.HM}
+    return course
+
+
+def course_figures(build: Build, split: str, page: dict) -> dict:
+    """The course's figures beside this build's for one split: Table 2, the notebook-protocol
+    accuracies (dev), the training curve, and why the accuracies differ.
+
+    Parameters
+    ----------
+    build : Build
+    split : str
+    page : dict
+        The Explore data computed so far (its ``accuracy`` and ``course_scores``).
+
+    Returns
+    -------
+    dict
+        ``{"note", "table2": {metric: pair} | None, "accuracy": {source: pair} | None,
+        "accuracy_note", "training": [rows] | None}``.
+    """
+    out: dict[str, Any] = {"note": course.corpus_note(build_info(build, brief=True)["corpus"])["note"]}
+    table2 = course.TABLE2.get(split)
+    scores = (page.get("course_scores") or {}).get("notebook")
+    out["table2"] = (
+        None
+        if table2 is None
+        else {
+            metric: {
+                "course": value,
+                "course_shown": f"{value:.5f}",
+                "source": course.REPORT_TABLE2,
+                "build": None if scores is None else scores[metric],
+                "same": None if scores is None else abs(scores[metric] - value) < 5e-6,
+            }
+            for metric, value in table2.items()
+        }
+    )
+    out["accuracy"] = out["accuracy_note"] = out["training"] = None
+    if split != "dev":
+        return out
+    accuracy = page.get("accuracy") or {}
+    correct = {s: (accuracy.get(s) or {}).get("notebook", {}).get("correct") for s in ("gold", "retrieved")}
+    out["accuracy"] = {
+        "gold": course.pair("dev_gold_notebook_correct", correct["gold"]),
+        "retrieved": course.pair("dev_retrieved_notebook_correct", correct["retrieved"]),
+    }
+    try:
+        provenance = course.checkpoint_provenance(build.checkpoint_dir())
+    except Missing:
+        provenance = None
+    out["accuracy_note"] = course.accuracy_note(provenance, correct["gold"], len(page["claims"]))
+    out["training"] = course.training_curve(None if provenance is None else provenance.get("history"))
+    return out
+
+
+#: The splits whose every scoreboard row's predictions can be downloaded.
+PREDICTION_SPLITS = ("dev", "test")
+
+
+def prediction_path(split: str, row: str) -> str:
+    """Where a row's predictions live on the site, relative to its root (server and static)."""
+    return f"predictions/{split}/{row}.json"
+
+
+def scoreboard_section(build: Build, split: str) -> dict | None:
+    """What each quirk cost: the build's dev scoreboard (dev), the course's Table 2 figures for
+    the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
+    if split not in PREDICTION_SPLITS:
+        return None
+    section: dict[str, Any] = {"status": "ok", "anchor": course.TABLE2[split], "rows": None}
+    try:
+        if split == "dev":
+            section["rows"] = build.scoreboard()["rows"]
+    except Missing as err:
+        return missing(err.stage, err.reason)
+    # both splits' files from either page: the test predictions are what one would submit
+    section["downloads"] = {
+        row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
+    }
+    section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
+    section["intended_training"] = intended_training()
+    return section
+
+
+def intended_training() -> dict:
+    """The intended model's training beside the notebook model's, from the two shipped
+    checkpoints' provenance: dev accuracy (gold evidence) epoch by epoch, each best epoch, and
+    whether fixing the two bugs helped, measured, not asserted."""
+    from claimtrace.models.intended import intended_provenance
+
+    intended = intended_provenance()
+    notebook = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+
+    def best(provenance: dict) -> dict:
+        record = provenance["history"][provenance["best_epoch"] - 1]
+        return {
+            "epoch": provenance["best_epoch"],
+            "dev_correct": record["dev_correct"],
+            "dev_accuracy": record["dev_accuracy"],
+        }
+
+    curve = [
+        {
+            "epoch": a["epoch"],
+            "intended_train": a["train_accuracy"],
+            "intended_dev": a["dev_accuracy"],
+            "notebook_train": b["train_accuracy"],
+            "notebook_dev": b["dev_accuracy"],
+        }
+        for a, b in zip(intended["history"], notebook["history"], strict=True)
+    ]
+    mine, theirs = best(intended), best(notebook)
+    return {
+        "intended": mine,
+        "notebook": theirs,
+        "claims": 154,
+        "curve": curve,
+        "helped": mine["dev_correct"] > theirs["dev_correct"],
+    }
+
+
+class UnknownRow(DataError):
+    """An address that names no scoreboard row (or a split without row predictions): a 404, not
+    a damaged build."""
+
+
+def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
+    """One scoreboard row's predictions of dev or test in the course's shape (UnknownRow for an
+    unknown row or split; Missing when the build lacks them; a DataError naming a damaged file)."""
+    if split not in PREDICTION_SPLITS:
+        raise UnknownRow(f"no row predictions for {split!r}: expected one of {', '.join(PREDICTION_SPLITS)}")
+    try:
+        row = scoreboard_row(name)
+    except DataError as err:
+        raise UnknownRow(str(err)) from None
+    return build.predictions(split, row.retrieval, row.model, row.protocol)

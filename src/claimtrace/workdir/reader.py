@@ -1,0 +1,518 @@
+"""The build reader: the one place that knows a workdir's layout, and opens what is in it.
+
+Stages write a workdir (:mod:`claimtrace.workdir.build`); the command line, :mod:`claimtrace.explain.verdict` and
+the site read it through :class:`Build`, lazily, each piece once, and never re-derive what a
+stage computed. No other module builds a workdir path: :class:`Workdir` names them all.
+
+Layout of a workdir::
+
+    build.json                        what was built from what (corpus, checkpoint)
+    evidence.json                     the demo corpus (``--demo`` only)
+    corpus/texts.bin, corpus/index.npz  every passage's text, found by id and offset
+    tagging/stems/NNNNN.json          both preprocessing variants of each distinct passage text
+    tagging/stems.npz                 each distinct text's final stems; each passage's text number
+    tagging/vectorizer.npz            the fitted 20,000-feature tagging vectorizer
+    tagging/tags/NNNNN.jsonl          each passage's tags, in the canonical passage order
+    tagging/summary.json              figures of the tagging stage
+    retrieval/vectorizer.npz          the fitted 1,000-term tag vectorizer
+    retrieval/index.npz               the retrieval model's passages and posting lists
+    retrieval/<split>.jsonl           each claim's retrieval (train, dev, test), in file order
+    retrieval/summary.json            fallback shares, dev F, the per-variant F table
+    classifier/inputs/<split>-<source>.npz  the model inputs (gold, retrieved evidence)
+    classifier/<split>.json           per claim: {gold, retrieved} x {alone, notebook} logits, verdict
+    classifier/summary.json           accuracies and confusion matrices, the checkpoint used
+    bm25/index/, bm25/chunks/         the BM25 reference index (chunks while it is being built)
+    bm25/summary.json                 the BM25 row of the retrieval variants table, per-split figures
+    retrieval/bm25-<split>.jsonl      BM25's six passages per claim: {claim_id, evidences, scores}
+    retrieval/variants/<variant>-<split>.jsonl  each quirk variant's retrieval (dev, test)
+    classifier/inputs/<split>-<source>.npz  also bm25 and each quirk variant's evidence (dev, test)
+    classifier/more/<split>.json      per claim: {model: {source: {protocol: {logits, verdict}}}},
+                                      the verdicts classifier/<split>.json does not hold
+                                      (dev, test; empty entries for train)
+    scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from claimtrace import constants as C
+from claimtrace.data import files as data_layer
+from claimtrace.data.files import Claim
+from claimtrace.errors import REPAIR_HINT, DataError, Missing, damaged, damaged_file
+from claimtrace.evaluation.scoreboard import evidence_source
+from claimtrace.lib import store
+from claimtrace.lib.store import read_json
+from claimtrace.models.inputs import Encoded
+from claimtrace.models.predict import load_classifier
+from claimtrace.pipeline import tagging, tfidf
+from claimtrace.pipeline.retrieval import Retriever
+from claimtrace.workdir.layout import FileManifest, Workdir, chunk_spans
+
+
+def _json_lines(path: Path) -> list[dict]:
+    """Every line of a JSON-lines file, each a JSON object; a damaged line raises a ValueError
+    saying which (:func:`damaged` turns it into a DataError naming the file)."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"line {number}: nested too deeply to read") from None
+        except ValueError as err:
+            raise ValueError(f"line {number}: {err}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _read_records(path: Path) -> dict[str, dict]:
+    """A JSON-lines file of per-claim records, claim id -> record, in file order."""
+    records = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):  # not JSON, nested too deeply, an endless integer
+                raise DataError(f"{path}: line {number} is damaged: run `claimtrace build` to repair") from None
+            records[record["claim_id"]] = record
+    return records
+
+
+def _rebuild_hint(work: Workdir) -> str:
+    return f"not built yet: run `claimtrace build --workdir {work.root}`"
+
+
+# --- the manifest: what the build wrote, to be checked against what is there ---------------------
+
+
+# --- passage texts by offset ----------------------------------------------------------------------
+
+
+class PassageStore:
+    """Every passage's text, found by id: a UTF-8 file of the texts end to end
+    (:class:`~claimtrace.data.files.PackedStrings`, memory-mapped) and an index of the ids sorted
+    (:class:`~claimtrace.data.files.StringIndex`) with the texts' byte offsets. The texts stay on disk;
+    a look-up is a binary search and one slice."""
+
+    def __init__(self, texts_path: Path, index_path: Path):
+        self._texts_path = texts_path
+        with damaged(index_path), store.load_npz(index_path) as stored:
+            self._index = store.StringIndex(stored["ids"], stored["rank"])
+            offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
+        with damaged(texts_path), open(texts_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        if size != int(offsets[-1]):
+            raise DataError(
+                f"{texts_path}: {size} bytes but its index says {int(offsets[-1])}: run `claimtrace build` to repair"
+            )
+        self._texts = store.PackedStrings(buffer, offsets)
+
+    @staticmethod
+    def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
+        """Write the store for ``passages`` (id -> text, file order), each file atomically."""
+        buffer, offsets = store.PackedStrings.pack(passages.values())
+        index = store.StringIndex.of(passages)
+        with store.atomic_output(texts_path) as temporary:
+            temporary.write_bytes(buffer.tobytes())
+        store.write_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def position(self, passage_id: str) -> int | None:
+        return self._index.position(passage_id)
+
+    def get(self, passage_id: str) -> str | None:
+        """The text of a passage, or None when the corpus has no such id."""
+        p = self.position(passage_id)
+        if p is None:
+            return None
+        with damaged(self._texts_path):  # a flipped byte can leave a text that is not UTF-8
+            return self._texts[p]
+
+    def __contains__(self, passage_id: str) -> bool:
+        return self.position(passage_id) is not None
+
+
+# --- the reader -----------------------------------------------------------------------------------
+
+
+def protocol_verdicts(entry: Mapping[str, dict]) -> dict[str, str]:
+    """``{protocol: verdict}`` of one claim's ``{protocol: {"logits", "verdict"}}`` entry."""
+    return {protocol: entry[protocol]["verdict"] for protocol in C.PROTOCOLS}
+
+
+class Build:
+    """A workdir, read lazily: each piece is opened once, on first use, and kept.
+
+    root: a ``claimtrace build`` workdir. data_dir: the course data (default: found as the CLI
+    finds it). Every method raises :class:`Missing` (a :class:`DataError`) naming the file that
+    is not there and what to run.
+    """
+
+    def __init__(self, root: str | os.PathLike, data_dir: str | os.PathLike | None = None):
+        self.work = Workdir(Path(root))
+        if not self.work.root.is_dir():
+            raise DataError(
+                f"{self.work.root}: no such build folder (make one with "
+                f"`claimtrace build --demo --workdir {self.work.root}`)"
+            )
+        self._data_dir = data_dir
+        self._memo: dict[Any, Any] = {}
+        self._verified: dict[Path, tuple[int, int, int]] = {}  # files whose sha256 was checked
+        self._locks: dict[Any, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def root(self) -> Path:
+        return self.work.root
+
+    @property
+    def data_dir(self) -> Path:
+        """The course data folder (found on first use: the tagging files need none)."""
+        return self.once("data_dir", lambda: data_layer.find_data_dir(self._data_dir))
+
+    def once(self, key, make: Callable[[], Any]):
+        """``make()`` once per key (thread-safe). A failure is not remembered: a piece not built
+        yet (Missing) or damaged is looked for again on the next call, so that a server notices a
+        build that completes or is repaired while it runs (a stat: cheap)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            with self._guard:
+                lock = self._locks.setdefault(key, threading.Lock())
+            with lock:
+                if key not in self._memo:
+                    self._memo[key] = make()
+                return self._memo[key]
+
+    def file_manifest(self) -> FileManifest | None:
+        """The build's manifest.json (None: a build made before manifests, read unchecked)."""
+        try:  # read again when it changes: a build completing or repaired while a server runs
+            status = self.work.file_manifest.stat()
+            stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+        except OSError:
+            stamp = None
+        return self.once(("file_manifest", stamp), lambda: FileManifest.read(self.work))
+
+    def _require(self, stage: str, path: Path) -> Path:
+        """``path``, there and as the build wrote it: its size, and at its first read by this
+        reader its sha256 against the manifest's (every byte a page shows is checked once per
+        process: sha256 runs at about 550 MB/s on a shared core, so the 1.2M-passage build's
+        900 MB cost about 1.6 s in all, spread over the first reads), or a DataError naming it. A folder (the BM25 index)
+        is checked file by file."""
+        files = self.file_manifest()
+        if not path.exists():
+            self.build_record()
+            if files is not None and files.get(path) is not None:
+                raise Missing(stage, path, f"missing (the build wrote it): {REPAIR_HINT}")
+            raise Missing(stage, path, _rebuild_hint(self.work))
+        if files is None:  # a build made before manifests: read unchecked
+            return path
+        for member in self._recorded_under(files, path):
+            problem = files.cheap_problem(member)
+            if problem is None:
+                problem = self._content_problem(files, member)
+            if problem is not None:
+                raise damaged_file(member, problem)
+        return path
+
+    def _recorded_under(self, files: FileManifest, path: Path) -> list[Path]:
+        """The recorded files that are ``path`` or lie in it (a folder)."""
+        if files.get(path) is not None or not path.is_dir():
+            return [path]
+        prefix = self.work.relative(path) + "/"
+        return [self.work.at(name) for name in files.files if name.startswith(prefix)]
+
+    def _content_problem(self, files: FileManifest, path: Path) -> str | None:
+        """The file's sha256 and item count against the manifest, once per file while it stays
+        the same (size and modification time): a repaired file is checked again."""
+        try:
+            status = path.stat()
+        except OSError as err:
+            return f"cannot be read ({err.strerror or err})"
+        stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+        if self._verified.get(path) == stamp:
+            return None
+        problem = files.full_problem(path)
+        if problem is None:
+            self._verified[path] = stamp
+        return problem
+
+    def _check_items(self, path: Path, count: int) -> None:
+        """A file of records holds as many as the build wrote: a file cut at a line's end (whole
+        lines missing) parses, so the count is what shows it."""
+        files = self.file_manifest()
+        entry = None if files is None else files.get(path)
+        if entry is not None and "items" in entry and entry["items"] != count:
+            raise damaged_file(path, f"{count} items, but the build wrote {entry['items']}")
+
+    def file_problems(self, full: bool = False) -> dict[str, str]:
+        """Every recorded file that is missing or damaged (relative path -> what is wrong): by
+        size alone, or with ``full`` by sha256 and item count too."""
+        files = self.file_manifest()
+        return {} if files is None else files.problems(full)
+
+    def _load(self, stage: str, path: Path, load: Callable[[Path], Any]) -> Any:
+        """``load(path)`` of a file the build must hold: Missing when it is not there, a
+        DataError naming it when it cannot be read."""
+        self._require(stage, path)
+        with damaged(path):
+            return load(path)
+
+    # -- the course data -------------------------------------------------------------------------
+
+    def claims(self, split: str) -> dict[str, Claim]:
+        return self.once(("claims", split), lambda: data_layer.load_claims(split, self.data_dir))
+
+    def locate(self, claim_id: str) -> tuple[str, int] | None:
+        """(split, position in its file) of a course claim, or None."""
+
+        def index():
+            out = {}
+            for split in C.SPLITS:
+                for position, cid in enumerate(self.claims(split)):
+                    out.setdefault(cid, (split, position))
+            return out
+
+        return self.once("locate", index).get(claim_id)
+
+    def gold_texts(self) -> dict[str, str]:
+        """Gold passages of train and dev (rebuilt from CLIMATE-FEVER), id -> text."""
+        return self.once("gold", lambda: data_layer.gold_passages(self.data_dir))
+
+    # -- the corpus ------------------------------------------------------------------------------
+
+    def build_record(self) -> dict:
+        return self.once("build_record", self.work.read_build_record)
+
+    def passages(self) -> PassageStore:
+        return self.once(
+            "passages",
+            lambda: PassageStore(
+                self._require("build", self.work.passage_texts), self._require("build", self.work.passage_index)
+            ),
+        )
+
+    def passage_text(self, passage_id: str) -> str | None:
+        """A passage's text: the build's corpus, else a gold passage rebuilt from CLIMATE-FEVER."""
+        text = self.passages().get(passage_id)
+        return text if text is not None else self.gold_texts().get(passage_id)
+
+    def passage_stems(self, passage_id: str) -> str | None:
+        """A corpus passage's final stems, joined, as the build preprocessed its text (read from
+        ``tagging/stems.npz``, never recomputed); None for a passage outside the corpus, or a
+        build made before that file (the caller preprocesses the text: the same stems)."""
+        if not self.work.passage_stems.exists():
+            return None
+        position = self.passages().position(passage_id)
+        if position is None:
+            return None
+        texts, distinct = self.once("passage_stems", self._load_passage_stems)
+        return texts[int(distinct[position])]
+
+    def _load_passage_stems(self) -> tuple[store.PackedStrings, np.ndarray]:
+        path = self._require("tagging", self.work.passage_stems)
+        with damaged(path), store.load_npz(path) as stored:
+            # a memoryview, not the array: PackedStrings would copy an ndarray's bytes
+            texts = store.PackedStrings(memoryview(stored["texts"]), stored["offsets"])
+            return texts, stored["distinct"]
+
+    # -- tagging ---------------------------------------------------------------------------------
+
+    def iter_tags(self) -> Iterator[dict]:
+        """Each passage's ``{"id", "tags", "nopad"}`` in the canonical order."""
+        n = self.build_record()["corpus"]["passages"]
+        for index, (start, stop) in enumerate(chunk_spans(n)):
+            path = self.work.chunk(self.work.tags_dir, index, ".jsonl")
+            rows = self._load("tagging", path, _json_lines)
+            self._check_items(path, len(rows))
+            if len(rows) != stop - start:  # also without a manifest (an older build)
+                raise damaged_file(path, f"{len(rows)} passages, but its chunk holds {stop - start}")
+            yield from rows
+
+    def tagging_vectorizer(self):
+        return self.once(
+            "tagging_vectorizer",
+            lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, tagging.restem)),
+        )
+
+    def tagging_summary(self) -> dict:
+        return self.once("tagging_summary", lambda: read_json(self._require("tagging", self.work.tagging_summary)))
+
+    # -- retrieval -------------------------------------------------------------------------------
+
+    def retriever(self):
+        """The fitted retrieval model the build saved (nothing is refitted)."""
+        vectorizer, index = self.work.retrieval_vectorizer, self.work.retrieval_index
+
+        def load():
+            self._require("retrieval", vectorizer)
+            # Retriever.load reads both files: a failure names the pair
+            return self._load("retrieval", index, lambda path: Retriever.load(vectorizer, path))
+
+        return self.once("retriever", load)
+
+    def retrieval(self, split: str) -> dict[str, dict]:
+        """Each claim's retrieval record of one split, claim id -> record, in file order."""
+
+        def read():
+            path = self.work.retrieval(split)
+            records = self._load("retrieval", path, lambda p: {row["claim_id"]: row for row in _json_lines(p)})
+            self._check_items(path, len(records))
+            if len(records) != len(self.claims(split)):  # cut at a line's end: whole lines, too few
+                raise DataError(
+                    f"{path}: damaged ({len(records)} records for {len(self.claims(split))} {split} claims): "
+                    f"{REPAIR_HINT}"
+                )
+            return records
+
+        return self.once(("retrieval", split), read)
+
+    def retrieval_summary(self) -> dict:
+        return self.once(
+            "retrieval_summary", lambda: read_json(self._require("retrieval", self.work.retrieval_summary))
+        )
+
+    # -- the classifier --------------------------------------------------------------------------
+
+    def checkpoint_dir(self) -> Path | None:
+        """The trained checkpoint folder the build's classifier stage used (None: the shipped one)."""
+        recorded = self.build_record().get("checkpoint")
+        if recorded is None:
+            return None
+        if isinstance(recorded, str):  # an older build.json: the folder's absolute path
+            return Path(recorded)
+        for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+            self._require("classifier", self.work.checkpoint_copy / name)
+        return self.work.checkpoint_copy
+
+    def classifier(self):
+        """The build's classifier: the checkpoint its classifier stage used."""
+        return self.once("classifier", lambda: load_classifier(self.checkpoint_dir()))
+
+    def inputs(self, split: str, source: str):
+        """The model inputs of a split for one evidence source (``gold`` or ``retrieved``)."""
+        return self.once(
+            ("inputs", split, source), lambda: self._load("classifier", self.work.inputs(split, source), Encoded.load)
+        )
+
+    def verdicts(self, split: str) -> dict[str, dict]:
+        """claim id -> ``{"label", <source>: {<protocol>: {"logits", "verdict"}}}``."""
+        return self.once(("verdicts", split), lambda: read_json(self._require("classifier", self.work.verdicts(split))))
+
+    def classifier_summary(self) -> dict:
+        return self.once(
+            "classifier_summary", lambda: read_json(self._require("classifier", self.work.classifier_summary))
+        )
+
+    def course_predictions(self, split: str, protocol: str = "notebook") -> dict[str, dict]:
+        """The build's predictions in the course's shape, as the notebook would submit them:
+        ``{claim_id: {claim_text, claim_label, evidences}}`` with the retrieved ids and the
+        verdict on retrieved evidence (notebook protocol: batches of 16 in file order)."""
+        claims = self.claims(split)
+        verdicts = self.verdicts(split)
+        return {
+            cid: {
+                "claim_text": claims[cid].text,
+                "claim_label": verdicts[cid]["retrieved"][protocol]["verdict"],
+                "evidences": record["evidences"],
+            }
+            for cid, record in self.retrieval(split).items()
+        }
+
+    # -- what each quirk cost: BM25, the quirk variants, the intended model, the scoreboard ------
+
+    def _records(self, stage: str, path: Path) -> dict[str, dict]:
+        records = _read_records(self._require(stage, path))
+        self._check_items(path, len(records))
+        return records
+
+    def bm25_retrieval(self, split: str) -> dict[str, dict]:
+        """BM25's retrieval of one split: claim id -> ``{"claim_id", "evidences", "scores"}``
+        (at most six ids, best first; fewer when fewer passages share a stem with the claim)."""
+        return self.once(("bm25_retrieval", split), lambda: self._records("bm25", self.work.bm25_retrieval(split)))
+
+    def bm25_summary(self) -> dict:
+        """The BM25 stage's figures: ``row`` (its line of the variants table), ``splits``, ``seconds``."""
+        return self.once("bm25_summary", lambda: read_json(self._require("bm25", self.work.bm25_summary)))
+
+    def variant_retrieval(self, variant: str, split: str) -> dict[str, dict]:
+        """A quirk variant's retrieval records (as :meth:`retrieval`'s) of dev or test."""
+        return self.once(
+            ("variant_retrieval", variant, split),
+            lambda: self._records("retrieval", self.work.variant_retrieval(variant, split)),
+        )
+
+    def retrieval_variants(self) -> list[dict]:
+        """The dev retrieval variants table (one row per variant) and, once the BM25 stage has
+        run, BM25's row after them (``"reference": true``: a standard retriever, not a quirk)."""
+        rows = list(self.retrieval_summary().get("variants_dev") or [])
+        if self.work.bm25_summary.is_file():
+            rows.append(self.bm25_summary()["row"])
+        return rows
+
+    def evidence_ids(self, split: str, retrieval: str) -> dict[str, list[str]]:
+        """claim id -> the evidence ids one retrieval gave: ``notebook`` (the build's own),
+        ``bm25``, or a quirk variant's name (dev and test only)."""
+        if retrieval == "notebook":
+            records = self.retrieval(split)
+        elif retrieval == "bm25":
+            records = self.bm25_retrieval(split)
+        else:
+            records = self.variant_retrieval(retrieval, split)
+        return {cid: record["evidences"] for cid, record in records.items()}
+
+    def more_verdicts(self, split: str) -> dict[str, dict]:
+        """claim id -> ``{model: {source: {protocol: {"logits", "verdict"}}}}``: the verdicts
+        :meth:`verdicts` does not hold (the notebook's model on BM25 and quirk-variant evidence;
+        the intended model on every source)."""
+        return self.once(
+            ("more_verdicts", split), lambda: read_json(self._require("classifier", self.work.more_verdicts(split)))
+        )
+
+    def verdict_table(self, split: str, source: str = "retrieved") -> dict[str, dict[str, str]]:
+        """claim id -> ``{protocol: verdict}`` of the build's model on one evidence source
+        (``gold`` or ``retrieved``), in file order."""
+        return self.once(
+            ("verdict_table", split, source),
+            lambda: {cid: protocol_verdicts(entry[source]) for cid, entry in self.verdicts(split).items()},
+        )
+
+    def verdict_of(self, split: str, model: str, source: str, protocol: str) -> dict[str, str]:
+        """claim id -> verdict of one model (``notebook`` or ``intended``) on one evidence source
+        (``gold``, ``retrieved``, ``bm25`` or a quirk variant) under one protocol."""
+        if model == "notebook" and source in ("gold", "retrieved"):
+            return {cid: entry[source][protocol]["verdict"] for cid, entry in self.verdicts(split).items()}
+        return {cid: entry[model][source][protocol]["verdict"] for cid, entry in self.more_verdicts(split).items()}
+
+    def predictions(self, split: str, retrieval: str, model: str, protocol: str) -> dict[str, dict]:
+        """One scoreboard row's predictions in the course's shape ``{claim_id: {claim_text,
+        claim_label, evidences}}``: that retrieval's ids, that model's verdict on them."""
+        source = evidence_source(retrieval)
+        if split == "train" and not (model == "notebook" and source == "retrieved"):
+            raise DataError(
+                f"train has only the notebook's own rows (notebook+notebook+notebook, notebook+notebook+alone): "
+                f"the build computes {retrieval}+{model}+{protocol} for dev and test only"
+            )
+        claims = self.claims(split)
+        verdicts = self.verdict_of(split, model, source, protocol)
+        return {
+            cid: {"claim_text": claims[cid].text, "claim_label": verdicts[cid], "evidences": ids}
+            for cid, ids in self.evidence_ids(split, retrieval).items()
+        }
+
+    def scoreboard(self) -> dict:
+        """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scorer.scoreboard`)."""
+        return self.once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))
