@@ -1,0 +1,342 @@
+"""How sure a figure is, and whether two differ by more than chance: every statistic claimtrace
+shows beside a score.
+
+The dev split is 154 claims: a sample. Each figure gets a 95% interval, and each comparison of
+two systems is paired (the same claims) and tested:
+
+* a proportion (accuracy, a share of claims): the **Wilson score interval**;
+* a mean over claims that is not a proportion (the course's evidence F, its harmonic mean with
+  accuracy, macro-F1, precision, recall): a **percentile bootstrap over claims**. Claims are
+  the unit resampled because they are what was sampled: a claim's passages and label are scored
+  together, and the course's F has no closed form for its variance;
+* a difference between two systems on the same claims: a **paired bootstrap** (both systems read
+  at the same resampled claims), **McNemar's exact test** on the claims where exactly one of the
+  two is right (the continuity-corrected chi-square beside it), and **Cohen's h**;
+* several comparisons at once: **Holm's** step-down correction of their p-values.
+
+Every bootstrap draws its claim indices from numpy's Generator (PCG64) seeded with
+:data:`SEED`, :data:`RESAMPLES` resamples unless told otherwise, and reads the interval off the
+resampled values with ``numpy.quantile``'s default (linear) interpolation. Means over resampled
+claims are summed in one fixed order (a gather, then numpy's pairwise sum), so the same inputs
+give the same bits on every machine. The distributions are scipy's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+#: The confidence level of every interval.
+LEVEL = 0.95
+#: Resamples of every bootstrap, and the seed of the stream their claim indices come from.
+RESAMPLES = 10_000
+SEED = 2024
+#: The significance level of every "more than chance" verdict (after Holm's correction).
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure and its interval: ``estimate`` on the sample, ``lower``/``upper`` its bounds."""
+
+    estimate: float
+    lower: float
+    upper: float
+    method: str
+    level: float = LEVEL
+    successes: int | None = None  # Wilson: k of n
+    n: int | None = None
+    resamples: int | None = None  # bootstrap: how many, from which seed
+    seed: int | None = None
+
+    def to_dict(self) -> dict:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    def text(self, digits: int = 4) -> str:
+        """``0.3831 [0.3102, 0.4620]``."""
+        return f"{self.estimate:.{digits}f} [{self.lower:.{digits}f}, {self.upper:.{digits}f}]"
+
+
+def wilson(successes: int, n: int, level: float = LEVEL) -> Interval:
+    """The Wilson score interval of ``successes`` out of ``n`` (statsmodels'
+    ``proportion_confint(method="wilson")``); NaN bounds when ``n`` is 0."""
+    if n == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), "Wilson score", level, successes, n)
+    z = stats.norm.isf((1 - level) / 2)
+    share = successes / n
+    denominator = 1 + z * z / n
+    centre = (share + z * z / (2 * n)) / denominator
+    half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / denominator
+    return Interval(share, float(centre - half), float(centre + half), "Wilson score", level, successes, n)
+
+
+def resample_indices(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """The claim indices of every bootstrap resample.
+
+    Returns
+    -------
+    ndarray of int64, shape (resamples, n)
+        Row ``b`` is resample ``b``: ``n`` indices drawn with replacement from ``0 .. n-1``.
+    """
+    return np.random.default_rng(seed).integers(0, n, size=(resamples, n), dtype=np.int64)
+
+
+def resampled_means(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """The mean of each system's per-claim values over each resample.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n,) or (systems, n)
+        One value per claim (per system).
+    indices : ndarray of int, shape (resamples, n)
+        From :func:`resample_indices`.
+
+    Returns
+    -------
+    ndarray of float64, shape (resamples,) or (systems, resamples)
+    """
+    values = np.asarray(values, dtype=np.float64)
+    return values[..., indices].sum(axis=-1) / indices.shape[1]
+
+
+def percentile_interval(
+    estimate: float, resampled: np.ndarray, resamples: int, seed: int, level: float = LEVEL
+) -> Interval:
+    """The percentile bootstrap interval of resampled values of a statistic."""
+    tail = (1 - level) / 2
+    lower, upper = np.quantile(resampled, [tail, 1 - tail])
+    return Interval(
+        float(estimate), float(lower), float(upper), "percentile bootstrap", level, None, None, resamples, seed
+    )
+
+
+def bootstrap_mean(values: Sequence[float], indices: np.ndarray, seed: int = SEED) -> Interval:
+    """The mean of per-claim values (the course's F, precision, recall) with its bootstrap
+    interval over the resamples ``indices`` (drawn from ``seed``)."""
+    values = np.asarray(values, dtype=np.float64)
+    return percentile_interval(float(values.mean()), resampled_means(values, indices), len(indices), seed)
+
+
+def harmonic_means(f: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The course's headline ``2FA / (F + A)``, elementwise, 0 where both are 0."""
+    total = f + a
+    return np.where(total == 0, 0.0, 2 * f * a / np.where(total == 0, 1.0, total))
+
+
+def bootstrap_harmonic_mean(
+    f: Sequence[float], correct: Sequence[bool], indices: np.ndarray, seed: int = SEED
+) -> Interval:
+    """HM of the mean F and the accuracy, with its bootstrap interval (both means taken over
+    the same resampled claims)."""
+    f, correct = np.asarray(f, dtype=np.float64), np.asarray(correct, dtype=np.float64)
+    estimate = float(harmonic_means(np.array(f.mean()), np.array(correct.mean())))
+    resampled = harmonic_means(resampled_means(f, indices), resampled_means(correct, indices))
+    return percentile_interval(estimate, resampled, len(indices), seed)
+
+
+# --- labels ---------------------------------------------------------------------------------------
+
+
+def multiplicities(indices: np.ndarray) -> np.ndarray:
+    """How many times each claim is drawn in each resample.
+
+    Returns
+    -------
+    ndarray of int64, shape (resamples, n)
+    """
+    resamples, n = indices.shape
+    flat = (indices + n * np.arange(resamples, dtype=np.int64)[:, None]).ravel()
+    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n)
+
+
+def _f1_by_label(true_positives, gold_counts, predicted_counts):
+    """Per-label F1, ``2TP / (gold + predicted)``, 0 where a label is in neither (scikit-learn's
+    ``zero_division=0``), and which labels are present (in gold or predictions)."""
+    present = (gold_counts + predicted_counts) > 0
+    f1 = np.where(present, 2 * true_positives / np.where(present, gold_counts + predicted_counts, 1), 0.0)
+    return f1, present
+
+
+def _label_counts(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str], weights: np.ndarray):
+    """(true positives, gold counts, predicted counts) per label, weighted per claim.
+
+    ``weights`` is ``(n,)`` for the sample itself or ``(resamples, n)`` multiplicities; the
+    counts are integers, so the order they are summed in changes nothing."""
+    hits = np.stack([(gold == label) & (predicted == label) for label in labels], axis=1).astype(np.int64)
+    in_gold = np.stack([gold == label for label in labels], axis=1).astype(np.int64)
+    in_predicted = np.stack([predicted == label for label in labels], axis=1).astype(np.int64)
+    return weights @ hits, weights @ in_gold, weights @ in_predicted
+
+
+def _macro(f1: np.ndarray, present: np.ndarray) -> np.ndarray:
+    return (f1 * present).sum(axis=-1) / np.maximum(present.sum(axis=-1), 1)
+
+
+def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """Macro-F1 as scikit-learn's ``f1_score(average="macro", zero_division=0)``: the mean F1 of
+    the labels present in gold or predictions."""
+    gold, predicted = np.asarray(gold, dtype=object), np.asarray(predicted, dtype=object)
+    labels = sorted(set(gold.tolist()) | set(predicted.tolist()), key=str)
+    f1, present = _f1_by_label(*_label_counts(gold, predicted, labels, np.ones(len(gold), dtype=np.int64)))
+    return float(_macro(f1, present))
+
+
+def bootstrap_macro_f1(
+    gold: Sequence[str], predicted: Sequence[str], indices: np.ndarray, seed: int = SEED
+) -> Interval:
+    """Macro-F1 with its bootstrap interval; each resample averages the labels present in it."""
+    gold, predicted = np.asarray(gold, dtype=object), np.asarray(predicted, dtype=object)
+    labels = sorted(set(gold.tolist()) | set(predicted.tolist()), key=str)
+    f1, present = _f1_by_label(*_label_counts(gold, predicted, labels, multiplicities(indices)))
+    return percentile_interval(macro_f1(gold, predicted), _macro(f1, present), len(indices), seed)
+
+
+def recall_by_label(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:
+    """Per gold label: how many claims carry it, how many of them got it (recall, with its Wilson
+    interval), and how often the label was predicted at all (a label never predicted is said so)."""
+    gold, predicted = list(gold), list(predicted)
+    out = {}
+    for label in labels:
+        carrying = [p for g, p in zip(gold, predicted, strict=True) if g == label]
+        found = sum(1 for p in carrying if p == label)
+        out[label] = {
+            "claims": len(carrying),
+            "recall": wilson(found, len(carrying)).to_dict(),
+            "predicted": sum(1 for p in predicted if p == label),
+        }
+    return out
+
+
+# --- two systems on the same claims ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's test on paired right/wrong: ``b`` claims only A got right, ``c`` only B."""
+
+    b: int
+    c: int
+    exact_p: float  # two-sided binomial test of b against Bin(b + c, 1/2)
+    chi2: float  # continuity-corrected
+    chi2_p: float
+
+
+def mcnemar(right_a: Sequence[bool], right_b: Sequence[bool]) -> McNemar:
+    """McNemar's exact test (statsmodels' ``mcnemar(exact=True)``) and the continuity-corrected
+    chi-square beside it, from two systems' per-claim right/wrong on the same claims."""
+    right_a, right_b = np.asarray(right_a, dtype=bool), np.asarray(right_b, dtype=bool)
+    b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
+    discordant = b + c
+    if discordant == 0:
+        return McNemar(b, c, 1.0, 0.0, 1.0)
+    exact = min(1.0, 2 * float(stats.binom.cdf(min(b, c), discordant, 0.5)))
+    chi2 = (abs(b - c) - 1) ** 2 / discordant
+    return McNemar(b, c, exact, float(chi2), float(stats.chi2.sf(chi2, 1)))
+
+
+def cohens_h(p1: float, p2: float) -> float:
+    """Cohen's h, ``2 asin sqrt(p1) - 2 asin sqrt(p2)`` (statsmodels' ``proportion_effectsize``):
+    about 0.2 is small, 0.5 medium, 0.8 large."""
+    return float(2 * np.arcsin(np.sqrt(p1)) - 2 * np.arcsin(np.sqrt(p2)))
+
+
+def bootstrap_p(differences: np.ndarray) -> float:
+    """The two-sided percentile-bootstrap p-value of a difference being 0: twice the smaller
+    share of resampled differences on either side of 0 (at most 1)."""
+    below, above = float(np.mean(differences <= 0)), float(np.mean(differences >= 0))
+    return min(1.0, 2 * min(below, above))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values tested together (statsmodels'
+    ``multipletests(method="holm")``): the k-th smallest is multiplied by (m - k + 1), and
+    adjusted values never decrease along that order."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, p[order] * (len(p) - np.arange(len(p))))
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted.tolist()
+
+
+def verdict(p: float, alpha: float = ALPHA) -> str:
+    """The plain words for a (corrected) p-value."""
+    return "more than chance" if p < alpha else "cannot be told apart"
+
+
+# --- a system's figures, and systems compared ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerClaim:
+    """One system's per-claim results on a labelled split, claims in one order shared by every
+    system it is compared with.
+
+    ``f`` is the course's per-claim evidence F, ``right`` whether the label is the gold one."""
+
+    gold: tuple[str, ...]
+    predicted: tuple[str | None, ...]
+    f: np.ndarray  # shape (n,), float64
+    right: np.ndarray  # shape (n,), bool
+
+
+class Resampled:
+    """Several systems' means over the same bootstrap resamples of claims, computed once:
+    every figure and every paired difference reads them."""
+
+    def __init__(self, systems: Sequence[PerClaim], resamples: int = RESAMPLES, seed: int = SEED):
+        self.resamples, self.seed = resamples, seed
+        self.indices = resample_indices(len(systems[0].f), resamples, seed)
+        self.f = resampled_means(np.stack([s.f for s in systems]), self.indices)  # (systems, resamples)
+        self.a = resampled_means(np.stack([s.right for s in systems]), self.indices)
+        self.hm = harmonic_means(self.f, self.a)
+        self.systems = list(systems)
+
+    def _interval(self, estimate: float, values: np.ndarray) -> Interval:
+        return percentile_interval(estimate, values, self.resamples, self.seed)
+
+    def figures(self, k: int) -> dict:
+        """System ``k``'s figures, each with its interval: A (Wilson), F, HM and macro-F1
+        (bootstrap), and the recall of each gold label."""
+        system = self.systems[k]
+        f, a = float(system.f.mean()), float(system.right.mean())
+        labels = sorted(set(system.gold))
+        return {
+            "A": wilson(int(system.right.sum()), len(system.right)).to_dict(),
+            "F": self._interval(f, self.f[k]).to_dict(),
+            "HM": self._interval(float(harmonic_means(np.array(f), np.array(a))), self.hm[k]).to_dict(),
+            "macro_f1": bootstrap_macro_f1(system.gold, system.predicted, self.indices, self.seed).to_dict(),
+            "recall": recall_by_label(system.gold, system.predicted, labels),
+        }
+
+    def paired(self, k: int, against: int) -> dict:
+        """System ``k`` minus system ``against`` on the same claims: each difference with its
+        paired bootstrap interval; accuracy also by McNemar's exact test and Cohen's h; F and HM
+        by their bootstrap p. ``p`` is the test of record (McNemar's exact p on accuracy)."""
+        one, other = self.systems[k], self.systems[against]
+        test = mcnemar(one.right, other.right)
+        a1, a2 = float(one.right.mean()), float(other.right.mean())
+        f_gap = self.f[k] - self.f[against]
+        hm_gap = self.hm[k] - self.hm[against]
+        hm_estimate = harmonic_means(np.array([one.f.mean(), other.f.mean()]), np.array([a1, a2]))
+        return {
+            "A": self._interval(a1 - a2, self.a[k] - self.a[against]).to_dict(),
+            "F": {**self._interval(float(one.f.mean() - other.f.mean()), f_gap).to_dict(), "p": bootstrap_p(f_gap)},
+            "HM": {
+                **self._interval(float(hm_estimate[0] - hm_estimate[1]), hm_gap).to_dict(),
+                "p": bootstrap_p(hm_gap),
+            },
+            "mcnemar": asdict(test),
+            "cohens_h": cohens_h(a1, a2),
+            "p": test.exact_p,
+        }
+
+
+def with_holm(comparisons: list[dict], key: str = "p", alpha: float = ALPHA) -> list[dict]:
+    """Each comparison with its Holm-corrected ``p_holm`` (over all of them, tested together)
+    and the verdict at ``alpha`` that follows from it."""
+    adjusted = holm([c[key] for c in comparisons]) if comparisons else []
+    return [{**c, "p_holm": p, "verdict": verdict(p, alpha)} for c, p in zip(comparisons, adjusted, strict=True)]

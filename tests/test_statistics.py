@@ -1,0 +1,218 @@
+"""The statistics module against implementations that share none of its code: statsmodels
+(Wilson, McNemar, Cohen's h, Holm), scikit-learn (macro-F1) and plain Python loops over the
+same resample stream (every bootstrap)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import f1_score
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
+
+from claimtrace.evaluation import statistics as S
+
+LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
+EXACT = 1e-12
+FIXED = settings(derandomize=True, max_examples=60, deadline=None)
+
+
+# --- Wilson ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "shown"),
+    [(59, 154, (38.3, 31.0, 46.2)), (89, 154, (57.8, 49.9, 65.3)), (68, 154, (44.2, 36.6, 52.0))],
+)
+def test_wilson_gives_the_seed_sites_figures(k, n, shown):
+    """The 2026 explainer's label accuracy, gold-evidence accuracy and always-SUPPORTS figures."""
+    interval = S.wilson(k, n)
+    assert tuple(round(100 * v, 1) for v in (interval.estimate, interval.lower, interval.upper)) == shown
+
+
+@FIXED
+@given(st.integers(1, 2000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_is_statsmodels(pair):
+    k, n = pair
+    lower, upper = proportion_confint(k, n, alpha=1 - S.LEVEL, method="wilson")
+    interval = S.wilson(k, n)
+    assert abs(interval.lower - lower) < EXACT and abs(interval.upper - upper) < EXACT
+    assert interval.estimate == k / n and interval.successes == k and interval.n == n
+
+
+def test_wilson_of_nothing_is_undefined():
+    assert math.isnan(S.wilson(0, 0).estimate)
+
+
+# --- McNemar, Cohen's h, Holm ------------------------------------------------------------------------
+
+
+@FIXED
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=300))
+def test_mcnemar_is_statsmodels(pairs):
+    right_a, right_b = zip(*pairs, strict=True)
+    test = S.mcnemar(right_a, right_b)
+    a, b = np.array(right_a), np.array(right_b)
+    table = [[int((a & b).sum()), int((a & ~b).sum())], [int((~a & b).sum()), int((~a & ~b).sum())]]
+    assert (test.b, test.c) == (table[0][1], table[1][0])
+    assert abs(test.exact_p - sm_mcnemar(table, exact=True).pvalue) < EXACT
+    if test.b + test.c:
+        corrected = sm_mcnemar(table, exact=False, correction=True)
+        assert abs(test.chi2 - corrected.statistic) < EXACT and abs(test.chi2_p - corrected.pvalue) < EXACT
+
+
+@FIXED
+@given(st.floats(0, 1), st.floats(0, 1))
+def test_cohens_h_is_statsmodels(p1, p2):
+    assert abs(S.cohens_h(p1, p2) - proportion_effectsize(p1, p2)) < EXACT
+
+
+@FIXED
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
+def test_holm_is_statsmodels(p_values):
+    assert np.allclose(S.holm(p_values), multipletests(p_values, method="holm")[1], rtol=0, atol=EXACT)
+
+
+def test_verdicts_follow_the_corrected_p():
+    rows = S.with_holm([{"p": 0.01}, {"p": 0.04}, {"p": 0.5}])
+    assert [r["p_holm"] for r in rows] == pytest.approx([0.03, 0.08, 0.5])
+    assert [r["verdict"] for r in rows] == ["more than chance", "cannot be told apart", "cannot be told apart"]
+
+
+# --- macro-F1 ------------------------------------------------------------------------------------
+
+
+labels_lists = st.integers(1, 200).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from(LABELS), min_size=n, max_size=n),
+        st.lists(st.sampled_from(LABELS), min_size=n, max_size=n),
+    )
+)
+
+
+@FIXED
+@given(labels_lists)
+def test_macro_f1_is_scikit_learns(pair):
+    gold, predicted = pair
+    assert abs(S.macro_f1(gold, predicted) - f1_score(gold, predicted, average="macro", zero_division=0)) < EXACT
+
+
+# --- the bootstraps, against plain loops on the same resample stream ----------------------------------
+
+
+def _plain_indices(n: int, resamples: int, seed: int) -> list[list[int]]:
+    """The same draws as S.resample_indices, one resample at a time."""
+    generator = np.random.default_rng(seed)
+    return generator.integers(0, n, size=(resamples, n)).tolist()
+
+
+def _plain_quantile(values: list[float], q: float) -> float:
+    """numpy's default ('linear') quantile, by hand."""
+    ordered = sorted(values)
+    h = (len(ordered) - 1) * q
+    low = math.floor(h)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (h - low) * (ordered[high] - ordered[low])
+
+
+def _plain_interval(values: list[float]) -> tuple[float, float]:
+    tail = (1 - S.LEVEL) / 2
+    return _plain_quantile(values, tail), _plain_quantile(values, 1 - tail)
+
+
+@FIXED
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=60), st.integers(0, 2**31))
+def test_bootstrap_mean_is_a_plain_loop(values, seed):
+    resamples = 200
+    interval = S.bootstrap_mean(values, S.resample_indices(len(values), resamples, seed), seed)
+    means = [math.fsum(values[i] for i in row) / len(values) for row in _plain_indices(len(values), resamples, seed)]
+    lower, upper = _plain_interval(means)
+    assert abs(interval.lower - lower) < EXACT and abs(interval.upper - upper) < EXACT
+    assert interval.estimate == pytest.approx(math.fsum(values) / len(values), abs=EXACT)
+    assert (interval.resamples, interval.seed) == (resamples, seed)
+
+
+def _plain_hm(f: float, a: float) -> float:
+    return 0.0 if f == 0 and a == 0 else 2 * f * a / (f + a)
+
+
+@FIXED
+@given(
+    st.integers(2, 60).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.floats(0, 1), min_size=n, max_size=n), st.lists(st.booleans(), min_size=n, max_size=n)
+        )
+    ),
+    st.integers(0, 2**31),
+)
+def test_bootstrap_harmonic_mean_is_a_plain_loop(pair, seed):
+    f, right = pair
+    resamples = 200
+    interval = S.bootstrap_harmonic_mean(f, right, S.resample_indices(len(f), resamples, seed), seed)
+    hms = []
+    for row in _plain_indices(len(f), resamples, seed):
+        hms.append(_plain_hm(math.fsum(f[i] for i in row) / len(f), sum(right[i] for i in row) / len(f)))
+    lower, upper = _plain_interval(hms)
+    assert abs(interval.lower - lower) < EXACT and abs(interval.upper - upper) < EXACT
+
+
+@settings(derandomize=True, max_examples=8, deadline=None)
+@given(labels_lists.filter(lambda pair: len(pair[0]) >= 2), st.integers(0, 2**31))
+def test_bootstrap_macro_f1_is_scikit_learn_on_each_resample(pair, seed):
+    gold, predicted = pair
+    resamples = 60
+    interval = S.bootstrap_macro_f1(gold, predicted, S.resample_indices(len(gold), resamples, seed), seed)
+    values = [
+        f1_score([gold[i] for i in row], [predicted[i] for i in row], average="macro", zero_division=0)
+        for row in _plain_indices(len(gold), resamples, seed)
+    ]
+    lower, upper = _plain_interval(values)
+    assert abs(interval.lower - lower) < EXACT and abs(interval.upper - upper) < EXACT
+
+
+def _system(n: int, seed: int) -> S.PerClaim:
+    draw = random.Random(seed)
+    gold = tuple(draw.choice(LABELS) for _ in range(n))
+    predicted = tuple(g if draw.random() < 0.5 else draw.choice(LABELS) for g in gold)
+    f = np.array([draw.choice([0.0, 0.0, 0.25, 0.4, 2 / 3, 1.0]) for _ in range(n)])
+    return S.PerClaim(gold, predicted, f, np.array([p == g for p, g in zip(predicted, gold, strict=True)]))
+
+
+def test_a_paired_difference_is_a_plain_loop_over_the_same_claims():
+    one, other = _system(154, 1), _system(154, 2)
+    other = S.PerClaim(
+        one.gold, other.predicted, other.f, np.array([p == g for p, g in zip(other.predicted, one.gold, strict=True)])
+    )
+    resampled = S.Resampled([one, other], resamples=300, seed=7)
+    paired = resampled.paired(0, 1)
+    gaps_a, gaps_f, gaps_hm = [], [], []
+    for row in _plain_indices(154, 300, 7):
+        fa, fb = (math.fsum(s.f[i] for i in row) / 154 for s in (one, other))
+        aa, ab = (sum(bool(s.right[i]) for i in row) / 154 for s in (one, other))
+        gaps_a.append(aa - ab)
+        gaps_f.append(fa - fb)
+        gaps_hm.append(_plain_hm(fa, aa) - _plain_hm(fb, ab))
+    for key, gaps in (("A", gaps_a), ("F", gaps_f), ("HM", gaps_hm)):
+        lower, upper = _plain_interval(gaps)
+        assert abs(paired[key]["lower"] - lower) < EXACT and abs(paired[key]["upper"] - upper) < EXACT, key
+    below = sum(g <= 0 for g in gaps_hm) / 300
+    above = sum(g >= 0 for g in gaps_hm) / 300
+    assert paired["HM"]["p"] == pytest.approx(min(1.0, 2 * min(below, above)), abs=EXACT)
+    assert paired["p"] == paired["mcnemar"]["exact_p"]
+    figures = resampled.figures(0)
+    assert figures["A"]["estimate"] == one.right.mean() and figures["A"]["method"] == "Wilson score"
+    assert figures["recall"]["SUPPORTS"]["claims"] == one.gold.count("SUPPORTS")
+
+
+def test_a_label_never_predicted_has_recall_zero_and_says_so():
+    recall = S.recall_by_label(
+        ["SUPPORTS", "REFUTES", "REFUTES"], ["SUPPORTS", "SUPPORTS", "SUPPORTS"], ["SUPPORTS", "REFUTES"]
+    )
+    assert recall["REFUTES"]["recall"]["estimate"] == 0.0 and recall["REFUTES"]["predicted"] == 0
+    assert recall["SUPPORTS"]["recall"]["estimate"] == 1.0 and recall["SUPPORTS"]["predicted"] == 3
