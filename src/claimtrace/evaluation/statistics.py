@@ -185,12 +185,18 @@ def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
 
 
 def bootstrap_macro_f1(
-    gold: Sequence[str], predicted: Sequence[str], indices: np.ndarray, seed: int = SEED
+    gold: Sequence[str],
+    predicted: Sequence[str],
+    indices: np.ndarray,
+    seed: int = SEED,
+    drawn: np.ndarray | None = None,
 ) -> Interval:
-    """Macro-F1 with its bootstrap interval; each resample averages the labels present in it."""
+    """Macro-F1 with its bootstrap interval; each resample averages the labels present in it.
+    ``drawn`` is :func:`multiplicities` of ``indices``, when already computed."""
     gold, predicted = np.asarray(gold, dtype=object), np.asarray(predicted, dtype=object)
     labels = sorted(set(gold.tolist()) | set(predicted.tolist()), key=str)
-    f1, present = _f1_by_label(*_label_counts(gold, predicted, labels, multiplicities(indices)))
+    drawn = multiplicities(indices) if drawn is None else drawn
+    f1, present = _f1_by_label(*_label_counts(gold, predicted, labels, drawn))
     return percentile_interval(macro_f1(gold, predicted), _macro(f1, present), len(indices), seed)
 
 
@@ -293,6 +299,7 @@ class Resampled:
         self.f = resampled_means(np.stack([s.f for s in systems]), self.indices)  # (systems, resamples)
         self.a = resampled_means(np.stack([s.right for s in systems]), self.indices)
         self.hm = harmonic_means(self.f, self.a)
+        self.drawn = multiplicities(self.indices)  # (resamples, n): for the label counts
         self.systems = list(systems)
 
     def _interval(self, estimate: float, values: np.ndarray) -> Interval:
@@ -308,7 +315,9 @@ class Resampled:
             "A": wilson(int(system.right.sum()), len(system.right)).to_dict(),
             "F": self._interval(f, self.f[k]).to_dict(),
             "HM": self._interval(float(harmonic_means(np.array(f), np.array(a))), self.hm[k]).to_dict(),
-            "macro_f1": bootstrap_macro_f1(system.gold, system.predicted, self.indices, self.seed).to_dict(),
+            "macro_f1": bootstrap_macro_f1(
+                system.gold, system.predicted, self.indices, self.seed, self.drawn
+            ).to_dict(),
             "recall": recall_by_label(system.gold, system.predicted, labels),
         }
 

@@ -1,0 +1,112 @@
+"""Systems scored on the same claims, each figure with its interval and each system paired with a
+reference system (the notebook's own pipeline) and tested: the scoreboard's and a class's
+statistics, computed once from the course scorer's per-claim results.
+
+Every comparison made at once is corrected together (Holm), and its verdict says whether the
+difference is more than chance at :data:`claimtrace.evaluation.statistics.ALPHA`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import numpy as np
+
+from claimtrace.evaluation import statistics as S
+from claimtrace.evaluation.scorer import Evaluation
+
+
+def per_claim(result: Evaluation) -> S.PerClaim:
+    """A course-scorer result as the statistics read it (claims in the scorer's sorted order)."""
+    rows = result.per_claim
+    return S.PerClaim(
+        gold=tuple(r["gold_label"] for r in rows),
+        predicted=tuple(r["label"] for r in rows),
+        f=np.array([r["F"] for r in rows], dtype=np.float64),
+        right=np.array([r["correct"] for r in rows], dtype=bool),
+    )
+
+
+def method_note(resamples: int = S.RESAMPLES, seed: int = S.SEED) -> dict:
+    """How every figure of a report was made: stated wherever the figures are shown."""
+    return {
+        "level": S.LEVEL,
+        "alpha": S.ALPHA,
+        "proportions": "Wilson score interval",
+        "means": f"percentile bootstrap over claims, {resamples:,} resamples, seed {seed}",
+        "paired": "paired bootstrap of the difference (the same resampled claims); accuracy also by McNemar's exact test, with Cohen's h",
+        "correction": "Holm, over every comparison shown together",
+        "resamples": resamples,
+        "seed": seed,
+    }
+
+
+def _check_same_claims(systems: Mapping[str, S.PerClaim]) -> None:
+    golds = {system.gold for system in systems.values()}
+    if len(golds) > 1:
+        raise ValueError("systems compared must be scored on the same claims, in the same order")
+
+
+def against_reference(
+    systems: Mapping[str, S.PerClaim], reference: str, resamples: int = S.RESAMPLES, seed: int = S.SEED
+) -> dict:
+    """Every system's figures with their intervals, and every other system paired with
+    ``reference``: its differences in A, F and HM with their intervals, McNemar's exact p on A
+    and the bootstrap p on HM, each Holm-corrected over the systems compared.
+
+    Returns
+    -------
+    dict
+        ``{"method", "figures": {name: figures}, "paired": {name: comparison}}``; a comparison
+        holds ``A``/``F``/``HM`` differences (system minus reference), ``mcnemar``,
+        ``cohens_h``, ``p`` (McNemar's), ``p_holm``, ``verdict`` (on A), and ``HM.p_holm``,
+        ``HM.verdict``.
+    """
+    _check_same_claims(systems)
+    names = list(systems)
+    resampled = S.Resampled([systems[n] for n in names], resamples, seed)
+    k_reference = names.index(reference)
+    figures = {name: resampled.figures(k) for k, name in enumerate(names)}
+    others = [name for name in names if name != reference]
+    compared = [resampled.paired(names.index(name), k_reference) for name in others]
+    on_a = S.with_holm(compared)
+    on_hm = S.with_holm([c["HM"] for c in compared])
+    paired = {}
+    for name, comparison, hm in zip(others, on_a, on_hm, strict=True):
+        paired[name] = {**comparison, "HM": hm}
+    return {"method": method_note(resamples, seed), "reference": reference, "figures": figures, "paired": paired}
+
+
+def every_pair(systems: Mapping[str, S.PerClaim], resamples: int = S.RESAMPLES, seed: int = S.SEED) -> list[dict]:
+    """Every pair of systems compared (a class of files), Holm-corrected over all the pairs: on
+    HM by the paired bootstrap, on A by McNemar's exact test.
+
+    Returns
+    -------
+    list of dict
+        ``{"a", "b", "HM": difference a - b with p, p_holm, verdict, "A": difference with
+        "p" (McNemar), "p_holm", "verdict"}`` per pair, in the systems' order.
+    """
+    _check_same_claims(systems)
+    names = list(systems)
+    if len(names) < 2:
+        return []
+    resampled = S.Resampled([systems[n] for n in names], resamples, seed)
+    pairs = list(combinations(range(len(names)), 2))
+    compared = [resampled.paired(i, j) for i, j in pairs]
+    on_hm = S.with_holm([c["HM"] for c in compared])
+    on_a = S.with_holm([{**c["A"], "p": c["p"]} for c in compared])
+    return [
+        {"a": names[i], "b": names[j], "HM": hm, "A": a, "cohens_h": c["cohens_h"]}
+        for (i, j), c, hm, a in zip(pairs, compared, on_hm, on_a, strict=True)
+    ]
+
+
+def told_apart(pairs: Sequence[dict], name: str, key: str = "HM") -> dict[str, str]:
+    """For one system, each other system's verdict against it on ``key``."""
+    out = {}
+    for pair in pairs:
+        if name in (pair["a"], pair["b"]):
+            out[pair["b"] if pair["a"] == name else pair["a"]] = pair[key]["verdict"]
+    return out
