@@ -5,7 +5,7 @@ its dev evidence F on the demo corpus.
     python bench/bench_bm25.py [--evidence work/syn/evidence.json] [--processes 2] [--repeat 5]
                                [--distinct-words N] [--json]
 
-* build: :func:`claimtrace.bm25.build_bm25_index` from scratch in a fresh folder (tokenising in
+* build: :func:`claimtrace.pipeline.bm25.build_bm25_index` from scratch in a fresh folder (tokenising in
   ``--processes`` workers, merging, bm25s's weights, saving), the passages already in memory as a
   build holds them (reading the file is timed apart). Target: <= 2 min on 2 cores.
   ``--distinct-words N`` adds N made-up words (one per passage) to stand in for a real corpus's

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace.lib import npsort
+from claimtrace.lib.npsort import introsort
 
 SEED = 20240517
 WIDTH = 20_000  # the tagging TF-IDF's max_features
@@ -387,15 +388,15 @@ def test_heapsort_fallback_is_exercised_and_matches(reference):
     killers = [(name, a, expected) for name, a, expected in reference["flat"] if name.startswith("killer")]
     assert len(killers) == 20
     for name, a, expected in killers:
-        idx, heapsorts = npsort._argsort_kernel(a.copy(), 0)
+        idx, heapsorts = introsort._argsort_kernel(a.copy(), 0)
         assert heapsorts >= 1, f"{name} (n={len(a)}) did not reach the depth limit"
         assert np.array_equal(idx, expected), name
-        _, heapsorts = npsort._argsort_kernel(a.copy(), len(a) - 10)  # top_k's pruned run
+        _, heapsorts = introsort._argsort_kernel(a.copy(), len(a) - 10)  # top_k's pruned run
         assert heapsorts >= 1
         assert np.array_equal(npsort.top_k(a, 10), expected[-10:][::-1]), name
     # control: ordinary random inputs never get there
     rng = np.random.default_rng(0)
-    assert npsort._argsort_kernel(rng.standard_normal(50_000), 0)[1] == 0
+    assert introsort._argsort_kernel(rng.standard_normal(50_000), 0)[1] == 0
 
 
 @pytest.mark.oracle

@@ -245,7 +245,7 @@ def test_nltk_is_imported_without_scipy_stats_or_scikit_learn():
 
     script = (
         "import sys\n"
-        "from claimtrace import preprocess\n"
+        "from claimtrace.pipeline import preprocess\n"
         "assert 'scipy.stats' not in sys.modules and 'sklearn' not in sys.modules\n"
         "import nltk.stem.porter, nltk.tokenize\n"
         "assert preprocess.PorterStemmer is nltk.stem.porter.PorterStemmer\n"

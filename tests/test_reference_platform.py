@@ -166,7 +166,10 @@ _SCAN = r"""
 import json, re
 import numpy as np
 import scipy.sparse as sp
-from claimtrace import npsort, retrieval, tfidf
+from claimtrace.lib import npsort
+from claimtrace.lib.npsort import introsort, rows, segments, zero_pivot
+from claimtrace.pipeline import retrieval, tfidf
+from claimtrace.pipeline.retrieval import kernels
 
 rows = sp.random(40, 30, density=0.3, format="csr", random_state=0)
 tfidf.l2_normalize_rows(rows.copy())
@@ -178,7 +181,7 @@ retriever = retrieval.Retriever.fit([f"p{i}" for i in range(6)],
                                 vectorizer_params={"min_df": 1, "max_df": 1.0})
 retriever.retrieve("sea level")
 found = {}
-for module in (tfidf, retrieval, npsort):
+for module in (tfidf, kernels, introsort, segments, zero_pivot, rows):
     for name in dir(module):
         kernel = getattr(module, name)
         if hasattr(kernel, "inspect_asm"):

@@ -303,21 +303,6 @@ def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
     assert "evidence-572512" in record["evidences"]
 
 
-def test_variant_f_table(dev_claims, retrievers):
-    rows = R.variant_f_table(retrievers, dev_claims)
-    assert [r["variant"] for r in rows] == list(R.VARIANTS)
-    by_name = {r["variant"]: r for r in rows}
-    assert all(0.0 <= r["F"] <= 1.0 and r["claims"] == len(dev_claims) for r in rows)
-    # The raw claim text hardly ever shares a tag string with a passage (capitals, punctuation).
-    assert by_name["raw-claim-text"]["F"] < by_name["notebook"]["F"]
-    assert (
-        R.variant_f_table({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
-    )
-    assert [r["variant"] for r in R.variant_f_table({"padded": retrievers["padded"]}, dev_claims)] == [
-        name for name, v in R.VARIANTS.items() if v.passage_tags == "padded"
-    ]
-
-
 def test_a_saved_retriever_loads_and_retrieves_the_same(tmp_path, dev_claims, retrievers):
     ours = retrievers["padded"]
     ours.save(tmp_path / "vectorizer.npz", tmp_path / "index.npz")

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import contractions
 import pytest
 
-from claimtrace.pipeline import retrieval
 from claimtrace.pipeline.preprocess import preprocess
+from claimtrace.pipeline.retrieval import kernels
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views import walkthrough as sections
 
@@ -26,7 +26,7 @@ def counted(monkeypatch):
     number of retrieval kernel passes, while the test runs."""
     calls: Counter[str] = Counter()
     passes = []
-    fix, kernel = contractions.fix, retrieval._claim_kernel
+    fix, kernel = contractions.fix, kernels.claim_kernel
 
     def counting_fix(text, *args, **kwargs):
         calls[text] += 1
@@ -37,7 +37,7 @@ def counted(monkeypatch):
         return kernel(*args)
 
     monkeypatch.setattr(contractions, "fix", counting_fix)
-    monkeypatch.setattr(retrieval, "_claim_kernel", counting_kernel)
+    monkeypatch.setattr(kernels, "claim_kernel", counting_kernel)
     return calls, passes
 
 

@@ -27,6 +27,7 @@ from claimtrace.assets import ASSETS_DIR
 from claimtrace.data import files as data_layer
 from claimtrace.data.evidence import iter_evidence
 from claimtrace.errors import DataError
+from claimtrace.evaluation.retrieval import variant_f_row
 from claimtrace.evaluation.scoreboard import scoreboard
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.lib import chunks
@@ -296,7 +297,7 @@ def build_retrieval(work: Workdir, data_dir: Path, processes: int = 1) -> dict:
         for name in VARIANTS
     }
     summary["variants_dev"] = [
-        retrieval.variant_f_row(name, records, reader.claims("dev"), tagged[VARIANTS[name].passage_tags])
+        variant_f_row(name, records, reader.claims("dev"), tagged[VARIANTS[name].passage_tags])
         for name, records in dev_records.items()
     ]
     summary["seconds"] = time.perf_counter() - started
