@@ -23,7 +23,8 @@ from claimtrace import course
 from claimtrace.data.files import Claim
 from claimtrace.errors import REPAIR_HINT, DataError, Missing
 from claimtrace.evaluation.scorer import evidence_f, evidence_scores
-from claimtrace.explain.verdict import RetrievalView, explain_claim, explain_input
+from claimtrace.explain.retrieval import RetrievalView
+from claimtrace.explain.verdict import explain_claim, explain_input
 from claimtrace.models.inputs import join_row
 from claimtrace.pipeline.preprocess import Preprocessed, preprocess, stopwords
 from claimtrace.pipeline.retrieval import Query, Retriever, Scores, notebook_order, notebook_weights
@@ -418,7 +419,7 @@ def vectorisation_section(
 
 def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str]) -> list[dict]:
     """Every gold passage the claim did not get back, with its numbers and the first rule that
-    stopped it (:class:`claimtrace.explain.verdict.RetrievalView`, which also explains a compared run's
+    stopped it (:class:`claimtrace.explain.retrieval.RetrievalView`, which also explains a compared run's
     passages), in gold order; from the trace's one query and kernel pass."""
     record = found.record
     view = RetrievalView(build, record, found.scores.score, found.query)
