@@ -47,7 +47,7 @@ from claimtrace.web.responses import error_response, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, ROUTERS, SiteState, not_found
 from claimtrace.web.routes import static as STATIC_ROUTES
 from claimtrace.web.tracer import StageMissing, Tracer
-from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
@@ -159,12 +159,12 @@ async def http_error(request: Request, exc: StarletteHTTPException):
 
 async def stage_missing(request: Request, exc: StageMissing):
     site: SiteState = request.app.state.site
-    message = sections.public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
+    message = public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
     return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
 
 
 async def damaged(request: Request, exc: DataError):
     """A build file that cannot be read (StageMissing is a DataError, answered above)."""
     site: SiteState = request.app.state.site
-    message = sections.public_paths(f"The build cannot be read: {exc}", site.tracer.build.root)  # no machine paths
+    message = public_paths(f"The build cannot be read: {exc}", site.tracer.build.root)  # no machine paths
     return error_response(site.renderer, request.url.path, 503, "The build is damaged", message)
