@@ -197,7 +197,7 @@ def write_site(
     for page in PAGES:
         if page is CLAIM:  # per split, what the pages repeat written once (_write_claims)
             continue
-        for key in page.keys(tracer, claim_ids):
+        for key in page.export_keys(tracer, claim_ids):
             _put_page(tracer, renderer, page, key, put)
         if page is EXPLORE:
             written["explore"] += len(claim_ids)
@@ -261,7 +261,7 @@ def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) 
     other links)."""
     paths = {live_bucket(claim_id) for ids in claim_ids.values() for claim_id in ids}
     for page in (EXPLORE, PREDICTIONS, ROW_PREDICTIONS, CLAIM):
-        for key in page.keys(tracer, claim_ids):
+        for key in page.export_keys(tracer, claim_ids):
             paths.add(page.path(key))
             if page.twin is not None and (page is not CLAIM or json_twins):
                 paths.add(page.twin_path(key))
