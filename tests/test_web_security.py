@@ -20,7 +20,7 @@ from claimtrace.web.render import STATIC, TEMPLATES
 from claimtrace.web.routes import MAX_BODY_BYTES
 from claimtrace.web.serving import server_config
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
-from claimtrace.web.views.walkthrough import public_paths
+from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
 
 PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]

@@ -15,7 +15,7 @@ import pytest
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
 from claimtrace.web.tracer import Tracer
-from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views import walkthrough
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
 
@@ -94,14 +94,14 @@ TYPED = [
 def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
     alone = {text: json.dumps(Tracer(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
     tracer = Tracer(demo_build)
-    real = sections.assemble
+    real = walkthrough.assemble
     together = threading.Barrier(len(TYPED), timeout=60)
 
     def assemble_together(*args, **kwargs):
         together.wait()  # every trace is under way at once: nothing serialises them
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sections, "assemble", assemble_together)
+    monkeypatch.setattr(walkthrough, "assemble", assemble_together)
     with ThreadPoolExecutor(len(TYPED)) as pool:
         at_once = dict(zip(TYPED, pool.map(tracer.trace_text, TYPED)))
     for text in TYPED:

@@ -10,7 +10,7 @@ For each run, on a labelled split (dev):
 * per claim: its evidences beside the notebook retrieval's, BM25's and the gold ones, each with
   its F; its label beside the notebook model's verdicts (both protocols) and the gold label;
 * for every passage it named: whether the build's corpus holds it and, if so, the notebook
-  retrieval's view of it (:class:`claimtrace.explain.verdict.RetrievalView`, the walkthrough's own
+  retrieval's view of it (:class:`claimtrace.explain.retrieval.RetrievalView`, the walkthrough's own
   explanation of a missed gold passage): tags, shared tags, cosine, overlap, score and the first
   rule that stopped it, or "returned".
 
@@ -40,7 +40,7 @@ from claimtrace.evaluation.scorer import (
     parse_predictions,
     predictions_bytes,
 )
-from claimtrace.explain.verdict import RetrievalView
+from claimtrace.explain.retrieval import RetrievalView
 from claimtrace.workdir.reader import Build
 
 __all__ = ["Run", "read_run", "run_from_json", "load_run", "compare"]

@@ -23,7 +23,7 @@ import numpy as np
 from claimtrace import constants as C
 from claimtrace.errors import DataError
 
-__all__ = ["explain_input", "explain_claim", "margin", "RetrievalView"]
+__all__ = ["explain_input", "explain_claim", "margin"]
 
 
 def _floats(values) -> list[float]:
@@ -52,47 +52,23 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
     the verdict's margin over the runner-up split into its parts.
     """
     ids = [int(i) for i in ids]
-    vocab, table = classifier.vocab, classifier.table
-    pad_id, unk_id = vocab.index[C.PAD], vocab.index[C.UNK]
+    table = classifier.table
     words = text.split()
-    tokens = vocab.decode(ids)
+    tokens = classifier.vocab.decode(ids)
     alone = table.logits(np.asarray(ids))
     torch_alone = (
         np.asarray(torch_logits, dtype=np.float64) if torch_logits is not None else classifier.forward_alone(ids)
     )
-    shares = table.contributions(ids)
-    pad_count = ids.count(pad_id)
-    real = len(ids) - pad_count
-    per_token = []
-    for t, (token, token_id) in enumerate(zip(tokens, ids)):
-        if token_id == pad_id:
-            continue
-        # position 0 is [CLS]; the last real position is [SEP]; in between, the t-th word
-        word = words[t - 1] if 0 < t <= len(words) and t < real - 1 else token
-        per_token.append(
-            {
-                "position": t,
-                "token": token,
-                "word": word,
-                "id": token_id,
-                "unknown": token_id == unk_id,
-                "contribution": _floats(shares[t]),
-            }
-        )
-    padding = {
-        "token": C.PAD,
-        "id": pad_id,
-        "count": pad_count,
-        "contribution": _floats(table.g[pad_id] * pad_count / len(ids)),
-    }
+    per_token = _token_shares(classifier, ids, tokens, words)
+    padding = _padding_share(classifier, ids)
     words_total = np.sum([p["contribution"] for p in per_token], axis=0) if per_token else np.zeros(len(C.LABELS))
     return {
         "text": text,
         "words": len(words),
         "tokens": tokens,
         "input_ids": ids,
-        "real_tokens": real,
-        "pad_tokens": pad_count,
+        "real_tokens": len(ids) - padding["count"],
+        "pad_tokens": padding["count"],
         "unknown_tokens": int(sum(p["unknown"] for p in per_token)),
         "truncated": len(words) + 2 > C.MAX_LEN,
         "dropped_words": max(0, len(words) + 2 - C.MAX_LEN),
@@ -111,6 +87,43 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
             "margin": margin(alone, table.bias, per_token, padding),
         },
     }
+
+
+def _padding_share(classifier, ids: list[int]) -> dict:
+    """The [PAD] tokens' share of the verdict together: one table row times their count, over 128."""
+    pad_id = classifier.vocab.index[C.PAD]
+    pad_count = ids.count(pad_id)
+    return {
+        "token": C.PAD,
+        "id": pad_id,
+        "count": pad_count,
+        "contribution": _floats(classifier.table.g[pad_id] * pad_count / len(ids)),
+    }
+
+
+def _token_shares(classifier, ids: list[int], tokens: list[str], words: list[str]) -> list[dict]:
+    """Each real (not [PAD]) token's share of the verdict: its row of the table over 128, with
+    the word of the row text it stands for."""
+    pad_id, unk_id = classifier.vocab.index[C.PAD], classifier.vocab.index[C.UNK]
+    shares = classifier.table.contributions(ids)
+    real = len(ids) - ids.count(pad_id)
+    per_token = []
+    for t, (token, token_id) in enumerate(zip(tokens, ids)):
+        if token_id == pad_id:
+            continue
+        # position 0 is [CLS]; the last real position is [SEP]; in between, the t-th word
+        word = words[t - 1] if 0 < t <= len(words) and t < real - 1 else token
+        per_token.append(
+            {
+                "position": t,
+                "token": token,
+                "word": word,
+                "id": token_id,
+                "unknown": token_id == unk_id,
+                "contribution": _floats(shares[t]),
+            }
+        )
+    return per_token
 
 
 def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -> dict:
@@ -206,131 +219,3 @@ def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
         "notebook": notebook_batch(build, split, source, row),
     }
     return out
-
-
-# --- the notebook retrieval's view of any passage ------------------------------------------------
-
-
-class RetrievalView:
-    """The notebook retrieval's view of any passage for one claim, from the build's retrieval
-    model (nothing refit): the passage's tags, the tags it shares with the claim, its cosine,
-    overlap and score, and the first rule that kept it out of the six returned (or that it was
-    returned). One implementation serves the walkthrough's missed gold passages and the passages
-    a compared run named (:mod:`claimtrace.compare.runs`).
-
-    Parameters
-    ----------
-    build : claimtrace.workdir.reader.Build
-    record : dict
-        The claim's retrieval record (``tags``, ``evidences``, ``fallback``, ``kept``).
-    fallback_scores : numpy.ndarray, shape (n_candidates,), optional
-        The score of every passage with a non-zero score for this claim (``Retriever.scores``),
-        which ranks a passage in the fallback. A trace that already ran the retrieval kernel
-        hands its scores down; otherwise the kernel runs once, and only for a fallback claim.
-    query : claimtrace.pipeline.retrieval.Query, optional
-        The claim's tag string as the retrieval model reads it, when the caller made it (a
-        trace); otherwise it is made once, on first use.
-    """
-
-    def __init__(self, build, record: dict, fallback_scores: np.ndarray | None = None, query=None):
-        self.build = build
-        self.record = record
-        self._fallback_scores = fallback_scores
-        self._query = query
-        self.claim_tags = set(record["tags"].split())
-        self.returned = {pid: rank for rank, pid in enumerate(record["evidences"], 1)}
-        self.kept_rank = {k["id"]: rank for rank, k in enumerate(record["kept"], 1)}
-        # The max-shared rule keeps only the passages sharing the most tags; a fallback has no such cut.
-        self.max_shared = None if record["fallback"] else max((k["shared"] for k in record["kept"]), default=0)
-
-    def query(self):
-        """The claim's :class:`claimtrace.pipeline.retrieval.Query`, made once."""
-        if self._query is None:
-            self._query = self.build.retriever().query(self.record["tags"])
-        return self._query
-
-    def fallback_scores(self) -> np.ndarray:
-        if self._fallback_scores is None:
-            self._fallback_scores = self.build.retriever().scores(self.query()).score
-        return self._fallback_scores
-
-    def passages(self, passage_ids: Sequence[str], gold: Sequence[str] = ()) -> list[dict]:
-        """One row per passage id, in the order given.
-
-        Returns
-        -------
-        list of dict
-            ``{"id", "text", "gold", "in_build", "retrievable", "tags", "shared_tags", "cosine",
-            "overlap", "score", "shared", "returned_rank", "stopped_by", "why"}``; ``stopped_by``
-            is ``"returned"`` for a passage among the claim's six, else the first rule that
-            stopped it (``"not in the build"``, ``"no tags"``, the filter's ``"no shared tag"``,
-            ``"cosine"`` or ``"overlap"``, ``"max shared"``, ``"past the sixth"``, ``"fallback"``).
-        """
-        retriever = self.build.retriever()
-        store = self.build.passages()
-        gold_set = set(gold)
-        rows, scored = [], []
-        for pid in passage_ids:
-            row: dict[str, Any] = {
-                "id": pid,
-                "text": self.build.passage_text(pid),
-                "gold": pid in gold_set,
-                "in_build": pid in store,
-                "returned_rank": self.returned.get(pid),
-            }
-            position = retriever.position(pid)
-            row["retrievable"] = position is not None
-            if not row["in_build"] or position is None:
-                row.update({"tags": [], "shared_tags": [], "cosine": None, "overlap": None, "score": None})
-                row["shared"] = None
-                if not row["in_build"]:
-                    row["stopped_by"], row["why"] = "not in the build", "not in this build’s corpus"
-                else:
-                    row["stopped_by"], row["why"] = "no tags", "it has no usable tag, so it is never a candidate"
-            else:
-                tags = retriever.tags[position].split()
-                row.update({"tags": tags, "shared_tags": sorted(self.claim_tags & set(tags))})
-                scored.append((row, position))
-            rows.append(row)
-        if scored:
-            columns = retriever.point_columns(self.query(), [position for _, position in scored])
-            for k, (row, _) in enumerate(scored):
-                cosine, overlap, score, shared = (x[k] for x in columns)
-                row.update({"cosine": float(cosine), "overlap": float(overlap), "score": float(score)})
-                row["shared"] = int(shared)
-                row["stopped_by"], row["why"] = self._first_stop(row)
-        return rows
-
-    def _first_stop(self, row: dict) -> tuple[str, str]:
-        """The rule that kept a scored passage out of the returned six: the filter, the max-shared
-        cut, the six-passage limit, or its rank in the fallback ("returned" when it is one of them)."""
-        rank = row["returned_rank"]
-        if rank is not None:
-            return "returned", f"returned #{rank} of the {len(self.returned)}"
-        failed = filter_stop(row)
-        if self.record["fallback"]:
-            # Nothing passed, so the fallback's ranking by score is what decided, whatever the filter said.
-            higher = int(np.count_nonzero(self.fallback_scores() > row["score"]))
-            because = failed[1] if failed else "it passes"
-            return "fallback", (
-                f"below the sixth in the fallback: nothing passed the filter (here: {because}), so the "
-                f"{C.MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one"
-            )
-        if failed:
-            return failed
-        if self.max_shared is not None and row["shared"] < self.max_shared:
-            return "max shared", (
-                f"cut by the max-shared rule: it shares {row['shared']} tags, the kept ones {self.max_shared}"
-            )
-        return "past the sixth", f"kept #{self.kept_rank.get(row['id'])}, past the {C.MAX_EVIDENCES} returned"
-
-
-def filter_stop(row: dict) -> tuple[str, str] | None:
-    """The first of the filter's tests a passage fails (None when it passes)."""
-    if row["shared"] == 0:
-        return "no shared tag", "it shares no tag with the claim (overlap 0)"
-    if row["cosine"] <= C.COSINE_THRESHOLD:
-        return "cosine", f"cosine {row['cosine']:.3f} ≤ {C.COSINE_THRESHOLD}"
-    if row["overlap"] <= C.OVERLAP_THRESHOLD:
-        return "overlap", f"overlap {row['overlap']:.3f} ≤ {C.OVERLAP_THRESHOLD}"
-    return None

@@ -1,7 +1,7 @@
 """The explainer web site: a FastAPI app over one build (``claimtrace serve``).
 
-Routes (docs/web.md has the JSON shapes), each page's in :mod:`claimtrace.web.routes` and every
-page in the registry :data:`claimtrace.web.pages.PAGES` the static export also writes from:
+Routes (docs/web.md has the JSON shapes), made by :mod:`claimtrace.web.routes` from the page
+registry :data:`claimtrace.web.pages.PAGES` the static export also writes from:
 
 * ``/``, ``/index.html`` — the walkthrough of claim-752; ``/index.json``
 * ``/claim/<id>``, ``/claim/<id>.html`` — any claim's walkthrough; ``/claim/<id>.json``
@@ -41,13 +41,12 @@ from claimtrace.web.middleware import (
     HostGuard,
     SecurityHeaders,
 )
-from claimtrace.web.pages import CLAIM, PAGES
+from claimtrace.web.pages import CLAIM
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response, utf8
-from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, ROUTERS, SiteState, not_found
-from claimtrace.web.routes import static as STATIC_ROUTES
+from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
 from claimtrace.web.tracer import StageMissing, Tracer
-from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
@@ -72,9 +71,8 @@ def create_app(
     app.state.tracer = tracer
     app.state.explore_wait = EXPLORE_WAIT_SECONDS
     app.state.warmth = {"claim_pages_prerendered": 0, "claim_pages": None, "warm": not (warm and prerender)}
-    app.include_router(STATIC_ROUTES)
-    for page in PAGES:
-        app.include_router(ROUTERS[page.name])
+    for router in site_routers():
+        app.include_router(router)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(StageMissing, stage_missing)
     app.add_exception_handler(DataError, damaged)
@@ -148,23 +146,19 @@ def prerender_claim_pages(app: FastAPI, answers: AnswerCache) -> None:
 
 async def http_error(request: Request, exc: StarletteHTTPException):
     if exc.status_code == 404:
-        return not_found(
-            request,
-            f"Nothing here: {request.url.path}",
-            "The walkthrough is at the top of the site, Explore lists every claim.",
-        )
+        return nothing_here(request)
     renderer = request.app.state.site.renderer
     return error_response(renderer, request.url.path, exc.status_code, "Error", str(exc.detail))
 
 
 async def stage_missing(request: Request, exc: StageMissing):
     site: SiteState = request.app.state.site
-    message = sections.public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
+    message = public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
     return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
 
 
 async def damaged(request: Request, exc: DataError):
     """A build file that cannot be read (StageMissing is a DataError, answered above)."""
     site: SiteState = request.app.state.site
-    message = sections.public_paths(f"The build cannot be read: {exc}", site.tracer.build.root)  # no machine paths
+    message = public_paths(f"The build cannot be read: {exc}", site.tracer.build.root)  # no machine paths
     return error_response(site.renderer, request.url.path, 503, "The build is damaged", message)

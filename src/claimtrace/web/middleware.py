@@ -24,7 +24,7 @@ from claimtrace.errors import DataError
 from claimtrace.lib.lru import LRU
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response
-from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views.status import public_paths
 
 #: Host names the server answers to: the loopback it listens on, and the TestClient's name. Any
 #: other Host is a page of another site reaching 127.0.0.1 through DNS rebinding.
@@ -108,7 +108,7 @@ class Failsafe:
     def answer(self, path: str, err: Exception):
         site = self.site()
         if isinstance(err, DataError):
-            message = sections.public_paths(f"The build cannot be read: {err}", site.tracer.build.root)
+            message = public_paths(f"The build cannot be read: {err}", site.tracer.build.root)
             return error_response(site.renderer, path, 503, "The build is damaged", message)
         traceback.print_exception(err)
         message = f"claimtrace could not answer this ({type(err).__name__}): a bug; the server's log has the details."

@@ -1,18 +1,22 @@
 """The site's pages, once: where each lives, the data it shows, the template that draws it and
-its JSON twin. The server (:mod:`claimtrace.web.app`, with each page's routes in
+its JSON twin. The server (:mod:`claimtrace.web.app`, its routes made from this registry by
 :mod:`claimtrace.web.routes`) and the static export (:mod:`claimtrace.web.site`) both go through
-:data:`PAGES`, so a page is the same wherever it is read.
+:data:`PAGES`, so a page is the same wherever it is read, and a new page is one entry here.
 
 Addresses: the export writes ``file`` (and ``twin``) relative to its folder; the server answers
-the same at ``/`` + ``file`` (and ``/`` + ``twin``), with the aliases its routes add (``/`` for
-``index.html``, ``/claim/<id>`` without a suffix, ``/explore`` for dev, ``/live``).
+the same at ``/`` + ``file`` (and ``/`` + ``twin``). A page with one file per claim or per split
+answers at one route ending in ``{name}``: the key, then the format's suffix (``.json`` asks for
+the twin, ``.html`` or none for the page), as ``/claim/claim-752.json``. A page's ``aliases`` are
+the server's other addresses for it (``/`` for ``index.html``, ``/explore`` for dev's Explore,
+``/live.json`` for a typed claim's trace, which a static site cannot hold).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
@@ -22,21 +26,55 @@ from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 
 
+class Asked(NamedTuple):
+    """What an address asks of a page: the key (a claim id, a split...; a one-page entry's own)
+    and the format, ``"html"`` (the page) or ``"json"`` (its data, the twin)."""
+
+    key: Any
+    format: str
+
+
+@dataclass(frozen=True)
+class Address:
+    """A server address of a page: its route, and the key and format it asks for; ``format`` None
+    for a keyed page's route, whose ``{name}`` tells both (:meth:`Page.asked`)."""
+
+    route: str
+    key: Any = None
+    format: str | None = None
+
+
+def split_name(name: str) -> Asked:
+    """The last part of an address: ``"claim-752.json"`` -> ``("claim-752", "json")``; no suffix
+    or ``.html`` -> ``"html"``."""
+    for suffix in (".json", ".html"):
+        if name.endswith(suffix):
+            return Asked(name[: -len(suffix)], suffix[1:])
+    return Asked(name, "html")
+
+
+#: A part of a key in a file's name (``{key[0]}``): a parameter of the page's route.
+_KEY_PART = re.compile(r"\{key\[(\d+)\]\}")
+
+
 @dataclass(frozen=True)
 class Page:
     """One kind of page (or, without a template, of JSON file).
 
-    ``file`` and ``twin`` hold ``{key}`` where the page has one per claim or per split;
+    ``file`` and ``twin`` hold ``{key}`` (or its parts, ``{key[0]}``) where the page has one per
+    claim, per split or per run; ``key`` is a one-page entry's own (the walkthrough's claim).
     ``data(tracer, key)`` is what the page shows and its twin holds; ``template(renderer, data,
     root)`` draws it (``root``: ``"../" * depth`` of its address); ``keys(tracer, claim_ids)``
-    lists what an export writes, given the claims it writes per split."""
+    lists what an export writes of a page with a key, given the claims it writes per split."""
 
     name: str
     file: str
     twin: str | None
     data: Callable[[Tracer, Any], Any]
     template: Callable[[Renderer, Any, str], str] | None
-    keys: Callable[[Tracer, dict[str, list[str]]], Iterable[Any]]
+    keys: Callable[[Tracer, dict[str, list[str]]], Iterable[Any]] | None = None
+    key: Any = None
+    aliases: tuple[Address, ...] = ()
 
     def path(self, key: Any = None) -> str:
         return self.file.format(key=key)
@@ -49,9 +87,39 @@ class Page:
         assert self.template is not None, self.name
         return self.template(renderer, data, root_for("/" + self.path(key)))
 
+    @property
+    def keyed(self) -> bool:
+        """Whether the page has one file per key (a claim, a split, a run)."""
+        return "{key" in self.file
 
-def _one(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
-    return [None]
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """What the page is offered as: the page and its twin, or a data file's JSON alone."""
+        if self.template is None:
+            return ("json",)
+        return ("html", "json") if self.twin is not None else ("html",)
+
+    def export_keys(self, tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[Any]:
+        """The keys an export writes this page for: a one-page entry's own, or :attr:`keys`."""
+        return list(self.keys(tracer, claim_ids)) if self.keys is not None else [self.key]
+
+    def routes(self) -> list[Address]:
+        """The server's addresses of the page, in the order they are tried: its aliases, then its
+        file and its twin (a keyed page's are one route, ``/claim/{name}``)."""
+        if self.keyed:
+            folder = self.file.rpartition("/")[0]
+            return [*self.aliases, Address("/" + _KEY_PART.sub(r"{key\1}", folder) + "/{name}")]
+        files = [Address("/" + self.file, self.key, split_name(self.file).format)]
+        if self.twin is not None:
+            files.append(Address("/" + self.twin, self.key, "json"))
+        return [*self.aliases, *files]
+
+    def asked(self, params: Mapping[str, str]) -> Asked:
+        """What a keyed page's route asks, from its parameters: the key (its parts in order, the
+        last one read off the name) and the format."""
+        name = split_name(params["name"])
+        parts = [params[f"key{index}"] for index in range(len(params) - 1)]
+        return Asked((*parts, name.key) if parts else name.key, name.format)
 
 
 def _chosen_splits(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]:
@@ -70,9 +138,10 @@ WALKTHROUGH = Page(
     "walkthrough",
     "index.html",
     "index.json",
-    data=lambda tracer, key: tracer.trace(WALKTHROUGH_CLAIM),
+    data=lambda tracer, claim_id: tracer.trace(claim_id),
     template=lambda renderer, trace, root: renderer.claim_page(trace, root),
-    keys=_one,
+    key=WALKTHROUGH_CLAIM,
+    aliases=(Address("/", WALKTHROUGH_CLAIM, "html"),),
 )
 CLAIM = Page(
     "claim",
@@ -89,6 +158,7 @@ EXPLORE = Page(
     data=lambda tracer, split: with_runs(tracer.runs, tracer.explore(split)),
     template=lambda renderer, explore, root: renderer.explore_page(explore, root),
     keys=_chosen_splits,
+    aliases=(Address("/explore", "dev", "html"), Address("/explore.json", "dev", "json")),
 )
 #: The model-input editor, on the walkthrough's claim (a typed claim needs the server). No twin:
 #: the server's ``/live.json?text=`` is a typed claim's trace, which a static site cannot hold.
@@ -96,9 +166,10 @@ LIVE = Page(
     "live",
     "live.html",
     None,
-    data=lambda tracer, key: tracer.trace(WALKTHROUGH_CLAIM),
+    data=lambda tracer, claim_id: tracer.trace(claim_id),
     template=lambda renderer, trace, root: renderer.live_page(root, trace, text=trace["claim"]["text"]),
-    keys=_one,
+    key=WALKTHROUGH_CLAIM,
+    aliases=(Address("/live", WALKTHROUGH_CLAIM, "html"), Address("/live.json", WALKTHROUGH_CLAIM, "json")),
 )
 PREDICTIONS = Page(
     "predictions",
@@ -141,7 +212,7 @@ COMPARE_INDEX = Page(
     "compare/index.json",
     data=lambda tracer, key: tracer.runs.index(),
     template=lambda renderer, data, root: renderer.compare_index(data, root),
-    keys=_one,
+    aliases=(Address("/compare", None, "html"), Address("/compare/", None, "html")),
 )
 #: One run beside the notebook's pipeline, claim by claim.
 COMPARE = Page(
@@ -152,8 +223,9 @@ COMPARE = Page(
     template=lambda renderer, data, root: renderer.compare_page(data, root),
     keys=_run_keys,
 )
-TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None, keys=_one)
-BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None, keys=_one)
+TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
+BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
 
-#: Every page, in the order the export writes them.
+#: Every page, in the order the export writes them and the server tries their routes (a page's
+#: file before another's route that would also match it: compare/index.html before compare/{name}).
 PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, COMPARE_INDEX, COMPARE, CLAIM)

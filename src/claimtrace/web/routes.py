@@ -1,11 +1,16 @@
-"""The server's routes, grouped by page (:data:`ROUTERS`, keyed by the page's name in
-:data:`claimtrace.web.pages.PAGES`). Each answers from the page's registry entry: its data and
-its template. What a handler needs is on ``request.app.state`` (:class:`SiteState`)."""
+"""The server's routes, made from the page registry (:data:`claimtrace.web.pages.PAGES`): each
+page is answered at every address it gives (:meth:`~claimtrace.web.pages.Page.routes`), in the
+format the address asks for, by its answer in :data:`ANSWERS` (:func:`answer_page` for a page
+that is only its data: its page, or the data as JSON). The other routes are the static files and
+the actions (a typed claim posted, an uploaded run). What a handler needs is on
+``request.app.state`` (:class:`SiteState`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
@@ -16,6 +21,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web import pages
+from claimtrace.web.pages import Address, Asked, Page
 from claimtrace.web.render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
 from claimtrace.web.responses import (
     EncodedCache,
@@ -52,14 +58,6 @@ def _site(request: Request) -> SiteState:
     return request.app.state.site
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """``"claim-752.json"`` -> ``("claim-752", "json")``; no suffix or ``.html`` -> ``"html"``."""
-    for suffix in (".json", ".html"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)], suffix[1:]
-    return name, "html"
-
-
 def not_found(request: Request, message: str, hint: str | None = None, as_json: bool | None = None) -> Response:
     """404, as JSON or as a page: as the address asks unless ``as_json`` says."""
     if as_json is None:
@@ -70,6 +68,15 @@ def not_found(request: Request, message: str, hint: str | None = None, as_json: 
     return html_response(page, 404)
 
 
+def nothing_here(request: Request) -> Response:
+    """404 for an address the site does not have."""
+    return not_found(
+        request,
+        f"Nothing here: {request.url.path}",
+        "The walkthrough is at the top of the site, Explore lists every claim.",
+    )
+
+
 def _unknown_claim(request: Request, claim_id: str, as_json: bool) -> Response:
     return not_found(
         request,
@@ -77,34 +84,6 @@ def _unknown_claim(request: Request, claim_id: str, as_json: bool) -> Response:
         "Claim ids look like claim-752. Explore lists every claim of each split.",
         as_json,
     )
-
-
-# -- the walkthrough and every claim's page --------------------------------------------------------
-
-walkthrough = APIRouter()
-claim = APIRouter()
-
-
-def claim_response(request: Request, page: pages.Page, claim_id: str, kind: str) -> Response:
-    site = _site(request)
-    run_key = request.query_params.get("run")
-    run = site.tracer.runs.get(run_key) if run_key else None
-    if run_key and run is None:
-        return _unknown_run(request, run_key, kind == "json")
-    try:
-        result = page.data(site.tracer, claim_id)
-    except UnknownClaim:
-        return _unknown_claim(request, claim_id, kind == "json")
-    try:
-        if kind == "json":
-            if run is not None:
-                return json_response({**result, "run_box": site.tracer.runs.box(run, claim_id)})
-            return site.encoded.response(result)
-        if run is not None:
-            return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
-        return html_response(page.template(site.renderer, result, root_for(request.url.path)))
-    finally:
-        site.tracer.first_page_served.set()  # the Explore warm-up may start now
 
 
 def _unknown_run(request: Request, key: str, as_json: bool) -> Response:
@@ -117,106 +96,110 @@ def _unknown_run(request: Request, key: str, as_json: bool) -> Response:
     )
 
 
-@walkthrough.get("/")
-@walkthrough.get("/index.html")
-def index(request: Request):
-    return claim_response(request, pages.WALKTHROUGH, WALKTHROUGH_CLAIM, "html")
+# -- a page as its address asks: the page, or its data as JSON --------------------------------------
 
 
-@walkthrough.get("/index.json")
-def index_json(request: Request):
-    return claim_response(request, pages.WALKTHROUGH, WALKTHROUGH_CLAIM, "json")
+def page_response(request: Request, page: Page, data: Any, format: str) -> Response:
+    """A page's data drawn by its template, or as JSON (computed afresh: not kept encoded)."""
+    if format == "json":
+        return json_response(data)
+    return html_response(page.template(_site(request).renderer, data, root_for(request.url.path)))
 
 
-@claim.get("/claim/{name}")
-def claim_page(request: Request, name: str):
-    claim_id, kind = split_name(name)
-    return claim_response(request, pages.CLAIM, claim_id, kind)
+def answer_page(request: Request, page: Page, asked: Asked) -> Response:
+    """A page that is only its data: its page or its twin, as the address asks."""
+    if asked.format not in page.formats:
+        return nothing_here(request)
+    return page_response(request, page, page.data(_site(request).tracer, asked.key), asked.format)
 
 
-@claim.get("/claim")
-def claim_list(request: Request):
-    return RedirectResponse("/explore/dev.html", status_code=307)
+# -- the walkthrough and every claim's page --------------------------------------------------------
+
+
+def answer_claim(request: Request, page: Page, asked: Asked) -> Response:
+    """A claim's walkthrough (``?run=``: with that run's "your system" box)."""
+    site = _site(request)
+    claim_id, as_json = asked.key, asked.format == "json"
+    run_key = request.query_params.get("run")
+    run = site.tracer.runs.get(run_key) if run_key else None
+    if run_key and run is None:
+        return _unknown_run(request, run_key, as_json)
+    try:
+        result = page.data(site.tracer, claim_id)
+    except UnknownClaim:
+        return _unknown_claim(request, claim_id, as_json)
+    try:
+        if as_json:
+            if run is not None:
+                return json_response({**result, "run_box": site.tracer.runs.box(run, claim_id)})
+            return site.encoded.response(result)
+        if run is not None:
+            return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
+        return html_response(page.template(site.renderer, result, root_for(request.url.path)))
+    finally:
+        site.tracer.first_page_served.set()  # the Explore warm-up may start now
 
 
 # -- Explore -----------------------------------------------------------------------------------------
 
-explore = APIRouter()
 
-
-def explore_response(request: Request, split: str, kind: str) -> Response:
+def answer_explore(request: Request, page: Page, asked: Asked) -> Response:
+    """A split's Explore; "being computed" (202) while its verdicts are not ready in time."""
     site = _site(request)
+    split, as_json = asked.key, asked.format == "json"
     if split not in C.SPLITS:
-        return not_found(
-            request, f"There is no split “{split}”.", "The splits are dev, train and test.", kind == "json"
-        )
+        return not_found(request, f"There is no split “{split}”.", "The splits are dev, train and test.", as_json)
     result = site.tracer.explore_when_ready(split, request.app.state.explore_wait)
-    result = None if result is None else with_runs(site.tracer.runs, result)
     if result is None:
         progress = {k: v for k, v in site.tracer.progress.items() if k.startswith(split + "/")}
-        if kind == "json":
+        if as_json:
             return json_response(
                 {"status": "computing", "split": split, "progress": progress, "retry_after_seconds": 10}, 202
             )
-        page = site.renderer.computing_page(root_for(request.url.path), split, progress)
-        return HTMLResponse(page, status_code=202, headers={"Retry-After": "10"})
-    if kind == "json":
+        page_html = site.renderer.computing_page(root_for(request.url.path), split, progress)
+        return HTMLResponse(page_html, status_code=202, headers={"Retry-After": "10"})
+    result = with_runs(site.tracer.runs, result)
+    if as_json:
         return site.encoded.response(result)
-    return html_response(pages.EXPLORE.template(site.renderer, result, root_for(request.url.path)))
-
-
-@explore.get("/explore")
-def explore_dev(request: Request):
-    return explore_response(request, "dev", "html")
-
-
-@explore.get("/explore.json")
-def explore_dev_json(request: Request):
-    return explore_response(request, "dev", "json")
-
-
-@explore.get("/explore/{name}")
-def explore_split(request: Request, name: str):
-    split, kind = split_name(name)
-    return explore_response(request, split, kind)
+    return html_response(page.template(site.renderer, result, root_for(request.url.path)))
 
 
 # -- predictions: a split's, and each scoreboard row's (Explore's downloads) -------------------------
 
-predictions = APIRouter()
-row_predictions = APIRouter()
+
+def answer_predictions(request: Request, page: Page, asked: Asked) -> Response:
+    """The build's predictions for a split, in the course's shape (a download on Explore)."""
+    split = asked.key
+    if split not in C.SPLITS or asked.format != "json":
+        return not_found(
+            request,
+            f"There are no predictions “{request.path_params['name']}”.",
+            "They are predictions/<split>.json: dev, train, test.",
+            as_json=True,
+        )
+    return download(json_response(page.data(_site(request).tracer, split)), f"{split}-predictions.json")
 
 
-@row_predictions.get("/predictions/{split}/{name}")
-def row_predictions_json(request: Request, split: str, name: str):
+def answer_row_predictions(request: Request, page: Page, asked: Asked) -> Response:
     """One scoreboard row's predictions in the course's shape (explore.scoreboard_section)."""
-    row, kind = split_name(name)
-    if kind != "json":
+    split, row = asked.key
+    if asked.format != "json":
         return not_found(request, "Predictions are JSON: ask for ROW.json.", as_json=True)
+    site = _site(request)
     try:
-        answer = _site(request).encoded.response(pages.ROW_PREDICTIONS.data(_site(request).tracer, (split, row)))
-        return download(answer, f"{split}-{row}.json")
+        return download(site.encoded.response(page.data(site.tracer, asked.key)), f"{split}-{row}.json")
     except UnknownRow as err:  # a damaged or missing file is the handlers' 503, naming no machine path
         return not_found(request, str(err), as_json=True)
 
 
-@predictions.get("/predictions/{name}")
-def split_predictions(request: Request, name: str):
-    """The build's predictions for a split, in the course's shape (a download on Explore)."""
-    split, kind = split_name(name)
-    if split not in C.SPLITS or kind != "json":
-        return not_found(
-            request,
-            f"There are no predictions “{name}”.",
-            "They are predictions/<split>.json: dev, train, test.",
-            as_json=True,
-        )
-    return download(json_response(pages.PREDICTIONS.data(_site(request).tracer, split)), f"{split}-predictions.json")
-
-
 # -- live: a typed claim, and the model-input editor -------------------------------------------------
 
-live = APIRouter()
+
+def answer_live(request: Request, page: Page, asked: Asked) -> Response:
+    """The editor on ``?text=`` (a typed claim) or ``?claim=`` (a course claim; the page's own
+    claim without either)."""
+    query = request.query_params
+    return live_response(request, query.get("text"), query.get("claim"), asked.format)
 
 
 def live_response(request: Request, text: str | None, claim_id: str | None, kind: str) -> Response:
@@ -240,72 +223,141 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     return html_response(page, status)
 
 
-async def read_body(request: Request, limit: int, what: str) -> tuple[bytes, str | None, int]:
-    """A request's body, refused past ``limit`` bytes before it is read whole: (body, None, 200),
-    or (b"", error, status)."""
+class Body(NamedTuple):
+    """A request body as read: ``value`` (its bytes, or the claim's text), or ``error`` and the
+    ``status`` to answer it with."""
+
+    value: Any
+    error: str | None
+    status: int
+
+
+async def read_body(request: Request, limit: int, what: str) -> Body:
+    """A request's body, refused past ``limit`` bytes before it is read whole."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        return b"", f"That request is {int(declared):,} bytes; {what} here may have at most {limit:,}.", 413
+        return Body(b"", f"That request is {int(declared):,} bytes; {what} here may have at most {limit:,}.", 413)
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            return b"", f"That request is too large; {what} here may have at most {limit:,} bytes.", 413
-    return body, None, 200
+            return Body(b"", f"That request is too large; {what} here may have at most {limit:,} bytes.", 413)
+    return Body(body, None, 200)
 
 
-async def read_text(request: Request) -> tuple[str | None, str | None, int]:
-    """The ``text`` of a POST body (JSON or form): (text, None, 200), or (None, error, status)."""
+async def read_text(request: Request) -> Body:
+    """The ``text`` of a POST body (JSON or form), or why there is none."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         too_large = (
             f"That request is {int(declared):,} bytes; a claim here may have at most {MAX_TEXT_CHARS:,} characters."
         )
-        return None, too_large, 413
-    body, error, status = await read_body(request, MAX_BODY_BYTES, "a claim")
-    if error:
-        return None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
+        return Body(None, too_large, 413)
+    read = await read_body(request, MAX_BODY_BYTES, "a claim")
+    if read.error:
+        return Body(
+            None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
+        )
     try:
-        raw = body.decode("utf-8")
+        raw = read.value.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "The request body is not UTF-8 text.", 400
+        return Body(None, "The request body is not UTF-8 text.", 400)
     if "json" in request.headers.get("content-type", ""):
         return _json_text(raw)
     fields = parse_qs(raw, keep_blank_values=True)
-    return fields.get("text", [""])[0], None, 200
+    return Body(fields.get("text", [""])[0], None, 200)
 
 
-def _json_text(raw: str) -> tuple[str | None, str | None, int]:
+def _json_text(raw: str) -> Body:
     """The ``text`` of a JSON body ``{"text": ...}``, or why there is none."""
     try:
         value = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as err:
-        return None, f"The request body is not valid JSON ({err.msg}).", 400
+        return Body(None, f"The request body is not valid JSON ({err.msg}).", 400)
     except ValueError as err:  # an integer of more than 4,300 digits
-        return None, f"The request body is not JSON this server reads ({err}).", 400
+        return Body(None, f"The request body is not JSON this server reads ({err}).", 400)
     except RecursionError:
-        return None, "The request body nests too deeply to be a claim.", 400
+        return Body(None, "The request body nests too deeply to be a claim.", 400)
     if not isinstance(value, dict):
-        return None, 'The request body must be a JSON object like {"text": "..."}.', 400
+        return Body(None, 'The request body must be a JSON object like {"text": "..."}.', 400)
     text = value.get("text")
     if text is not None and not isinstance(text, str):
-        return None, "“text” must be a string.", 400
-    return text if text is not None else "", None, 200
+        return Body(None, "“text” must be a string.", 400)
+    return Body(text if text is not None else "", None, 200)
 
 
-@live.get("/live")
-@live.get("/live.html")
-def live_page(request: Request, text: str | None = None, claim: str | None = None):
-    return live_response(request, text, claim, "html")
+# -- compare: your system beside the notebook's ---------------------------------------------------
 
 
-@live.get("/live.json")
-def live_json(request: Request, text: str | None = None, claim: str | None = None):
-    return live_response(request, text, claim, "json")
+def answer_compare(request: Request, page: Page, asked: Asked) -> Response:
+    """One run beside the notebook's pipeline."""
+    try:
+        data = page.data(_site(request).tracer, asked.key)
+    except pages.UnknownRun:
+        return _unknown_run(request, asked.key, asked.format == "json")
+    return page_response(request, page, data, asked.format)
 
 
-@live.post("/live")
-@live.post("/live.html")
+# -- the classifier's table and what the build holds -------------------------------------------------
+
+
+def answer_table(request: Request, page: Page, asked: Asked) -> Response:
+    site = _site(request)
+    try:
+        return site.encoded.response(page.data(site.tracer, asked.key))
+    except StageMissing as err:
+        return json_response({"error": err.reason, "status": 503, "stage": err.stage}, 503)
+
+
+def answer_build(request: Request, page: Page, asked: Asked) -> Response:
+    """What the build holds, and how far the server's warm-up has come."""
+    return json_response({**page.data(_site(request).tracer, asked.key), "server": dict(request.app.state.warmth)})
+
+
+#: How each page is answered, by its name in :data:`claimtrace.web.pages.PAGES`, where that is
+#: more than :func:`answer_page` (its data kept encoded, a download, a key that may be unknown).
+ANSWERS: dict[str, Callable[[Request, Page, Asked], Response]] = {
+    "walkthrough": answer_claim,
+    "claim": answer_claim,
+    "explore": answer_explore,
+    "live": answer_live,
+    "predictions": answer_predictions,
+    "row-predictions": answer_row_predictions,
+    "compare": answer_compare,
+    "table": answer_table,
+    "build": answer_build,
+}
+
+
+def _endpoint(page: Page, address: Address) -> Callable[[Request], Response]:
+    """The handler of one of a page's addresses: what it asks, answered by the page's answer."""
+    answer = ANSWERS.get(page.name, answer_page)
+
+    def endpoint(request: Request) -> Response:
+        if address.format is None:  # a keyed page's route: the key and format are in its name
+            return answer(request, page, page.asked(request.path_params))
+        return answer(request, page, Asked(address.key, address.format))
+
+    return endpoint
+
+
+def page_router(page: Page) -> APIRouter:
+    """Every address of a page (:meth:`claimtrace.web.pages.Page.routes`), in order."""
+    router = APIRouter()
+    for address in page.routes():
+        router.add_api_route(
+            address.route, _endpoint(page, address), methods=["GET"], name=f"{page.name} {address.route}"
+        )
+    return router
+
+
+# -- actions: a typed claim posted or asked for, an uploaded run --------------------------------------
+
+actions = APIRouter()
+
+
+@actions.post("/live")
+@actions.post("/live.html")
 async def live_post(request: Request):
     text, error, status = await read_text(request)
     if error:
@@ -314,14 +366,14 @@ async def live_post(request: Request):
     return live_response(request, text, None, "html")
 
 
-@live.get("/api/trace")
+@actions.get("/api/trace")
 def api_trace(request: Request, text: str | None = None, claim: str | None = None):
     if text is None and claim is not None:
-        return claim_response(request, pages.CLAIM, claim, "json")
+        return answer_claim(request, pages.CLAIM, Asked(claim, "json"))
     return live_response(request, text if text is not None else "", None, "json")
 
 
-@live.post("/api/trace")
+@actions.post("/api/trace")
 async def api_trace_post(request: Request):
     text, error, status = await read_text(request)
     if error:
@@ -329,42 +381,7 @@ async def api_trace_post(request: Request):
     return live_response(request, text, None, "json")
 
 
-# -- compare: your system beside the notebook's ---------------------------------------------------
-
-compare_index = APIRouter()
-compare = APIRouter()
-
-
-def _page_response(request: Request, page: pages.Page, data, kind: str) -> Response:
-    site = _site(request)
-    if kind == "json":
-        return json_response(data)
-    return html_response(page.template(site.renderer, data, root_for(request.url.path)))
-
-
-@compare_index.get("/compare")
-@compare_index.get("/compare/")
-@compare_index.get("/compare/index.html")
-def compare_index_page(request: Request):
-    return _page_response(request, pages.COMPARE_INDEX, pages.COMPARE_INDEX.data(_site(request).tracer, None), "html")
-
-
-@compare_index.get("/compare/index.json")
-def compare_index_json(request: Request):
-    return _page_response(request, pages.COMPARE_INDEX, pages.COMPARE_INDEX.data(_site(request).tracer, None), "json")
-
-
-@compare.get("/compare/{name}")
-def compare_page(request: Request, name: str):
-    key, kind = split_name(name)
-    try:
-        data = pages.COMPARE.data(_site(request).tracer, key)
-    except pages.UnknownRun:
-        return _unknown_run(request, key, kind == "json")
-    return _page_response(request, pages.COMPARE, data, kind)
-
-
-@compare.post("/api/compare")
+@actions.post("/api/compare")
 async def upload_run(request: Request):
     """An uploaded predictions file (the body's bytes): checked as the command line checks one,
     kept in memory under its digest; ``{"name", "digest", "split", "url"}`` or a 400 naming the
@@ -383,27 +400,11 @@ async def upload_run(request: Request):
     return json_response({"name": run.name, "digest": run.digest, "split": run.split, "url": url}, 201)
 
 
-# -- the classifier's table and what the build holds -------------------------------------------------
-
-table = APIRouter()
-build = APIRouter()
-
-
-@table.get("/api/table.json")
-def api_table(request: Request):
-    site = _site(request)
-    try:
-        return site.encoded.response(pages.TABLE.data(site.tracer, None))
-    except StageMissing as err:
-        return json_response({"error": err.reason, "status": 503, "stage": err.stage}, 503)
+@actions.get("/claim")
+def claim_list(request: Request):
+    return RedirectResponse("/explore/dev.html", status_code=307)
 
 
-@build.get("/api/build.json")
-def api_build(request: Request):
-    return json_response({**pages.BUILD.data(_site(request).tracer, None), "server": dict(request.app.state.warmth)})
-
-
-#: Each page's routes, by the page's name in :data:`claimtrace.web.pages.PAGES`.
 # -- the site's static files: by their hashed names (kept a year), or their plain ones -------------
 
 static = APIRouter()
@@ -426,15 +427,7 @@ def static_file(request: Request, name: str):
     return Response(body, media_type=_MEDIA[plain.rsplit(".", 1)[1]], headers={"Cache-Control": cache})
 
 
-ROUTERS = {
-    "walkthrough": walkthrough,
-    "claim": claim,
-    "explore": explore,
-    "live": live,
-    "predictions": predictions,
-    "row-predictions": row_predictions,
-    "table": table,
-    "build": build,
-    "compare-index": compare_index,
-    "compare": compare,
-}
+def site_routers() -> list[APIRouter]:
+    """Every route of the site, in the order they are tried: the static files, each page's
+    addresses (in :data:`~claimtrace.web.pages.PAGES` order), then the actions."""
+    return [static, *(page_router(page) for page in pages.PAGES), actions]

@@ -34,6 +34,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -43,7 +44,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import Missing
 from claimtrace.lib.store import write_atomic
 from claimtrace.web.fragments import SharedParts, strip_markers
-from claimtrace.web.pages import CLAIM, EXPLORE, LIVE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, Page
+from claimtrace.web.pages import CLAIM, EXPLORE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, WALKTHROUGH, Page
 from claimtrace.web.render import (
     ASSETS,
     SHARED_CLOSE,
@@ -140,6 +141,73 @@ def disable_unexported(html: str, written: set[str]) -> str:
     return html
 
 
+@dataclass
+class _Export:
+    """An export under way: where it writes, every claim, live, explore and predictions file it
+    will write (a link to any other is disabled), the counts so far, and the live editor's data
+    gathered from the claim pages (``live/<n>.js`` -> {claim id: editor data})."""
+
+    out: Path
+    tracer: Tracer
+    renderer: Renderer
+    planned: set[str]
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("claims", "explore", "files", "bytes"), 0))
+    editors: dict[str, dict[str, dict]] = field(default_factory=dict)
+
+    def write(self, relative: str, text: str) -> None:
+        write_atomic(self.out / relative, text)
+        self.counts["files"] += 1
+        self.counts["bytes"] += len(text.encode("utf-8"))
+
+    def page_text(self, text: str, page: Page | None) -> str:
+        """A page as the export writes it: its links to files not written disabled; the walkthrough,
+        claim and Explore pages without their template indentation (they have no <pre> or
+        <textarea>)."""
+        text = disable_unexported(text, self.planned)
+        return _LEADING_SPACE.sub("\n", text) if page in _COMPACT else text
+
+    def put(self, relative: str, text: str, page: Page | None = None) -> None:
+        """Write a file; a page with its every part in place (only claim pages share parts)."""
+        self.write(relative, strip_markers(self.page_text(text, page)) if relative.endswith(".html") else text)
+
+    def copy_static(self) -> None:
+        """The site's script and style, under their hashed names (the ones the pages link to)."""
+        (self.out / "static").mkdir(exist_ok=True)
+        for name in STATIC_FILES:
+            shutil.copyfile(STATIC / name, self.out / "static" / ASSETS[name])
+            self.counts["files"] += 1
+
+    def put_page(self, page: Page, key) -> None:
+        """One page of the registry and its JSON twin; nothing when the build lacks its stage."""
+        try:
+            data = page.data(self.tracer, key)
+        except Missing:
+            if page.template is not None:  # a page says what is missing; a download is left out
+                raise
+            return
+        if page.template is None:
+            self.put(page.path(key), _dump(data))
+            return
+        self.put(page.path(key), page.render(self.renderer, data, key), page)
+        if page.twin is not None:
+            self.put(page.twin_path(key), _dump(data))
+
+    def put_table_script(self) -> None:
+        """The table once, as a script every page shares (app.js loads it; no page embeds it)."""
+        try:
+            self.put("static/table.js", _script("claimtraceTable", None, TABLE.data(self.tracer, None)))
+        except Missing:
+            return
+
+    def put_not_found(self) -> None:
+        self.put("404.html", self.renderer.error_page("", 404, "Not found", "There is no page here.", _NOT_FOUND_HINT))
+
+    def put_editors(self) -> None:
+        """The live editor's data, a script per hundred claims."""
+        for path, entries in sorted(self.editors.items()):
+            self.put(path, "".join(_script("claimtraceLive", claim_id, data) for claim_id, data in entries.items()))
+
+
 def write_site(
     build: Build | None,
     out,
@@ -164,86 +232,31 @@ def write_site(
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
-    renderer = Renderer(tracer, mode="static")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
     claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
-    written_paths = _planned(tracer, claim_ids, json_twins)
-    written = {"claims": 0, "explore": 0, "files": 0, "bytes": 0}
-    editors: dict[str, dict[str, dict]] = {}  # live/<n>.js -> {claim id: editor data}
-
-    def page_text(relative: str, text: str) -> str:
-        text = disable_unexported(text, written_paths)
-        if relative.startswith(("claim/", "explore/")) or relative == "index.html":
-            # template indentation; these pages have no <pre> or <textarea>
-            text = _LEADING_SPACE.sub("\n", text)
-        return text
-
-    def write(relative: str, text: str) -> None:
-        write_atomic(out / relative, text)
-        written["files"] += 1
-        written["bytes"] += len(text.encode("utf-8"))
-
-    def put(relative: str, text: str) -> None:
-        """Write a file; a page with its every part in place (only claim pages share parts)."""
-        write(relative, strip_markers(page_text(relative, text)) if relative.endswith(".html") else text)
-
-    (out / "static").mkdir(exist_ok=True)
-    for name in STATIC_FILES:  # under their hashed names, the ones the pages link to
-        shutil.copyfile(STATIC / name, out / "static" / ASSETS[name])
-        written["files"] += 1
-
+    export = _Export(out, tracer, Renderer(tracer, mode="static"), _planned(tracer, claim_ids, json_twins))
+    export.copy_static()
     for page in PAGES:
-        if page is CLAIM:  # per split, what the pages repeat written once (_write_claims)
-            continue
-        for key in page.keys(tracer, claim_ids):
-            _put_page(tracer, renderer, page, key, put)
-        if page is EXPLORE:
-            written["explore"] += len(claim_ids)
-        if page is TABLE:
-            _put_table_script(tracer, put)
-        if page is LIVE:
-            put("404.html", renderer.error_page("", 404, "Not found", "There is no page here.", _NOT_FOUND_HINT))
+        if page is not CLAIM:  # per split, what the pages repeat written once (_write_claims)
+            for key in page.export_keys(tracer, claim_ids):
+                export.put_page(page, key)
+    export.counts["explore"] = len(claim_ids)
+    export.put_table_script()
+    export.put_not_found()
     for split in splits:
-        _write_claims(
-            tracer, renderer, split, claim_ids[split], page_text, write, json_twins, progress, editors, shared_parts
-        )
-        written["claims"] += len(claim_ids[split])
+        _write_claims(export, split, claim_ids[split], json_twins, progress, shared_parts)
+        export.counts["claims"] += len(claim_ids[split])
         if echo:
             echo(f"{split}: {len(claim_ids[split])} claim pages")
-    for path, entries in sorted(editors.items()):
-        put(path, "".join(_script("claimtraceLive", claim_id, data) for claim_id, data in entries.items()))
-    written["seconds"] = round(time.perf_counter() - started, 1)
-    written["out"] = str(out)
-    return written
+    export.put_editors()
+    return {**export.counts, "seconds": round(time.perf_counter() - started, 1), "out": str(out)}
 
 
 _NOT_FOUND_HINT = "Claim pages are named claim/claim-N.html."
-
-
-def _put_page(tracer: Tracer, renderer: Renderer, page: Page, key, put: Callable[[str, str], None]) -> None:
-    """One page of the registry and its JSON twin; nothing when the build lacks its stage."""
-    try:
-        data = page.data(tracer, key)
-    except Missing:
-        if page.template is not None:  # a page says what is missing; a download is left out
-            raise
-        return
-    if page.template is not None:
-        put(page.path(key), page.render(renderer, data, key))
-        if page.twin is not None:
-            put(page.twin_path(key), _dump(data))
-    else:
-        put(page.path(key), _dump(data))
-
-
-def _put_table_script(tracer: Tracer, put: Callable[[str, str], None]) -> None:
-    """The table once, as a script every page shares (app.js loads it; no page embeds it)."""
-    try:
-        put("static/table.js", _script("claimtraceTable", None, TABLE.data(tracer, None)))
-    except Missing:
-        return
+#: The pages written without their template indentation (5% of a claim page).
+_COMPACT = (WALKTHROUGH, CLAIM, EXPLORE)
 
 
 def _chosen(ids: list[str], limit: int | None, only: Iterable[str] | None = None) -> list[str]:
@@ -261,7 +274,7 @@ def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) 
     other links)."""
     paths = {live_bucket(claim_id) for ids in claim_ids.values() for claim_id in ids}
     for page in (EXPLORE, PREDICTIONS, ROW_PREDICTIONS, CLAIM):
-        for key in page.keys(tracer, claim_ids):
+        for key in page.export_keys(tracer, claim_ids):
             paths.add(page.path(key))
             if page.twin is not None and (page is not CLAIM or json_twins):
                 paths.add(page.twin_path(key))
@@ -272,48 +285,37 @@ def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) 
 _APP_SCRIPT = f'<script src="../static/{ASSETS["app.js"]}"></script>'
 
 
-def _write_claims(
-    tracer: Tracer,
-    renderer: Renderer,
-    split: str,
-    ids: list[str],
-    page_text,
-    write,
-    json_twins: bool,
-    progress: bool,
-    editors: dict,
-    shared_parts: bool,
-) -> None:
-    """One split's claim pages and their JSON twins if asked; their editor data go to ``editors``.
+def _write_claims(export: _Export, split: str, ids: list[str], json_twins: bool, progress: bool, shared: bool) -> None:
+    """One split's claim pages and their JSON twins if asked; their editor data go to the
+    export's ``editors``.
 
     Every page of the split is rendered first, so that what several pages repeat is known before
-    any is written: those parts go once into ``static/shared-<split>.js`` (web.fragments)."""
-    bar = None
-    if progress:
-        bar = tqdm(total=2 * len(ids), desc=f"site {split}", unit="page", disable=None)
+    any is written: those parts go once into ``static/shared-<split>.js`` (web.fragments);
+    ``shared`` False writes every page whole."""
+    bar = tqdm(total=2 * len(ids), desc=f"site {split}", unit="page", disable=None) if progress else None
     pages: dict[str, str] = {}
-    shared = SharedParts()
+    parts = SharedParts()
     for claim_id in ids:
-        result = CLAIM.data(tracer, claim_id)
+        result = CLAIM.data(export.tracer, claim_id)
         relative = CLAIM.path(claim_id)
-        pages[relative] = page_text(relative, CLAIM.render(renderer, result, claim_id))
-        shared.count(pages[relative])
+        pages[relative] = export.page_text(CLAIM.render(export.renderer, result, claim_id), CLAIM)
+        parts.count(pages[relative])
         editor = live_data(result)
         if editor is not None:
-            editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
+            export.editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
         if json_twins:
-            write(CLAIM.twin_path(claim_id), _dump(result))
+            export.write(CLAIM.twin_path(claim_id), _dump(result))
         if bar is not None:
             bar.update(1)
     script = f"static/shared-{split}.js"
     for relative, html in pages.items():
-        html, uses_shared = shared.page(html) if shared_parts else (strip_markers(html), False)
+        html, uses_shared = parts.page(html) if shared else (strip_markers(html), False)
         if uses_shared:
             html = html.replace(_APP_SCRIPT, f'<script src="../{script}"></script>\n' + _APP_SCRIPT, 1)
-        write(relative, html)
+        export.write(relative, html)
         if bar is not None:
             bar.update(1)
-    if shared.nodes:
-        write(script, shared.script())
+    if parts.nodes:
+        export.write(script, parts.script())
     if bar is not None:
         bar.close()

@@ -1,6 +1,7 @@
 """The site's tracer: answers traces, Explore and the table over one build, caching what it
-computed and scheduling the slow work. The data of every answer comes from
-:mod:`claimtrace.web.views.walkthrough` and :mod:`claimtrace.web.views.explore`, which read the build.
+computed and scheduling the slow work. The data of every answer comes from the views
+(:mod:`claimtrace.web.views.walkthrough`, :mod:`~claimtrace.web.views.explore`,
+:mod:`~claimtrace.web.views.table`, :mod:`~claimtrace.web.views.status`), which read the build.
 
 * :meth:`Tracer.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
 * :meth:`Tracer.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
@@ -24,8 +25,10 @@ from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import bound_stem_cache
 from claimtrace.web.memory import RELEASE_EVERY, release_memory
 from claimtrace.web.runs import Runs
-from claimtrace.web.views import walkthrough as sections
+from claimtrace.web.views import walkthrough
 from claimtrace.web.views.explore import explore as explore_split
+from claimtrace.web.views.status import build_info, public_paths
+from claimtrace.web.views.table import table_payload
 from claimtrace.workdir.reader import Build
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
@@ -58,11 +61,9 @@ def public_reasons(value, root):
     keeps them; the rest (claim texts, passages) untouched."""
     if isinstance(value, dict):
         if value.get("status") in ("missing", "damaged") and isinstance(value.get("reason"), str):
-            return {**value, "reason": sections.public_paths(value["reason"], root)}
+            return {**value, "reason": public_paths(value["reason"], root)}
         return {
-            key: sections.public_paths(item, root)
-            if key in _REASONS and isinstance(item, str)
-            else public_reasons(item, root)
+            key: public_paths(item, root) if key in _REASONS and isinstance(item, str) else public_reasons(item, root)
             for key, item in value.items()
         }
     if isinstance(value, list):
@@ -94,7 +95,7 @@ class Tracer:
     def _assemble(self, text: str, **claim) -> dict:
         # No lock: a trace shares nothing mutable (the retrieval model's work arrays are made per
         # call), so typed claims on several threads run at once.
-        return public_reasons(sections.assemble(self.build, text, **claim), self.build.root)
+        return public_reasons(walkthrough.assemble(self.build, text, **claim), self.build.root)
 
     def trace(self, claim_id: str) -> dict:
         """A course claim through every stage. UnknownClaim when no split has it."""
@@ -157,10 +158,10 @@ class Tracer:
             return None
 
     def table(self) -> dict:
-        return self.build.once(("web", "table"), lambda: sections.table_payload(self.build))
+        return self.build.once(("web", "table"), lambda: table_payload(self.build))
 
     def build_info(self, brief: bool = False) -> dict:
-        return sections.build_info(self.build, brief)
+        return build_info(self.build, brief)
 
     def warm(self, splits=C.SPLITS, wait_for_first_page: float = 30.0) -> None:
         """Load what the front page needs; once a first page has been answered (or after

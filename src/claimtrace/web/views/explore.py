@@ -15,7 +15,7 @@ from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.scoreboard import scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.models.predict import protocol_figures
-from claimtrace.web.views.walkthrough import build_info, missing
+from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import Build, protocol_verdicts
 
 #: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
@@ -34,49 +34,17 @@ def explore(build: Build, split: str) -> dict:
         "claims": [],
         "build": build_info(build, brief=True),
     }
-    try:
-        records = build.retrieval(split)
-        out["retrieval"] = {"status": "ok", "source": "build"}
-    except Missing as err:
-        records = None
-        out["retrieval"] = missing(err.stage, err.reason)
+    records, out["retrieval"] = _read(lambda: build.retrieval(split), {"status": "ok", "source": "build"})
+    verdicts, out["classifier"] = _read(lambda: build.verdicts(split), {"status": "ok"})
     sources = ["gold", "retrieved"] if labelled else ["retrieved"]
-    try:
-        verdicts = build.verdicts(split)
-        out["classifier"] = {"status": "ok"}
-    except Missing as err:
-        verdicts = None
-        out["classifier"] = missing(err.stage, err.reason)
-    for position, claim in enumerate(claims.values()):
-        out["claims"].append(_claim_row(position, claim, labelled, records, verdicts, sources))
+    out["claims"] = [
+        _claim_row(position, claim, labelled, records, verdicts, sources)
+        for position, claim in enumerate(claims.values())
+    ]
     if records is not None:
-        # the download's evidence ids that the course's corpus lacks (the demo corpus's "cf:"
-        # CLIMATE-FEVER sentences): the course's scorer can only count them as wrong evidence
-        returned = [e for record in records.values() for e in record["evidences"]]
-        out["evidence_ids"] = {
-            "returned": len(returned),
-            "outside_course": sum(str(e).startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
-        }
-    accuracy: dict[str, Any] = {}
-    for source in ("gold", "retrieved"):
-        if verdicts is None or not labelled:
-            accuracy[source] = None
-            continue
-        accuracy[source] = protocol_figures(
-            {row["id"]: row["label"] for row in out["claims"]}, {row["id"]: row[source] for row in out["claims"]}
-        )
-    out["accuracy"] = accuracy
-    out["verdict_counts"] = (
-        {}
-        if verdicts is None
-        else {
-            source: {
-                p: {label: sum(1 for row in out["claims"] if row[source][p] == label) for label in C.LABELS}
-                for p in C.PROTOCOLS
-            }
-            for source in sources
-        }
-    )
+        out["evidence_ids"] = _evidence_ids(records)
+    out["accuracy"] = _accuracy(out["claims"], scored=verdicts is not None and labelled)
+    out["verdict_counts"] = {} if verdicts is None else _verdict_counts(out["claims"], sources)
     out["retrieval_variants"] = None
     if split == "dev" and records is not None:
         out["retrieval_variants"] = build.retrieval_variants()
@@ -90,6 +58,45 @@ def explore(build: Build, split: str) -> dict:
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
     return out
+
+
+def _read(read, ok: dict) -> tuple[Any, dict]:
+    """What ``read()`` gives and the ``ok`` status, or None and the missing stage's status."""
+    try:
+        return read(), ok
+    except Missing as err:
+        return None, missing(err.stage, err.reason)
+
+
+def _evidence_ids(records: dict[str, dict]) -> dict:
+    """How many evidence ids the split's download holds, and how many of them the course's corpus
+    lacks (the demo corpus's "cf:" CLIMATE-FEVER sentences): the course's scorer can only count
+    those as wrong evidence."""
+    returned = [e for record in records.values() for e in record["evidences"]]
+    return {
+        "returned": len(returned),
+        "outside_course": sum(str(e).startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
+    }
+
+
+def _accuracy(rows: list[dict], scored: bool) -> dict:
+    """Each evidence source's accuracy and confusion, per protocol (None unless ``scored``: a
+    labelled split with verdicts)."""
+    labels = {row["id"]: row["label"] for row in rows}
+    return {
+        source: protocol_figures(labels, {row["id"]: row[source] for row in rows}) if scored else None
+        for source in ("gold", "retrieved")
+    }
+
+
+def _verdict_counts(rows: list[dict], sources: list[str]) -> dict:
+    """How often each label is the verdict, per evidence source and protocol."""
+    return {
+        source: {
+            p: {label: sum(1 for row in rows if row[source][p] == label) for label in C.LABELS} for p in C.PROTOCOLS
+        }
+        for source in sources
+    }
 
 
 def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, sources: list[str]) -> dict:

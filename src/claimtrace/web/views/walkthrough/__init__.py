@@ -1,0 +1,104 @@
+"""The walkthrough: one claim (or any text) through every stage, as the data of its page.
+
+:func:`assemble` gives the page's whole data; each stage's section is a plain function of the
+build and what the section is about, in the module of its stage group (``words``: preprocessing
+and tagging; ``vectors``: the tag vectors; ``retrieval``: the filter, the sorts and the fallback;
+``classifier``: the model input and each token's share; ``fixes``: BM25 and the intended model).
+Each returns a :class:`~claimtrace.web.views.walkthrough.claim.Section`: its JSON-serialisable
+data, which the HTML page and the JSON twin both render, and the notes it adds to the top of the
+page. Every section carries ``"status"``: ``"ok"``, or ``"missing"`` with a ``"reason"`` naming
+what is not built yet (the page says so instead of failing). Nothing here re-implements a stage:
+sections read the build and call the stage functions (preprocess, the tagging vectorizer, the
+retrieval model, :mod:`claimtrace.explain`) for the one claim they show, and what the claim needs
+from them is computed once per trace (``claim``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from claimtrace.data.files import Claim
+from claimtrace.errors import Missing
+from claimtrace.pipeline.preprocess import preprocess, stopwords
+from claimtrace.web.views.status import build_info, missing
+from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
+from claimtrace.web.views.walkthrough.classifier import classifier_section
+from claimtrace.web.views.walkthrough.fixes import fixes_section
+from claimtrace.web.views.walkthrough.retrieval import retrieval_section
+from claimtrace.web.views.walkthrough.vectors import vectorisation_section
+from claimtrace.web.views.walkthrough.words import preprocess_section, tagging_section
+from claimtrace.workdir.reader import Build
+
+__all__ = ["assemble"]
+
+
+def assemble(
+    build: Build, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
+) -> dict:
+    """One claim (or any text) through every stage: the page's whole data."""
+    pre = preprocess(text, data_dir=build.data_dir)
+    gold = list(claim.evidences) if claim is not None and claim.label is not None else []
+    try:
+        found: ClaimRetrieval | dict = claim_retrieval(build, pre, claim, split)
+    except Missing as err:
+        found = missing(err.stage, err.reason)
+    stems = PassageStems(build)
+    retrieval = retrieval_section(build, found, claim, split, gold)
+    retrieved = retrieval.data.get("evidences") or []
+    tagged = _tagged_passage(gold, retrieved)
+    vectors = _vectors_passage(gold, retrieved)
+    sections = {  # in the page's order, which is also the order of their notes
+        "preprocess": preprocess_section(pre, stopwords(build.data_dir)),
+        "retrieval": retrieval,
+        "tagging": tagging_section(build, tagged.passage_id, tagged.role, stems),
+        "vectorisation": vectorisation_section(build, found, vectors.passage_id, vectors.role),
+        "classifier": classifier_section(build, pre, claim, split, retrieval.data, stems),
+        "fixes": fixes_section(build, claim, split),
+    }
+    return {
+        "claim": _head(text, claim, split, position, gold),
+        "build": build_info(build, brief=True),
+        **{name: section.data for name, section in sections.items()},
+        "notes": [note for section in sections.values() for note in section.notes],
+    }
+
+
+def _head(text: str, claim: Claim | None, split: str | None, position: int | None, gold: list[str]) -> dict:
+    """What the page is about: a course claim (its split, position, label and gold passages), or
+    a typed text."""
+    if claim is None:
+        return {"kind": "text", "id": None, "split": None, "position": None, "text": text, "label": None, "gold": []}
+    return {
+        "kind": "claim",
+        "id": claim.id,
+        "split": split,
+        "position": position,
+        "text": claim.text,
+        "label": claim.label,
+        "gold": gold,
+    }
+
+
+class ShownPassage(NamedTuple):
+    """The passage a section shows beside the claim (None: none to show), and why that one."""
+
+    passage_id: str | None
+    role: str
+
+
+def _tagged_passage(gold: list[str], retrieved: list[dict]) -> ShownPassage:
+    """The passage whose tags are shown: the first gold one, else the first retrieved one."""
+    if gold:
+        return ShownPassage(gold[0], "gold")
+    return ShownPassage(retrieved[0]["id"] if retrieved else None, "retrieved")
+
+
+def _vectors_passage(gold: list[str], retrieved: list[dict]) -> ShownPassage:
+    """The passage whose vector is shown, the one that tells most: the first retrieved gold
+    passage, else the first retrieved one, else the first gold one."""
+    for evidence in retrieved:
+        if evidence["gold"]:
+            return ShownPassage(evidence["id"], "retrieved gold")
+    if retrieved:
+        return ShownPassage(retrieved[0]["id"], "retrieved")
+    return _tagged_passage(gold, retrieved)
