@@ -15,6 +15,8 @@ from claimtrace.workdir import build as build_module
 from claimtrace.workdir import layout as workdir
 from claimtrace.workdir.build import build
 from claimtrace.workdir.reader import Build
+from claimtrace.workdir.stages import bm25 as bm25_stage
+from claimtrace.workdir.stages import tagging as tagging_stage
 
 
 @pytest.fixture()
@@ -48,7 +50,7 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
         expected = build(whole, data_dir, small_evidence, processes=1, until="tagging")
 
     killed = tmp_path / "killed"
-    real_write = build_module.write_atomic
+    real_write = tagging_stage.write_atomic
     written = []
 
     def dying_write(path, text):
@@ -58,14 +60,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
             written.append(path)
         real_write(path, text)
 
-    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    monkeypatch.setattr(tagging_stage, "write_atomic", dying_write)
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="tagging")
     before = _files(killed)
     assert not [name for name in before if name.endswith(".tmp") or "/." in name]  # no half-written file
     assert sum(name.startswith("tagging/tags/") for name in before) == 3
 
-    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    monkeypatch.setattr(tagging_stage, "write_atomic", real_write)
     with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="tagging")
     after = _files(killed)
@@ -225,12 +227,12 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     """The BM25 stage killed mid-index, then mid-records, ends as a one-shot build does."""
     from claimtrace.pipeline import bm25
 
-    monkeypatch.setattr(build_module, "BM25_CHUNK", 100)
+    monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 100)
     with pytest.warns(errors.EvidenceChecksumWarning):
         expected = build(tmp_path / "whole", data_dir, small_evidence, processes=1, until="bm25")["bm25"]
 
     killed = tmp_path / "killed"
-    real_chunk, real_write = bm25._write_chunk, build_module.write_atomic
+    real_chunk, real_write = bm25._write_chunk, bm25_stage.write_atomic
     chunks = []
 
     def dying_chunk(job):
@@ -250,14 +252,14 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
             raise KeyboardInterrupt("killed")
         real_write(path, text)
 
-    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    monkeypatch.setattr(bm25_stage, "write_atomic", dying_write)
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="bm25")
     assert (killed / "bm25" / "index").is_dir() and not (killed / "bm25" / "chunks").exists()
     assert (killed / "retrieval" / "bm25-dev.jsonl").is_file() and not (killed / "bm25" / "summary.json").exists()
     kept = _files(killed)
 
-    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    monkeypatch.setattr(bm25_stage, "write_atomic", real_write)
     with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="bm25")["bm25"]
     now = _files(killed)  # nothing finished was redone (the manifest records what the resumed run adds)
@@ -400,7 +402,7 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
     unpadded-tags retriever alongside the padded one (claimtrace.lib.alongside): every file is the
     same bytes as one process's build, which runs them in their place."""
     monkeypatch.setattr(workdir, "CHUNK", 200)
-    monkeypatch.setattr(build_module, "BM25_CHUNK", 200)
+    monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 200)
     started = []
     real_start = build_module.Alongside.start
 
