@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from click.testing import CliRunner
-from conftest import demo_build_lock
+from conftest import REPO, demo_build_lock
 
 from claimtrace import errors
-from claimtrace.cli.commands import main
+from claimtrace.cli.build import build_report
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.workdir import build as build_module
 from claimtrace.workdir import layout as workdir
@@ -289,11 +291,31 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
         f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
     )
     assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
+    assert lines[9] == f"site: claimtrace serve --workdir {demo_build.root}  (then http://127.0.0.1:8000/)"
     with demo_build_lock(demo_build.root):
         whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
     assert set(whole["seconds"]) == set(stages)
     assert all(set(t) in ({"wall", "cpu"}, {"wall", "cpu", "alongside"}) for t in whole["seconds"].values())
+    # served on another port (make demo PORT=8123): the report's last line names it
+    report = build_report(whole, whole["seconds"], str(demo_build.root), 1.0, port=8123).splitlines()
+    assert report[0] == f"built {demo_build.root}: 5,240 passages in 1.0 s" and report[-2] == lines[8]
+    assert (
+        report[-1] == f"site: claimtrace serve --workdir {demo_build.root} --port 8123  (then http://127.0.0.1:8123/)"
+    )
+
+
+def test_make_demo_builds_and_serves_on_one_port():
+    """`make demo PORT=N` serves on N and passes N to the build, whose report names it."""
+    done = subprocess.run(
+        ["make", "-n", "demo", "PORT=8123", "WORKDIR=work/elsewhere"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    commands = [line.split() for line in done.stdout.splitlines()]
+    build_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "build")
+    serve_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "serve")
+    for command in (build_line, serve_line):
+        assert command[command.index("--port") + 1] == "8123", command
 
 
 def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small_evidence, monkeypatch):

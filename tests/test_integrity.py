@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace import errors
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.lib import store
 from claimtrace.workdir import layout as workdir
