@@ -1,8 +1,10 @@
 """The build reader: the one place that knows a workdir's layout, and opens what is in it.
 
-Stages write a workdir (:mod:`claimtrace.workdir.build`); the command line, :mod:`claimtrace.explain.verdict` and
-the site read it through :class:`Build`, lazily, each piece once, and never re-derive what a
-stage computed. No other module builds a workdir path: :class:`Workdir` names them all.
+Stages write a workdir (:mod:`claimtrace.workdir.stages`, run by :mod:`claimtrace.workdir.build`,
+each reading what the earlier ones wrote through one :class:`Build`); the command line,
+:mod:`claimtrace.explain.verdict` and the site read it through :class:`Build`, lazily, each piece
+once, and never re-derive what a stage computed. No other module builds a workdir path:
+:class:`~claimtrace.workdir.layout.Workdir` names them all.
 
 Layout of a workdir::
 
@@ -471,5 +473,5 @@ class Build:
         }
 
     def scoreboard(self) -> dict:
-        """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scorer.scoreboard`)."""
+        """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scoreboard.scoreboard`)."""
         return self.once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))
