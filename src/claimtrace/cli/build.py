@@ -45,7 +45,7 @@ from claimtrace.workdir.layout import STAGES, FileManifest, Workdir
 @click.option(
     "--until",
     type=click.Choice(STAGES),
-    default=STAGES[-1],
+    default=STAGES[-1],  # every stage
     show_default=True,
     help="The last stage to run.",
 )

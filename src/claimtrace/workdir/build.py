@@ -76,9 +76,16 @@ class BuildRun:
         """Record every file the stages have written in the manifest."""
         record_new(self.work, self.files, self.items)
 
-    def step(self, name: str, what: str):
-        """Say a step's start and end and keep its times (:func:`_step`)."""
-        return _step(self.seconds, name, what)
+    @contextmanager
+    def step(self, name: str, what: str) -> Iterator[None]:
+        """Say a step's start and end on stderr and keep its wall and CPU times in ``seconds``
+        (the CPU time of the build's process and of the workers it waited for; a step with
+        nothing left to do takes a moment)."""
+        log(f"{name}: {what}")
+        started, cpu = time.perf_counter(), cpu_seconds()
+        yield
+        self.seconds[name] = {"wall": time.perf_counter() - started, "cpu": cpu_seconds() - cpu}
+        log(f"{name}: done in {self.seconds[name]['wall']:.1f} s")
 
     def start_bm25_alongside(self) -> None:
         """With two processes, the BM25 stage (which reads the passages only) runs in a forked
@@ -87,18 +94,6 @@ class BuildRun:
         collected at its place in the stage order. With one process it runs in its place."""
         if self.processes > 1 and self.until >= Stage.BM25 and not bm25_done(self.reader):
             self.alongside["bm25"] = Alongside.start(build_bm25, self.reader, self.passages, processes=1)
-
-
-@contextmanager
-def _step(seconds: dict[str, dict[str, float]], name: str, what: str) -> Iterator[None]:
-    """Say a step's start and end on stderr and keep its wall and CPU times (the CPU time of
-    the build's process and of the workers it waited for; a step with nothing left to do takes
-    a moment)."""
-    log(f"{name}: {what}")
-    started, cpu = time.perf_counter(), cpu_seconds()
-    yield
-    seconds[name] = {"wall": time.perf_counter() - started, "cpu": cpu_seconds() - cpu}
-    log(f"{name}: done in {seconds[name]['wall']:.1f} s")
 
 
 def build(
@@ -135,10 +130,10 @@ def build(
         # stems chunks: JSON lists), whichever run records them: a fresh build, a resumed one (a
         # chunk written before the kill is recorded by the next run's first record) or a repair.
         items = stems_items(work, len(tagging.deduplicated(passages)))
-        build_passage_store(work, passages)
-        record_new(work, files, items)
         seconds = {} if seconds is None else seconds  # the caller's own dict, filled as the steps end
         run = BuildRun(Build(work.root, data_dir), passages, processes, until, files, items, seconds)
+        build_passage_store(work, passages)
+        run.record_new()
         try:
             summary = _run_stages(run)
         finally:
