@@ -10,9 +10,10 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 
 ## make demo: build the demo corpus (tagging, retrieval, verdicts) and serve the site on
 ## http://127.0.0.1:$(PORT)/ with the course baseline to compare (a build that exists is reused; a killed one resumes).
+## The build's report names the port the site is served on.
 PORT ?= 8000
 demo: $(VENV)/.installed
-	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR)
+	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT)
 	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline
 
 ## make test: the whole test suite, with the 2024 reference environment beside it. Its first

@@ -39,7 +39,9 @@ from pathlib import Path
 from proctree import memory_kib, process_tree
 
 REPO = Path(__file__).resolve().parents[1]
-CLAIMTRACE = REPO / ".venv" / "bin" / "claimtrace"
+#: The ``claimtrace`` command, run by this interpreter: the code on its path (``PYTHONPATH`` picks
+#: a checkout: the same command before and after a change, in one run).
+CLAIMTRACE = [sys.executable, "-m", "claimtrace.cli"]
 PASSAGES = 1_208_827
 
 
@@ -73,7 +75,7 @@ def run_build(corpus: list[str], workdir: Path) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
-        [str(CLAIMTRACE), "build", *corpus, "--workdir", str(workdir), "--json"],
+        [*CLAIMTRACE, "build", *corpus, "--workdir", str(workdir), "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -155,8 +157,6 @@ def main() -> None:
     parser.add_argument("--keep", default=None, help="build into DIR/<name> and keep it")
     parser.add_argument("--json", dest="as_json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args()
-    if not CLAIMTRACE.exists():
-        raise SystemExit(f"{CLAIMTRACE}: missing (run `make env` first)")
     if args.calls:
         print("forward calls, notebook batches of 16:")
         figures = time_calls()

@@ -25,9 +25,12 @@ import time
 from pathlib import Path
 
 from claimtrace.data.files import find_data_dir
-from claimtrace.workdir import build as stages
+from claimtrace.workdir.build import cyclic_gc_paused
 from claimtrace.workdir.integrity import check_build_record, open_file_manifest
 from claimtrace.workdir.layout import Workdir
+from claimtrace.workdir.reader import Build
+from claimtrace.workdir.stages import bm25, classifier, quirk_costs, retrieval, tagging
+from claimtrace.workdir.stages.corpus import build_passage_store, load_corpus
 
 NEW_STEPS = ("variant_records", "bm25", "more_verdicts", "scoreboard")
 
@@ -44,24 +47,25 @@ def run(root: Path, processes: int = 1) -> dict:
     work = Workdir(root)
     root.mkdir(parents=True, exist_ok=True)
     files = open_file_manifest(work)
-    passages, description = stages.load_corpus(work, data_dir, None)
+    passages, description = load_corpus(work, data_dir, None)
     check_build_record(work, files, description, None, corpus_changed=False)
-    stages.build_passage_store(work, passages)
+    build_passage_store(work, passages)
+    reader = Build(root, data_dir)  # the build's one reader, as the build opens it
     timings: dict = {}
-    with stages.cyclic_gc_paused():  # as the build runs its stages
-        _timed(timings, "tagging", stages.build_tagging, work, data_dir, passages, processes)
-        _timed(timings, "retrieval", stages.build_retrieval, work, data_dir, processes)
-        _timed(timings, "variant_records", stages.build_variant_records, work, data_dir)
-        _timed(timings, "bm25", stages.build_bm25, work, data_dir, passages, processes)
-        _timed(timings, "classifier", stages.build_classifier, work, data_dir)
-        _timed(timings, "more_verdicts", stages.build_more_verdicts, work, data_dir)
-        _timed(timings, "scoreboard", stages.build_scoreboard, work, data_dir)
+    with cyclic_gc_paused():  # as the build runs its stages
+        _timed(timings, "tagging", tagging.build_tagging, reader, passages, processes)
+        _timed(timings, "retrieval", retrieval.build_retrieval, reader, processes)
+        _timed(timings, "variant_records", retrieval.build_variant_records, reader)
+        _timed(timings, "bm25", bm25.build_bm25, reader, passages, processes)
+        _timed(timings, "classifier", classifier.build_classifier, reader)
+        _timed(timings, "more_verdicts", quirk_costs.build_more_verdicts, reader)
+        _timed(timings, "scoreboard", quirk_costs.build_scoreboard, reader)
     extra = sum(timings[name]["wall_s"] for name in NEW_STEPS)
     return {
         "timings": timings,
         "extra_wall_s": round(extra, 1),
         "load_average": os.getloadavg(),
-        "scoreboard": stages.build_scoreboard(work, data_dir),
+        "scoreboard": quirk_costs.build_scoreboard(reader),
     }
 
 

@@ -82,7 +82,7 @@ def ensure_build(workdir: Path) -> None:
 def start_server(arguments: list[str], port: int, limit: float = 180) -> subprocess.Popen:
     """``claimtrace <arguments>`` (a ``serve`` command line for ``port``) in its own process,
     once ``/api/build.json`` answers; the benches' one way to start a server."""
-    command = [sys.executable, "-m", "claimtrace.cli.commands", *arguments]
+    command = [sys.executable, "-m", "claimtrace.cli", *arguments]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:

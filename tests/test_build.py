@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from click.testing import CliRunner
-from conftest import demo_build_lock
+from conftest import REPO, demo_build_lock
 
 from claimtrace import errors
-from claimtrace.cli.commands import main
+from claimtrace.cli.build import build_report
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.workdir import build as build_module
 from claimtrace.workdir import layout as workdir
 from claimtrace.workdir.build import build
 from claimtrace.workdir.reader import Build
+from claimtrace.workdir.stages import bm25 as bm25_stage
+from claimtrace.workdir.stages import tagging as tagging_stage
 
 
 @pytest.fixture()
@@ -48,7 +52,7 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
         expected = build(whole, data_dir, small_evidence, processes=1, until="tagging")
 
     killed = tmp_path / "killed"
-    real_write = build_module.write_atomic
+    real_write = tagging_stage.write_atomic
     written = []
 
     def dying_write(path, text):
@@ -58,14 +62,14 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
             written.append(path)
         real_write(path, text)
 
-    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    monkeypatch.setattr(tagging_stage, "write_atomic", dying_write)
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="tagging")
     before = _files(killed)
     assert not [name for name in before if name.endswith(".tmp") or "/." in name]  # no half-written file
     assert sum(name.startswith("tagging/tags/") for name in before) == 3
 
-    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    monkeypatch.setattr(tagging_stage, "write_atomic", real_write)
     with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="tagging")
     after = _files(killed)
@@ -225,12 +229,12 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     """The BM25 stage killed mid-index, then mid-records, ends as a one-shot build does."""
     from claimtrace.pipeline import bm25
 
-    monkeypatch.setattr(build_module, "BM25_CHUNK", 100)
+    monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 100)
     with pytest.warns(errors.EvidenceChecksumWarning):
         expected = build(tmp_path / "whole", data_dir, small_evidence, processes=1, until="bm25")["bm25"]
 
     killed = tmp_path / "killed"
-    real_chunk, real_write = bm25._write_chunk, build_module.write_atomic
+    real_chunk, real_write = bm25._write_chunk, bm25_stage.write_atomic
     chunks = []
 
     def dying_chunk(job):
@@ -250,14 +254,14 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
             raise KeyboardInterrupt("killed")
         real_write(path, text)
 
-    monkeypatch.setattr(build_module, "write_atomic", dying_write)
+    monkeypatch.setattr(bm25_stage, "write_atomic", dying_write)
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(KeyboardInterrupt):
         build(killed, data_dir, small_evidence, processes=1, until="bm25")
     assert (killed / "bm25" / "index").is_dir() and not (killed / "bm25" / "chunks").exists()
     assert (killed / "retrieval" / "bm25-dev.jsonl").is_file() and not (killed / "bm25" / "summary.json").exists()
     kept = _files(killed)
 
-    monkeypatch.setattr(build_module, "write_atomic", real_write)
+    monkeypatch.setattr(bm25_stage, "write_atomic", real_write)
     with pytest.warns(errors.EvidenceChecksumWarning):
         resumed = build(killed, data_dir, small_evidence, processes=1, until="bm25")["bm25"]
     now = _files(killed)  # nothing finished was redone (the manifest records what the resumed run adds)
@@ -287,11 +291,31 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
         f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
     )
     assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
+    assert lines[9] == f"site: claimtrace serve --workdir {demo_build.root}  (then http://127.0.0.1:8000/)"
     with demo_build_lock(demo_build.root):
         whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
     assert set(whole["seconds"]) == set(stages)
     assert all(set(t) in ({"wall", "cpu"}, {"wall", "cpu", "alongside"}) for t in whole["seconds"].values())
+    # served on another port (make demo PORT=8123): the report's last line names it
+    report = build_report(whole, whole["seconds"], str(demo_build.root), 1.0, port=8123).splitlines()
+    assert report[0] == f"built {demo_build.root}: 5,240 passages in 1.0 s" and report[-2] == lines[8]
+    assert (
+        report[-1] == f"site: claimtrace serve --workdir {demo_build.root} --port 8123  (then http://127.0.0.1:8123/)"
+    )
+
+
+def test_make_demo_builds_and_serves_on_one_port():
+    """`make demo PORT=N` serves on N and passes N to the build, whose report names it."""
+    done = subprocess.run(
+        ["make", "-n", "demo", "PORT=8123", "WORKDIR=work/elsewhere"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    commands = [line.split() for line in done.stdout.splitlines()]
+    build_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "build")
+    serve_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "serve")
+    for command in (build_line, serve_line):
+        assert command[command.index("--port") + 1] == "8123", command
 
 
 def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small_evidence, monkeypatch):
@@ -400,7 +424,7 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
     unpadded-tags retriever alongside the padded one (claimtrace.lib.alongside): every file is the
     same bytes as one process's build, which runs them in their place."""
     monkeypatch.setattr(workdir, "CHUNK", 200)
-    monkeypatch.setattr(build_module, "BM25_CHUNK", 200)
+    monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 200)
     started = []
     real_start = build_module.Alongside.start
 

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.models.inputs import (
     Encoded,

@@ -191,7 +191,7 @@ def test_training_the_intended_variant(data, tmp_path):
 
 
 def test_cli_train_variant(data, tmp_path, monkeypatch):
-    from claimtrace.cli.commands import main
+    from claimtrace.cli.main import main
 
     monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
     for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):

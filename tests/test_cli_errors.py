@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.workdir import reader as artifacts
 
 #: Build files, and the commands that read each (args after the workdir's).

@@ -8,7 +8,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.compare.runs import compare, explained_wins, load_run, pipeline_found_gold, read_run
 from claimtrace.data import files as data
 from claimtrace.data.files import DataError

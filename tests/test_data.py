@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from claimtrace import constants as C
 from claimtrace import errors
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data import evidence
 from claimtrace.data import files as data
 from claimtrace.lib import store

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data.files import gold_passages, load_claims
 from claimtrace.explain.verdict import explain_claim
 from claimtrace.models.inputs import encode, gold_evidence, make_rows

@@ -14,14 +14,14 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace import errors
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.lib import store
-from claimtrace.workdir import build as build_module
 from claimtrace.workdir import layout as workdir
 from claimtrace.workdir.build import build
 from claimtrace.workdir.layout import FileManifest, Workdir
 from claimtrace.workdir.reader import Build
+from claimtrace.workdir.stages import classifier as classifier_stage
 
 HINT = "run `claimtrace build` to repair"
 
@@ -294,29 +294,29 @@ def test_a_killed_classifier_stage_redoes_only_unfinished_pieces(demo_build, dat
         (work / "classifier" / f"{name}.json").unlink()
     (work / "classifier" / "summary.json").unlink()
     train_written = (work / "classifier" / "train.json").stat().st_mtime_ns
-    real_piece, done = build_module.classify_piece, []
+    real_piece, done = classifier_stage.classify_piece, []
 
-    def dying_piece(work_, reader, classifier, split, source):
+    def dying_piece(reader, classifier, split, source):
         if len(done) == 1:
             raise KeyboardInterrupt("killed between two pieces")
         done.append((split, source))
-        return real_piece(work_, reader, classifier, split, source)
+        return real_piece(reader, classifier, split, source)
 
-    monkeypatch.setattr(build_module, "classify_piece", dying_piece)
+    monkeypatch.setattr(classifier_stage, "classify_piece", dying_piece)
     with pytest.raises(KeyboardInterrupt):
         build(work, data_dir, None, processes=1)
     assert done == [("dev", "retrieved")]
     assert not (work / "classifier" / "dev.json").exists()  # its split not finished: kept as a piece
     assert sorted(p.name for p in (work / "classifier" / "parts").iterdir()) == ["dev-retrieved.json"]
 
-    real_predict, predicted = build_module.predict, []
+    real_predict, predicted = classifier_stage.predict, []
 
     def counted_predict(classifier, encoded):
         predicted.append(len(encoded))
         return real_predict(classifier, encoded)
 
-    monkeypatch.setattr(build_module, "classify_piece", real_piece)
-    monkeypatch.setattr(build_module, "predict", counted_predict)
+    monkeypatch.setattr(classifier_stage, "classify_piece", real_piece)
+    monkeypatch.setattr(classifier_stage, "predict", counted_predict)
     build(work, data_dir, None, processes=1)
     dev, test = len(demo_build.claims("dev")), len(demo_build.claims("test"))
     assert predicted == [dev, test]  # dev's gold and test's retrieved: nothing finished was redone

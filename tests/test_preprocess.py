@@ -214,7 +214,7 @@ def test_fast_tokenizer_equals_nltk(text):
 def test_preprocess_command_json(data_dir):
     from click.testing import CliRunner
 
-    from claimtrace.cli.commands import main
+    from claimtrace.cli.main import main
 
     result = CliRunner().invoke(
         main,

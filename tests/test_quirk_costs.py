@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from claimtrace import constants as C
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.course import TABLE2
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 
@@ -32,18 +32,23 @@ def test_bm25_records_shape(demo_build):
     ]
 
 
-def test_quirk_variant_records_match_the_variant_table(demo_build):
-    """The stored records of each quirk variant give the dev F of the retrieval stage's table."""
-    from claimtrace.evaluation.scorer import evidence_f
-
-    claims = demo_build.claims("dev")
+def test_the_variant_table_is_the_course_scorer_on_each_variants_predictions(demo_build, tmp_path, data_dir):
+    """Each variant's dev F in the retrieval stage's table is what the course's scorer gives the
+    predictions file its records yield (`claimtrace predict --row VARIANT+notebook+notebook`,
+    scored by `claimtrace evaluate --predictions`); each variant's records cover test too."""
+    runner = CliRunner()
     for row in demo_build.retrieval_summary()["variants_dev"]:
-        if row["variant"] == "notebook":
-            continue
-        records = demo_build.variant_retrieval(row["variant"], "dev")
-        f = sum(evidence_f(r["evidences"], claims[cid].evidences) for cid, r in records.items()) / len(records)
-        assert f == pytest.approx(row["F"], abs=1e-12)
-        assert len(demo_build.variant_retrieval(row["variant"], "test")) == len(demo_build.claims("test"))
+        out = tmp_path / f"{row['variant']}.json"
+        args = ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev"]
+        done = runner.invoke(main, [*args, "--row", f"{row['variant']}+notebook+notebook", "--out", str(out)])
+        assert done.exit_code == 0, done.output
+        scored = json.loads(
+            runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
+        )
+        assert scored["claims"] == row["claims"] == len(demo_build.claims("dev"))
+        assert scored["F"] == pytest.approx(row["F"], abs=1e-12), row["variant"]
+        if row["variant"] != "notebook":
+            assert len(demo_build.variant_retrieval(row["variant"], "test")) == len(demo_build.claims("test"))
 
 
 def test_more_verdicts_cover_every_source(demo_build):

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from claimtrace import constants as C
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import course_file
 from claimtrace.evaluation.scorer import evidence_f
@@ -694,7 +694,7 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
     `claimtrace export retrieval` for the same build."""
     from click.testing import CliRunner
 
-    from claimtrace.cli.commands import main
+    from claimtrace.cli.main import main
 
     page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
     runner = CliRunner()

@@ -30,7 +30,7 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
     """``claimtrace serve --workers 2``: two processes share the port; each answers pages and
     reports itself in /api/build.json."""
     port = _free_port()
-    command = [sys.executable, "-m", "claimtrace.cli.commands", "--data", str(data_dir), "serve"]
+    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from test_web_browser import browser  # noqa: F401  (a fixture)
 
-from claimtrace.cli.commands import main
+from claimtrace.cli.main import main
 from claimtrace.compare.runs import compare
 from claimtrace.data import files as data
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES, evaluate_file

@@ -218,7 +218,7 @@ def _every_route(client, missing_word: str, hidden: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("state", list(NOT_BUILT))
 def test_every_route_and_command_over_a_partial_build(demo_build, data_dir, tmp_path, state):
-    from claimtrace.cli.commands import main
+    from claimtrace.cli.main import main
 
     root = partial_copy(demo_build.root, tmp_path / "w", state)
     with _client(root, data_dir) as client:

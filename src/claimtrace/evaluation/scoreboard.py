@@ -1,14 +1,19 @@
 """The scoreboard: every retrieval x classifier x protocol row of dev, scored with the course's
-measure (:mod:`claimtrace.evaluation.scorer`)."""
+measure (:mod:`claimtrace.evaluation.scorer`); and what the retrieval variants table is made of:
+a retrieval's figures on one split (its F and the share of claims it failed in its own way) and
+BM25's reference row."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from claimtrace import constants as C
 from claimtrace.course import TABLE2
 from claimtrace.data import files as data_layer
+from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
-from claimtrace.evaluation.scorer import evaluate
+from claimtrace.evaluation.scorer import evaluate, evidence_f
 from claimtrace.pipeline.retrieval import VARIANTS
 
 #: The retrievals a row can use: the notebook's as designed, each quirk variant, and BM25.
@@ -73,6 +78,27 @@ def evidence_source(retrieval: str) -> str:
     return "retrieved" if retrieval == "notebook" else retrieval
 
 
+def score_row(build, split: str, row: ScoreRow) -> dict:
+    """One row's course scores on a labelled split, scored exactly as ``claimtrace evaluate
+    --predictions`` scores that row's exported predictions: ``name``, ``retrieval``, ``model``,
+    ``protocol``, ``changes``, ``reference`` (BM25's rows), then :meth:`Evaluation.summary`'s
+    ``F``, ``A``, ``HM``, ``claims``, ``skipped_missing``, ``ignored_extra``."""
+    source = f"{build.root} ({split}, row {row.name})"
+    predicted = data_layer.parse_claims(
+        build.predictions(split, row.retrieval, row.model, row.protocol), source, labelled=True
+    )
+    result = evaluate(predicted, build.claims(split), source=source)
+    return {
+        "name": row.name,
+        "retrieval": row.retrieval,
+        "model": row.model,
+        "protocol": row.protocol,
+        "changes": row.changes(),
+        "reference": row.retrieval == "bm25",
+        **result.summary(),
+    }
+
+
 def scoreboard(build, split: str = "dev") -> dict:
     """Every row's course scores on a labelled split, each scored exactly as ``claimtrace evaluate
     --predictions`` scores that row's exported predictions.
@@ -92,23 +118,50 @@ def scoreboard(build, split: str = "dev") -> dict:
         ``model``, ``protocol``, ``changes`` (list of str), ``reference`` (BM25's rows),
         ``F``, ``A``, ``HM``, ``claims``.
     """
-    gold = build.claims(split)
-    rows = []
-    for row in scoreboard_rows():
-        source = f"{build.root} ({split}, row {row.name})"
-        predicted = data_layer.parse_claims(
-            build.predictions(split, row.retrieval, row.model, row.protocol), source, labelled=True
-        )
-        result = evaluate(predicted, gold, source=source)
-        rows.append(
-            {
-                "name": row.name,
-                "retrieval": row.retrieval,
-                "model": row.model,
-                "protocol": row.protocol,
-                "changes": row.changes(),
-                "reference": row.retrieval == "bm25",
-                **result.summary(),
-            }
-        )
-    return {"split": split, "anchor": TABLE2.get(split), "rows": rows}
+    return {
+        "split": split,
+        "anchor": TABLE2.get(split),
+        "rows": [score_row(build, split, row) for row in scoreboard_rows()],
+    }
+
+
+# --- the retrieval variants table -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Share:
+    """A share of claims a retrieval's split figures report: its key, and the records it counts."""
+
+    key: str
+    counts: Callable[[dict], bool]
+
+
+#: The claims that took the fallback passages (the notebook's retrieval and its quirk variants).
+FALLBACK_SHARE = Share("fallback_share", lambda record: record["fallback"])
+#: The claims given fewer than six passages (BM25: fewer passages share a stem with the claim).
+SHORT_SHARE = Share("short_share", lambda record: len(record["evidences"]) < C.MAX_EVIDENCES)
+
+
+def split_figures(records: Sequence[dict], claims: Mapping[str, Claim], share: Share, labelled: bool) -> dict:
+    """A retrieval's figures on one split from its records (``{"claim_id", "evidences", ...}``
+    per claim, file order): ``claims``, the ``share`` of them and, on a labelled split, ``F``:
+    the course's per-claim evidence F summed in file order over the claim count."""
+    n = len(records)
+    figures = {"claims": n, share.key: sum(share.counts(record) for record in records) / max(1, n)}
+    if labelled:
+        figures["F"] = sum(evidence_f(r["evidences"], claims[r["claim_id"]].evidences) for r in records) / max(1, n)
+    return figures
+
+
+def bm25_variant_row(dev: Mapping[str, float], passages: int) -> dict:
+    """BM25's row of the dev retrieval variants table (:func:`split_figures`' dev figures),
+    after the quirk variants' rows: a reference, not a quirk."""
+    return {
+        "variant": "bm25",
+        "description": "BM25 over the raw passage text (k1 = 1.2, b = 0.75): a standard retriever, not a quirk",
+        "F": dev["F"],
+        "fallback_share": 0.0,  # BM25 has no filter, so no fallback: a claim gets what shares a stem
+        "claims": dev["claims"],
+        "passages": passages,
+        "reference": True,
+    }

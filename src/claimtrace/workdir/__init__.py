@@ -1,6 +1,7 @@
-"""The build and its one reader: a workdir's layout and manifest (``layout``), its integrity
-(``integrity``), the stages run into it (``build``) and the reader every command and page reads
-it through (``reader``).
+"""The build and its one reader: a workdir's layout, stages and manifest (``layout``), its
+passage store (``passages``), its integrity (``integrity``), what each stage computes
+(``stages``), the runner that runs the stages into it (``build``) and the reader every command
+and page reads it through (``reader``).
 
 May import: everything below it (the facts, ``lib``, ``data``, ``pipeline``, ``models``,
 ``evaluation``).

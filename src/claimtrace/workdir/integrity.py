@@ -57,9 +57,39 @@ def _same_corpus(work: Workdir, before: dict, description: dict) -> bool:
     )
 
 
+def _corpus_file(work: Workdir, kind: str | None, source: str) -> Path:
+    """Where a recorded corpus lives: the demo corpus is always the workdir's own evidence.json;
+    a user's is where build.json names it (relative to the workdir)."""
+    return work.demo_evidence if kind == "demo" else work.corpus_path(source)
+
+
 def _corpus_place(work: Workdir, corpus: dict) -> Path:
-    """Where a recorded corpus lives: the demo corpus is always the workdir's own evidence.json."""
-    return work.demo_evidence.resolve() if corpus["kind"] == "demo" else work.corpus_path(corpus["source"]).resolve()
+    """A recorded corpus's real path (two records of one file name the same place)."""
+    return _corpus_file(work, corpus["kind"], corpus["source"]).resolve()
+
+
+def corpus_change(work: Workdir, files: FileManifest) -> str | None:
+    """What ``claimtrace verify`` says when the corpus the build was made from changed since (an
+    edit in place: the build is stale), or None: unchanged, not there, or recorded before
+    corpora were known by content. The corpus is build.json's, else the manifest's copy of it."""
+    try:
+        recorded = (
+            read_json(work.build_record)["corpus"] if work.build_record.is_file() else (files.build or {})["corpus"]
+        )
+    except (DataError, KeyError, TypeError):
+        return None
+    place = _corpus_file(work, recorded.get("kind"), recorded.get("source", ""))
+    if recorded.get("kind") != "demo":
+        place = place.resolve()  # a user's corpus by its real path; the demo's as the workdir was given
+    if "sha256" not in recorded or not place.is_file():
+        return None
+    now = sha256_of(place)[0]
+    if now == recorded["sha256"]:
+        return None
+    return (
+        f"{place}: corpus changed since this workdir was built from it (sha256 {now[:12]}..., the build read "
+        f"{recorded['sha256'][:12]}...): run `claimtrace build --workdir {work.root} --corpus-changed` to rebuild over it"
+    )
 
 
 def check_build_record(

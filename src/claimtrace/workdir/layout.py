@@ -4,6 +4,8 @@ itself is described in :mod:`claimtrace.workdir.reader`."""
 
 from __future__ import annotations
 
+import enum
+import functools
 import hashlib
 import json
 import os
@@ -17,8 +19,27 @@ from claimtrace.lib.store import read_json, write_atomic
 
 #: Passages per chunk of the tagging stage's files.
 CHUNK = 50_000
-#: The build's stages, in the order it runs them (``claimtrace build --until STAGE``).
-STAGES = ("tagging", "retrieval", "bm25", "classifier")
+
+
+@functools.total_ordering
+class Stage(enum.Enum):
+    """The build's stages, ordered as it runs them: a stage runs when it is not after the build's
+    ``--until`` (``stage <= until``)."""
+
+    TAGGING = "tagging"
+    RETRIEVAL = "retrieval"
+    BM25 = "bm25"
+    CLASSIFIER = "classifier"
+
+    def __lt__(self, other: Stage) -> bool:
+        if not isinstance(other, Stage):
+            return NotImplemented
+        order = list(Stage)
+        return order.index(self) < order.index(other)
+
+
+#: The stages' names, in build order (``claimtrace build --until STAGE``).
+STAGES = tuple(stage.value for stage in Stage)
 
 
 def chunk_spans(n_items: int) -> list[tuple[int, int]]:
@@ -171,20 +192,21 @@ class Workdir:
     def scoreboard(self) -> Path:
         return self.root / "scoreboard.json"
 
-    def stage_done(self, stage: str) -> bool:
+    def stage_done(self, stage: Stage) -> bool:
         """Whether a stage has finished: the file it writes last is there (its summary; the
         classifier stage's: the scoreboard)."""
         last = {
-            "tagging": self.tagging_summary,
-            "retrieval": self.retrieval_summary,
-            "bm25": self.bm25_summary,
-            "classifier": self.scoreboard,
+            Stage.TAGGING: self.tagging_summary,
+            Stage.RETRIEVAL: self.retrieval_summary,
+            Stage.BM25: self.bm25_summary,
+            Stage.CLASSIFIER: self.scoreboard,
         }[stage]
         return last.is_file()
 
     def stages_not_built(self) -> list[str]:
-        """The stages, in build order, that have not finished (a build made with --until, or killed)."""
-        return [stage for stage in STAGES if not self.stage_done(stage)]
+        """The names of the stages, in build order, that have not finished (a build made with
+        --until, or killed)."""
+        return [stage.value for stage in Stage if not self.stage_done(stage)]
 
     @staticmethod
     def chunk(folder: Path, index: int, suffix: str) -> Path:

@@ -1,8 +1,10 @@
 """The build reader: the one place that knows a workdir's layout, and opens what is in it.
 
-Stages write a workdir (:mod:`claimtrace.workdir.build`); the command line, :mod:`claimtrace.explain.verdict` and
-the site read it through :class:`Build`, lazily, each piece once, and never re-derive what a
-stage computed. No other module builds a workdir path: :class:`Workdir` names them all.
+Stages write a workdir (:mod:`claimtrace.workdir.stages`, run by :mod:`claimtrace.workdir.build`,
+each reading what the earlier ones wrote through one :class:`Build`); the command line,
+:mod:`claimtrace.explain.verdict` and the site read it through :class:`Build`, lazily, each piece
+once, and never re-derive what a stage computed. No other module builds a workdir path:
+:class:`~claimtrace.workdir.layout.Workdir` names them all.
 
 Layout of a workdir::
 
@@ -35,7 +37,6 @@ Layout of a workdir::
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -52,10 +53,11 @@ from claimtrace.evaluation.scoreboard import evidence_source
 from claimtrace.lib import store
 from claimtrace.lib.store import read_json
 from claimtrace.models.inputs import Encoded
-from claimtrace.models.predict import load_classifier
+from claimtrace.models.predict import load_classifier, protocol_figures
 from claimtrace.pipeline import tagging, tfidf
 from claimtrace.pipeline.retrieval import Retriever
 from claimtrace.workdir.layout import FileManifest, Workdir, chunk_spans
+from claimtrace.workdir.passages import PassageStore
 
 
 def _json_lines(path: Path) -> list[dict]:
@@ -92,65 +94,20 @@ def _rebuild_hint(work: Workdir) -> str:
     return f"not built yet: run `claimtrace build --workdir {work.root}`"
 
 
-# --- the manifest: what the build wrote, to be checked against what is there ---------------------
-
-
-# --- passage texts by offset ----------------------------------------------------------------------
-
-
-class PassageStore:
-    """Every passage's text, found by id: a UTF-8 file of the texts end to end
-    (:class:`~claimtrace.data.files.PackedStrings`, memory-mapped) and an index of the ids sorted
-    (:class:`~claimtrace.data.files.StringIndex`) with the texts' byte offsets. The texts stay on disk;
-    a look-up is a binary search and one slice."""
-
-    def __init__(self, texts_path: Path, index_path: Path):
-        self._texts_path = texts_path
-        with damaged(index_path), store.load_npz(index_path) as stored:
-            self._index = store.StringIndex(stored["ids"], stored["rank"])
-            offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
-        with damaged(texts_path), open(texts_path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        if size != int(offsets[-1]):
-            raise DataError(
-                f"{texts_path}: {size} bytes but its index says {int(offsets[-1])}: run `claimtrace build` to repair"
-            )
-        self._texts = store.PackedStrings(buffer, offsets)
-
-    @staticmethod
-    def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
-        """Write the store for ``passages`` (id -> text, file order), each file atomically."""
-        buffer, offsets = store.PackedStrings.pack(passages.values())
-        index = store.StringIndex.of(passages)
-        with store.atomic_output(texts_path) as temporary:
-            temporary.write_bytes(buffer.tobytes())
-        store.write_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def position(self, passage_id: str) -> int | None:
-        return self._index.position(passage_id)
-
-    def get(self, passage_id: str) -> str | None:
-        """The text of a passage, or None when the corpus has no such id."""
-        p = self.position(passage_id)
-        if p is None:
-            return None
-        with damaged(self._texts_path):  # a flipped byte can leave a text that is not UTF-8
-            return self._texts[p]
-
-    def __contains__(self, passage_id: str) -> bool:
-        return self.position(passage_id) is not None
-
-
 # --- the reader -----------------------------------------------------------------------------------
 
 
 def protocol_verdicts(entry: Mapping[str, dict]) -> dict[str, str]:
     """``{protocol: verdict}`` of one claim's ``{protocol: {"logits", "verdict"}}`` entry."""
     return {protocol: entry[protocol]["verdict"] for protocol in C.PROTOCOLS}
+
+
+def source_figures(claims: Mapping[str, Claim], verdicts: Mapping[str, dict], source: str) -> dict:
+    """The classifier's figures on one evidence source of a labelled split, per protocol
+    (:func:`~claimtrace.models.predict.protocol_figures`: accuracy and confusion), from verdicts
+    in classifier/<split>.json's shape, ``{claim id: {source: {protocol: {"verdict", ...}}}}``."""
+    labels = {cid: claim.label for cid, claim in claims.items()}
+    return protocol_figures(labels, {cid: protocol_verdicts(verdicts[cid][source]) for cid in claims})
 
 
 class Build:
@@ -463,16 +420,18 @@ class Build:
             rows.append(self.bm25_summary()["row"])
         return rows
 
-    def evidence_ids(self, split: str, retrieval: str) -> dict[str, list[str]]:
-        """claim id -> the evidence ids one retrieval gave: ``notebook`` (the build's own),
-        ``bm25``, or a quirk variant's name (dev and test only)."""
+    def retrieval_records(self, split: str, retrieval: str) -> dict[str, dict]:
+        """claim id -> the record of one retrieval: ``notebook`` (the build's own), ``bm25``, or
+        a quirk variant's name (dev and test only)."""
         if retrieval == "notebook":
-            records = self.retrieval(split)
-        elif retrieval == "bm25":
-            records = self.bm25_retrieval(split)
-        else:
-            records = self.variant_retrieval(retrieval, split)
-        return {cid: record["evidences"] for cid, record in records.items()}
+            return self.retrieval(split)
+        if retrieval == "bm25":
+            return self.bm25_retrieval(split)
+        return self.variant_retrieval(retrieval, split)
+
+    def evidence_ids(self, split: str, retrieval: str) -> dict[str, list[str]]:
+        """claim id -> the evidence ids one retrieval gave (:meth:`retrieval_records`)."""
+        return {cid: record["evidences"] for cid, record in self.retrieval_records(split, retrieval).items()}
 
     def more_verdicts(self, split: str) -> dict[str, dict]:
         """claim id -> ``{model: {source: {protocol: {"logits", "verdict"}}}}``: the verdicts
@@ -514,5 +473,5 @@ class Build:
         }
 
     def scoreboard(self) -> dict:
-        """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scorer.scoreboard`)."""
+        """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scoreboard.scoreboard`)."""
         return self.once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))

@@ -1,0 +1,7 @@
+"""``python -m claimtrace.cli``: the ``claimtrace`` command."""
+
+import sys
+
+from claimtrace.cli.main import main
+
+sys.exit(main())

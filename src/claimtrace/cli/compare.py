@@ -1,0 +1,141 @@
+"""Your system beside the notebook's (``compare``): predictions files scored as the course
+scores them, beside the build's scoreboard and Table 2, then claim by claim."""
+
+from __future__ import annotations
+
+import click
+
+from claimtrace.cli.options import ANY_SPLIT, open_build, print_json, split_option, workdir_option
+from claimtrace.errors import DataError
+
+
+@click.command("compare")
+@click.option(
+    "--predictions",
+    "predictions",
+    type=click.Path(dir_okay=False),
+    multiple=True,
+    required=True,
+    help="A predictions file in the course's shape {claim_id: {claim_label, evidences}}; repeat it for "
+    "several runs (a class).",
+)
+@click.option(
+    "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
+)
+@workdir_option()
+@split_option(ANY_SPLIT)
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Leave out claims a file has no prediction for, as the course's eval.py does (default: error).",
+)
+@click.option("--claim", "claim_id", default=None, help="Also print every passage each run named for this claim.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole comparison as JSON.")
+@click.pass_context
+def compare_command(
+    ctx: click.Context,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    workdir: str,
+    split: str,
+    skip_missing: bool,
+    claim_id: str | None,
+    as_json: bool,
+) -> None:
+    """Your system beside the notebook's: each predictions file scored as `claimtrace evaluate
+    --predictions` scores it, beside the build's scoreboard and the course's Table 2, then claim
+    by claim, with the notebook retrieval's view of every passage the file named."""
+    from claimtrace.compare.runs import compare, load_run
+
+    if len(names) > len(predictions):
+        raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
+    build = open_build(ctx, workdir)
+    claims = build.claims(split)
+    runs = [
+        load_run(path, names[i] if i < len(names) else None, claims, split, skip_missing)
+        for i, path in enumerate(predictions)
+    ]
+    if claim_id is not None and claim_id not in claims:
+        raise DataError(f"--claim {claim_id}: not a {split} claim")
+    report = compare(build, runs, split)
+    if as_json:
+        print_json(report)
+        return
+    _echo_comparison(report, claim_id)
+
+
+def _echo_comparison(report: dict, claim_id: str | None) -> None:
+    from claimtrace.compare.runs import explained_wins, pipeline_found_gold
+
+    labelled = report["labelled"]
+    if labelled:
+        click.echo(f"{report['split']}: course scores (the course's scorer, as `claimtrace evaluate --predictions`)")
+        for run in sorted(report["runs"], key=lambda r: -r["HM"]):
+            click.echo(
+                f"  {run['name']:40s} F = {run['F']:.4f}  A = {run['A']:.4f}  HM = {run['HM']:.4f}  "
+                f"gold passage found for {run['found_gold']}/{run['claims']}, label right {run['right']}/{run['claims']}"
+            )
+        for row in report["scoreboard"]:
+            click.echo(
+                f"  {'this build: ' + row['name']:40s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}"
+            )
+        if report["table2"]:
+            t2 = report["table2"]
+            click.echo(f"  {'the course run (Table 2)':40s} F = {t2['F']:.4f}  A = {t2['A']:.4f}  HM = {t2['HM']:.4f}")
+        found = pipeline_found_gold(report)
+        click.echo(
+            f"  gold passage found: notebook retrieval {found['notebook']}/{len(report['claims'])}, "
+            f"BM25 {found['bm25']}/{len(report['claims'])}"
+        )
+    else:
+        click.echo(f"{report['split']} is unlabelled: agreement with the build's pipeline instead of scores")
+    for run in report["runs"]:
+        n = run["claims"]
+        click.echo(
+            f"  {run['name']}: same label as the notebook on {run['same_label_as_notebook']}/{n}; shares a passage "
+            f"with the notebook's on {run['claims_sharing_a_passage_with_notebook']}/{n}, "
+            f"with BM25's on {run['claims_sharing_a_passage_with_bm25']}/{n}"
+        )
+    if labelled and report["runs"]:
+        nobody = report["nobody_right"]
+        click.echo(
+            f"claims no run got right: {len(nobody)}"
+            + (f" ({', '.join(nobody[:10])}{' ...' if len(nobody) > 10 else ''})" if nobody else "")
+        )
+        for run in report["runs"]:
+            wins = explained_wins(report, run["name"])
+            if wins:
+                click.echo(f"where {run['name']} was right and the notebook wrong, as the trace explains it:")
+            for win in wins:
+                click.echo(f"  {win['claim_id']}")
+                for line in win["why"]:
+                    click.echo(f"    - {line}")
+    if claim_id is not None:
+        _echo_claim(next(r for r in report["claims"] if r["claim_id"] == claim_id))
+
+
+def _echo_claim(row: dict) -> None:
+    click.echo(f"{row['claim_id']}: {row['claim_text']}")
+    if row["label"] is not None:
+        click.echo(f"  gold: {row['label']}, {', '.join(row['gold'])}")
+    verdicts = row["notebook"]["verdicts"]
+    click.echo(
+        f"  notebook: {verdicts['notebook']} (batches of 16), {verdicts['alone']} (alone); "
+        f"{', '.join(row['notebook']['evidences'])}{' (fallback)' if row['notebook']['fallback'] else ''}"
+    )
+    if row["bm25"] is not None:
+        click.echo(f"  BM25: {', '.join(row['bm25']['evidences'])}")
+    for name, entry in row["runs"].items():
+        if entry is None:
+            click.echo(f"  {name}: no prediction")
+            continue
+        mark = "" if entry["correct"] is None else (" right" if entry["correct"] else " wrong")
+        f = "" if entry["F"] is None else f", F = {entry['F']:.4f}"
+        click.echo(f"  {name}: {entry['label']}{mark}{f}")
+        for passage in entry["passages"]:
+            flag = " gold" if passage["gold"] else ""
+            click.echo(f"    {passage['id']}{flag}: {passage['stopped_by']}: {passage['why']}")
+
+
+#: What this module adds to the ``claimtrace`` command.
+COMMANDS = (compare_command,)

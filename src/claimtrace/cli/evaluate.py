@@ -1,0 +1,183 @@
+"""The course's scoring: score a predictions file or a build (``evaluate``), and write a build's
+predictions, or one scoreboard row's, in the course's shape (``predict``)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from claimtrace.cli.options import (
+    ANY_SPLIT,
+    LABELLED_SPLIT,
+    data_dir,
+    open_build,
+    print_json,
+    split_option,
+    workdir_option,
+)
+from claimtrace.data.files import parse_claims
+from claimtrace.errors import Missing
+from claimtrace.evaluation.scorer import evaluate, evaluate_file
+from claimtrace.lib import store
+
+
+@click.command("evaluate")
+@click.option(
+    "--predictions",
+    "predictions",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Prediction file in the course's shape {claim_id: {claim_text, claim_label, evidences}}; "
+    "without it, the build's own predictions are scored.",
+)
+@workdir_option(
+    "The build to report on when no --predictions is given (default: $CLAIMTRACE_WORKDIR, else ./work/demo)."
+)
+@split_option(LABELLED_SPLIT, "The labelled claims to score against.")
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="With --predictions: leave out gold claims without a prediction, as the course's eval.py does "
+    "(default: error).",
+)
+@click.option(
+    "--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
+@click.pass_context
+def evaluate_command(
+    ctx: click.Context,
+    predictions: str | None,
+    workdir: str,
+    split: str,
+    skip_missing: bool,
+    per_claim: bool,
+    as_json: bool,
+) -> None:
+    """Score predictions: evidence F, label accuracy A, harmonic mean (the course's eval.py).
+
+    With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
+    evidence, notebook protocol), its fallback share and per-variant F table, and the classifier's
+    accuracy and confusion for {gold, retrieved} x {alone, notebook}."""
+
+    if predictions is None:
+        for flag, given in (("--skip-missing", skip_missing), ("--per-claim", per_claim)):
+            if given:
+                raise click.UsageError(f"{flag} applies to --predictions FILE, not to a build's report")
+        _evaluate_build(open_build(ctx, workdir), split, as_json)
+        return
+    result = evaluate_file(predictions, split, data_dir(ctx), skip_missing=skip_missing)
+    if as_json:
+        out = {"predictions": predictions, "split": split, **result.summary()}
+        if per_claim:
+            out["per_claim"] = result.per_claim
+        print_json(out)
+        return
+    if per_claim:
+        for row in result.per_claim:
+            click.echo(
+                f"{row['claim_id']:12s} P={row['precision']:.4f} R={row['recall']:.4f} F={row['F']:.4f} "
+                f"{row['label']}{'' if row['correct'] else ' (gold ' + row['gold_label'] + ')'}"
+            )
+    click.echo(f"Evidence Retrieval F-score (F)    = {result.F}")
+    click.echo(f"Claim Classification Accuracy (A) = {result.A}")
+    click.echo(f"Harmonic Mean of F and A          = {result.HM}")
+    if result.skipped:
+        click.echo(f"({len(result.skipped)} gold claims had no prediction and were skipped)", err=True)
+    if result.extra:
+        click.echo(f"({len(result.extra)} predicted claims are not {split} claims and were ignored)", err=True)
+
+
+def _evaluate_build(build, split: str, as_json: bool) -> None:
+    """A build's report on a labelled split: its own predictions' course scores, the retrieval's
+    fallback share and variants table, the classifier's figures and (dev) the scoreboard."""
+    source = f"{build.root} ({split} predictions)"
+    course = evaluate(
+        parse_claims(build.course_predictions(split), source, labelled=True), build.claims(split), source=source
+    )
+    retrieval = build.retrieval_summary()
+    classifier = build.classifier_summary()
+    report = {
+        "workdir": str(build.root),
+        "split": split,
+        "course": course.summary(),
+        "fallback_share": retrieval["splits"][split]["fallback_share"],
+        "variants": build.retrieval_variants() if split == "dev" else None,
+        "checkpoint": classifier["checkpoint"],
+        "classifier": classifier[split],
+        "scoreboard": _build_scoreboard(build, split),
+    }
+    if as_json:
+        print_json(report)
+        return
+    click.echo(
+        f"{build.root} ({split}): F = {course.F:.4f}, A = {course.A:.4f}, HM = {course.HM:.4f}; "
+        f"fallback for {report['fallback_share']:.0%} of claims"
+    )
+    for row in report["variants"] or []:
+        reference = " (reference, not a quirk)" if row.get("reference") else ""
+        click.echo(
+            f"  retrieval variant {row['variant']:15s} F = {row['F']:.4f}  fallback {row['fallback_share']:.0%}{reference}"
+        )
+    for evidence, protocols in report["classifier"].items():
+        for protocol, figures in protocols.items():
+            click.echo(
+                f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}"
+            )
+    _echo_scoreboard(report["scoreboard"])
+
+
+def _build_scoreboard(build, split: str) -> dict | None:
+    """The build's dev scoreboard (None for another split, or a build made before it existed)."""
+
+    if split != "dev":
+        return None
+    try:
+        return build.scoreboard()
+    except Missing:
+        return None
+
+
+def _echo_scoreboard(board: dict | None) -> None:
+    if board is None:
+        return
+    anchor = board["anchor"]
+    click.echo(
+        f"  scoreboard ({board['split']}; the course's Table 2: F {anchor['F']}, A {anchor['A']}, HM {anchor['HM']})"
+    )
+    for row in board["rows"]:
+        changes = "; ".join(row["changes"]) or "the notebook's pipeline"
+        click.echo(f"  {row['name']:38s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}  ({changes})")
+
+
+@click.command("predict")
+@workdir_option()
+@split_option(ANY_SPLIT)
+@click.option("--out", type=click.Path(dir_okay=False), required=True)
+@click.option(
+    "--row",
+    default=None,
+    help="A scoreboard row, RETRIEVAL+MODEL+PROTOCOL (e.g. bm25+intended+notebook; `claimtrace evaluate` lists "
+    "them; default: the notebook's own, notebook+notebook+notebook).",
+)
+@click.pass_context
+def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row: str | None) -> None:
+    """Write the build's predictions in the course's shape: retrieved ids and the
+    notebook-protocol label, ready for the course's scorer (or `claimtrace evaluate`); with
+    --row, one scoreboard row's (dev and test for every row; train for the notebook's own rows,
+    notebook+notebook+notebook and notebook+notebook+alone)."""
+    from claimtrace.evaluation.scoreboard import scoreboard_row
+
+    build = open_build(ctx, workdir)
+    if row is None:
+        predictions = build.course_predictions(split)
+    else:
+        chosen = scoreboard_row(row)
+        predictions = build.predictions(split, chosen.retrieval, chosen.model, chosen.protocol)
+    store.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
+    click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
+
+
+#: What this module adds to the ``claimtrace`` command.
+COMMANDS = (evaluate_command, predict_command)

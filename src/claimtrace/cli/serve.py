@@ -1,0 +1,168 @@
+"""The explainer site for a build: served (``serve``) or written as static files (``site``),
+with the runs to set beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import click
+
+from claimtrace import constants as C
+from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, port_option, workdir_option
+from claimtrace.data import files as data_layer
+from claimtrace.errors import DataError
+
+
+def predictions_options(command: Callable) -> Callable:
+    """``--predictions FILE [--name NAME]... [--course-baseline]``: runs to set beside the build."""
+    command = click.option(
+        "--course-baseline",
+        is_flag=True,
+        help="Also compare the course's baseline (the data folder's dev-claims-baseline.json), as \"course baseline\".",
+    )(command)
+    command = click.option(
+        "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
+    )(command)
+    return click.option(
+        "--predictions",
+        "predictions",
+        type=click.Path(dir_okay=False),
+        multiple=True,
+        help="A predictions file in the course's shape to compare with the build (repeatable): its page is "
+        "/compare/<digest>, and a claim page shows it with ?run=<name or digest>.",
+    )(command)
+
+
+def _given_runs(ctx: click.Context, predictions, names, course_baseline: bool) -> list[tuple[str, str | None]]:
+    """The runs a command was given, as (file, name) pairs; the course's baseline first."""
+    if len(names) > len(predictions):
+        raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
+    runs = [(str(path), names[i] if i < len(names) else None) for i, path in enumerate(predictions)]
+    if course_baseline:
+        runs.insert(0, (str(data_layer.course_file(data_dir(ctx), "baseline")), "course baseline"))
+    return runs
+
+
+@click.command("serve")
+@workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
+@port_option("Port on 127.0.0.1.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (each loads the build; the large arrays are mapped, so shared; "
+    "uploads are off, as each process would keep its own).",
+)
+@click.option(
+    "--prerender",
+    is_flag=True,
+    help="Once warm, render every claim page and keep it (a server under load; about 16 ms a claim, in the background).",
+)
+@predictions_options
+@click.pass_context
+def serve_command(
+    ctx: click.Context,
+    workdir: str,
+    port: int,
+    workers: int,
+    prerender: bool,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    course_baseline: bool,
+) -> None:
+    """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
+    import uvicorn
+
+    from claimtrace.pipeline.preprocess import stopwords
+    from claimtrace.web.app import create_app
+    from claimtrace.web.serving import WorkerSettings, server_config
+    from claimtrace.web.tracer import Tracer
+
+    folder = data_dir(ctx)
+    stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
+    build = open_build(ctx, workdir)
+    runs = _given_runs(ctx, predictions, names, course_baseline)
+    tracer = Tracer(build)
+    tracer.runs.give_all(runs)  # a bad file stops the server now, naming it
+    _check_port_free(port)
+    click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
+    if workers == 1:
+        uvicorn.Server(server_config(create_app(tracer=tracer, warm=True, prerender=prerender), port)).run()
+        return
+    # Several processes: uvicorn starts each worker from an import string; the worker reads
+    # which build to open from the environment it inherits.
+    from uvicorn.supervisors import Multiprocess
+
+    WorkerSettings(build.root, folder, prerender, runs).export()
+    config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
+    Multiprocess(config, sockets=[config.bind_socket()]).run()
+
+
+def _check_port_free(port: int) -> None:
+    """A port another program holds is said in one line (uvicorn would log it and exit 3)."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise DataError(f"port {port} is in use: pass --port") from None
+            raise DataError(f"port {port}: {err.strerror or err}: pass another --port") from None
+
+
+@click.command("site")
+@workdir_option("The build to explain (default: $CLAIMTRACE_WORKDIR, else ./work/demo).")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the site into.")
+@click.option(
+    "--split",
+    "splits",
+    type=ANY_SPLIT,
+    multiple=True,
+    help="Splits whose claim pages to write (default: all three).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Write only the first N claim pages of each split (a quick preview).",
+)
+@click.option("--json", "json_twins", is_flag=True, help="Also write every claim page's JSON twin (most of the size).")
+@predictions_options
+@click.pass_context
+def site_command(
+    ctx: click.Context,
+    workdir: str,
+    out: str,
+    splits: tuple[str, ...],
+    limit: int | None,
+    json_twins: bool,
+    predictions: tuple[str, ...],
+    names: tuple[str, ...],
+    course_baseline: bool,
+) -> None:
+    """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
+    from claimtrace.web.site import write_site
+    from claimtrace.web.tracer import Tracer
+
+    tracer = Tracer(open_build(ctx, workdir))
+    tracer.runs.give_all(_given_runs(ctx, predictions, names, course_baseline))
+    result = write_site(
+        None,
+        out,
+        tracer=tracer,
+        splits=splits or C.SPLITS,
+        echo=lambda line: click.echo(line, err=True),
+        progress=True,
+        limit=limit,
+        json_twins=json_twins,
+    )
+    click.echo(json.dumps(result, ensure_ascii=False))
+
+
+#: What this module adds to the ``claimtrace`` command.
+COMMANDS = (serve_command, site_command)
