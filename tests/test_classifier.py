@@ -9,6 +9,7 @@ import os
 # on a shared CPU the many small forward calls below are several times faster, same numbers.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import dataclasses
 import json
 import math
 
@@ -19,6 +20,7 @@ from torch import nn
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.models.config import TransformerConfig
 from claimtrace.models.inputs import Vocabulary, load_vocab
 from claimtrace.models.train import TrainingData, train, training_data
 from claimtrace.models.transformer import (
@@ -144,6 +146,35 @@ def expected_names() -> set[str]:
     return names
 
 
+def test_the_config_is_the_notebooks():
+    """The notebook's TransformerModel(5886, 256, 8, 6, 4, 0.1), dim_feedforward=512, pe of 5000
+    rows, inputs of 128 ids, its bugs kept."""
+    assert dataclasses.asdict(TransformerConfig()) == {
+        "vocab_size": 5886,
+        "max_len": 128,
+        "d_model": 256,
+        "pe_rows": 5000,
+        "dropout": 0.1,
+        "n_layers": 6,
+        "n_heads": 8,
+        "ff_dim": 512,
+        "n_classes": 4,
+        "fixed": False,
+    }
+    assert build_model().config == TransformerConfig() and build_model(fixed=True).config.fixed is True
+
+
+def test_the_model_is_built_from_its_config():
+    config = TransformerConfig(vocab_size=50, d_model=16, pe_rows=40, dropout=0.25, n_layers=2, n_heads=2, ff_dim=24)
+    model = TransformerClassifier(config)
+    state = model.state_dict()
+    assert model.config is config and len(model.transformer_encoder.layers) == 2
+    assert state["embedding.weight"].shape == (50, 16) and state["pos_encoder.pe"].shape == (40, 1, 16)
+    assert state["transformer_encoder.layers.1.linear1.weight"].shape == (24, 16)
+    assert model.transformer_encoder.layers[0].self_attn.num_heads == 2 and model.dropout.p == 0.25
+    assert model.eval()(torch.randint(0, 50, (3, 10))).shape == (3, 4)
+
+
 def test_model_shapes_names_and_configuration():
     model = build_model()
     state = model.state_dict()
@@ -174,7 +205,7 @@ def test_same_seed_same_initial_weights_as_the_notebooks_class():
 
 
 def test_pe_is_the_notebooks_buffer_and_indexes_the_batch():
-    pe = sinusoidal_table()
+    pe = sinusoidal_table(TransformerConfig())
     assert torch.equal(pe, notebook_model().pos_encoder.pe)
     assert torch.equal(pe[0, 0, 0::2], torch.zeros(128)) and torch.equal(pe[0, 0, 1::2], torch.ones(128))
     # quirk "pe by batch position": claim i of a batch gets pe[i] at every one of its positions
@@ -202,7 +233,7 @@ def test_attention_runs_across_the_batch():
 def test_fixed_switch_is_a_different_model_on_the_same_tensors():
     torch.manual_seed(2)
     faithful = build_model().eval()
-    fixed = TransformerClassifier(fixed=True).eval()
+    fixed = build_model(fixed=True).eval()
     fixed.load_state_dict(faithful.state_dict(), strict=True)
     ids = torch.randint(4, 5886, (2, 128))
     with torch.no_grad():
@@ -223,8 +254,9 @@ def _sinusoidal_table_on_mkls_reproducible_path(tmp_path) -> torch.Tensor:
 
     out = tmp_path / "pe.npy"
     script = (
-        "import sys, numpy; from claimtrace.models.transformer import sinusoidal_table; "
-        "numpy.save(sys.argv[1], sinusoidal_table().numpy())"
+        "import sys, numpy; from claimtrace.models.config import TransformerConfig; "
+        "from claimtrace.models.transformer import sinusoidal_table; "
+        "numpy.save(sys.argv[1], sinusoidal_table(TransformerConfig()).numpy())"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(out)],
@@ -245,7 +277,7 @@ def test_shipped_checkpoint_file(tmp_path):
     # The stored buffer is the table bit for bit, as MKL's reproducible path computes it; the
     # first row (the only one a claim alone reads) is exact on any path.
     assert torch.equal(state["pos_encoder.pe"], _sinusoidal_table_on_mkls_reproducible_path(tmp_path))
-    assert torch.equal(state["pos_encoder.pe"][0], sinusoidal_table()[0])
+    assert torch.equal(state["pos_encoder.pe"][0], sinusoidal_table(TransformerConfig())[0])
 
 
 def test_notebook_class_loads_the_shipped_state_dict(data):

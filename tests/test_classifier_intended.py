@@ -1,5 +1,5 @@
 """The intended classifier: the notebook's model with its two bugs fixed and nothing else
-(``TransformerClassifier(fixed=True)``), its training variant, and its shipped float16 checkpoint.
+(``TransformerConfig(fixed=True)``), its training variant, and its shipped float16 checkpoint.
 
 Every forward-pass test runs in eval mode (dropout off) under no_grad, and compares the two
 variants on the same weights: the fix shows as a contrast with the notebook's model."""
@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.models import train as train_module
+from claimtrace.models.config import TransformerConfig
 from claimtrace.models.intended import (
     INTENDED_CHECKPOINT,
     INTENDED_PROVENANCE,
@@ -49,7 +50,7 @@ def twin_models(seed: int = 3) -> tuple[TransformerClassifier, TransformerClassi
     """The notebook's model and the intended one on the same random weights, eval mode."""
     torch.manual_seed(seed)
     notebook = build_model().eval()
-    intended = TransformerClassifier(fixed=True).eval()
+    intended = build_model(fixed=True).eval()
     intended.load_state_dict(notebook.state_dict(), strict=True)
     return notebook, intended
 
@@ -89,7 +90,7 @@ def test_intended_keeps_the_sqrt_128_scale_and_adds_pe_by_word():
     with torch.no_grad():
         intended(ids)
     handle.remove()
-    expected = intended.embedding(ids) * math.sqrt(128) + sinusoidal_table()[:128, 0].unsqueeze(0)
+    expected = intended.embedding(ids) * math.sqrt(128) + sinusoidal_table(TransformerConfig())[:128, 0].unsqueeze(0)
     torch.testing.assert_close(seen[0], expected, atol=0, rtol=0)
 
 
@@ -179,7 +180,7 @@ def small(data: TrainingData) -> TrainingData:
 
 def test_training_the_intended_variant(data, tmp_path):
     result = train(small(data), tmp_path, seed=7, epochs=1, show_progress=False, variant="intended")
-    assert result.model.fixed is True
+    assert result.model.config.fixed is True
     log = json.loads((tmp_path / C.TRAINING_LOG_FILES["intended"]).read_text())
     assert log["variant"] == "intended" and log["seed"] == 7
     assert not (tmp_path / C.TRAINING_LOG_FILE).exists()  # the notebook variant's log is untouched
@@ -225,13 +226,13 @@ def test_shipped_intended_checkpoint_file_and_provenance():
 
 def test_shipped_intended_checkpoint_loads(data):
     model = load_intended_model()
-    assert model.fixed is True and not model.training
+    assert model.config.fixed is True and not model.training
     state = model.state_dict()
     assert state["embedding.weight"].shape == (C.VOCAB_SIZE, C.EMBED_DIM)
     assert state["fc_out.weight"].shape == (len(C.LABELS), C.EMBED_DIM)
     assert state["transformer_encoder.layers.5.linear1.weight"].shape == (C.FF_DIM, C.EMBED_DIM)
     assert all(t.dtype == torch.float32 for t in state.values())
-    assert torch.equal(state["pos_encoder.pe"], sinusoidal_table())  # the constant, restored exactly
+    assert torch.equal(state["pos_encoder.pe"], sinusoidal_table(TransformerConfig()))  # the constant, restored exactly
     # its recorded dev accuracy is the float16 checkpoint's own
     provenance = json.loads(INTENDED_PROVENANCE.read_text(encoding="utf-8"))
     correct = int(

@@ -167,6 +167,53 @@ def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_t
     assert not page.problems, page.problems
 
 
+#: What the page's compute returns for one model input, kept to what explain_input also gives.
+_COMPUTE_EVERY_CLAIM = """async (claims) => {
+    const tables = window.claimtrace.table;
+    const table = await tables.load();
+    return claims.map((claim) => {
+        const r = tables.compute(table, claim.ids, tables.words(claim.text));
+        return {
+            logits: r.logits, verdict: r.verdict, real: r.real, pads: r.padding.count,
+            positions: r.tokens.map((t) => t.position), ids: r.tokens.map((t) => t.id),
+            shares: r.tokens.map((t) => t.share), padding: r.padding.share, words: r.wordsTotal,
+        };
+    });
+}"""
+
+
+def test_the_pages_compute_gives_explain_inputs_numbers(page, web_server, web_tracer):
+    """The editor's arithmetic (compute, app-table.js) run in the page over every dev claim's
+    128 ids: explain_input's logits, every token's, the padding's and the words' shares within
+    1e-6 (the page sums the float32 table in float64, the server the float64 table) and its
+    verdicts exactly."""
+    from claimtrace.explain.verdict import explain_input
+
+    build = web_tracer.build
+    classifier, encoded, verdicts = build.classifier(), build.inputs("dev", "retrieved"), build.verdicts("dev")
+    claims = [{"ids": ids.tolist(), "text": text} for ids, text in zip(encoded.input_ids, encoded.texts, strict=True)]
+    page.goto(web_server + "/live.html", wait_until="load")
+    computed = page.evaluate(_COMPUTE_EVERY_CLAIM, claims)
+
+    assert len(computed) == len(encoded) == 154
+    logits, shares = [], []
+    for claim_id, claim, mine in zip(encoded.claim_ids, claims, computed, strict=True):
+        stored = verdicts[claim_id]["retrieved"]["alone"].get("torch_logits")
+        server = explain_input(classifier, claim["ids"], claim["text"], stored)
+        parts = server["contributions"]
+        assert mine["verdict"] == server["alone"]["verdict"], claim_id
+        assert (mine["real"], mine["pads"]) == (server["real_tokens"], server["pad_tokens"]), claim_id
+        assert mine["positions"] == [t["position"] for t in parts["tokens"]], claim_id
+        assert mine["ids"] == [t["id"] for t in parts["tokens"]], claim_id
+        logits.append(np.subtract(mine["logits"], server["alone"]["logits"]))
+        shares.append(np.subtract(mine["shares"], [t["contribution"] for t in parts["tokens"]]).ravel())
+        shares.append(np.subtract(mine["padding"], parts["padding"]["contribution"]))
+        shares.append(np.subtract(mine["words"], parts["words_total"]))
+    assert np.abs(np.concatenate(logits)).max() < 1e-6
+    assert np.abs(np.concatenate(shares)).max() < 1e-6
+    assert not page.problems, page.problems
+
+
 def test_typing_a_claim_traces_it_through_the_server(page, web_server):
     from claimtrace.pipeline.preprocess import preprocess
 

@@ -99,14 +99,14 @@ def test_every_response_has_the_security_headers(web_client, path):
 
 def test_no_template_has_inline_script():
     """The Content-Security-Policy allows no inline script: no on* handler attribute, no
-    <script> with code (JSON data blocks and app.js itself are fine)."""
+    <script> with code (JSON data blocks and the site's own script files are fine)."""
     for template in Path(TEMPLATES).glob("*.html"):
         text = template.read_text(encoding="utf-8")
         assert not re.search(r"<[^>]*\son[a-z]+\s*=", text, re.IGNORECASE), template.name
         for tag in re.findall(r"<script\b[^>]*>", text, re.IGNORECASE):
             assert "application/json" in tag or "src=" in tag, (template.name, tag)
         assert "javascript:" not in text.lower(), template.name
-    assert "preventDefault" in (STATIC / "app.js").read_text(encoding="utf-8")
+    assert "preventDefault" in (STATIC / "app-forms.js").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "10.0.0.1", ""])

@@ -1,6 +1,6 @@
 """The intended classifier's shipped checkpoint: writing it in float16 and loading it back.
 
-The intended model is the notebook's model with its two bugs fixed (``model.py``,
+The intended model is the notebook's model with its two bugs fixed (``transformer.py``,
 ``fixed=True``), trained exactly as the notebook's (``train.py``, ``--variant intended``). Its
 best-dev checkpoint ships in ``assets/classifier_intended.safetensors`` as float16, half the size
 of float32: it is an illustration of what the fixes cost or gain, not a reproduction, so its
@@ -24,8 +24,9 @@ import torch
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.lib.store import atomic_output
+from claimtrace.models.config import TransformerConfig
 from claimtrace.models.predict import run_calls
-from claimtrace.models.transformer import TransformerClassifier, sinusoidal_table
+from claimtrace.models.transformer import TransformerClassifier, model_from_state, sinusoidal_table
 
 INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
 INTENDED_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["intended"]
@@ -83,9 +84,10 @@ def float32_state(path) -> dict[str, torch.Tensor]:
     # so put back the exact table, after checking the file's copy is that table, rounded. Only
     # the rows the model reads (word positions 0-127) are compared: far rows (sin of angles up to
     # 5000) differ between CPUs' sin by up to 2.4e-4 before any rounding.
-    exact = sinusoidal_table()
+    config = TransformerConfig(fixed=True)
+    exact = sinusoidal_table(config)
     stored = state["pos_encoder.pe"]
-    used = slice(0, C.MAX_LEN)
+    used = slice(0, config.max_len)
     if stored.shape != exact.shape or (stored[used] - exact[used]).abs().max() > _FLOAT16_PE_TOLERANCE:
         raise ValueError(f"{path}: pos_encoder.pe is not the sinusoidal table")
     state["pos_encoder.pe"] = exact
@@ -110,10 +112,7 @@ def load_intended_model(path=None) -> TransformerClassifier:
     variant = checkpoint_metadata(path).get("variant")
     if variant != "intended":  # the two models share tensor names: refuse the wrong weights
         raise ValueError(f"{path}: weights of the {variant!r} model, not the intended one")
-    state = float32_state(path)
-    model = TransformerClassifier(vocab_size=state["embedding.weight"].shape[0], fixed=True)
-    model.load_state_dict(state, strict=True)
-    return model.eval()
+    return model_from_state(float32_state(path), fixed=True)
 
 
 def intended_provenance(path=None) -> dict:

@@ -190,7 +190,7 @@ class Classifier:
         import torch
 
         model = self.model
-        vocab = model.embedding.num_embeddings
+        vocab = model.config.vocab_size
         tokens = torch.arange(math.ceil(vocab / length) * length) % vocab
         calls = [chunk.unsqueeze(0) for chunk in tokens.split(length)]  # (1, length) each: a claim's shape
         rows = torch.cat([out[0] for out in run_calls(model.encoder_output, calls, workers)])[:vocab]
@@ -224,8 +224,8 @@ def _load_model(checkpoint: Path, hint: str, vocab_size: int, vocab_path: Path):
 
     with damaged(checkpoint, hint):
         model = load_model(checkpoint)
-    if vocab_size != model.embedding.num_embeddings:
-        raise DataError(f"{vocab_path}: {vocab_size} tokens but {checkpoint} embeds {model.embedding.num_embeddings}")
+    if vocab_size != model.config.vocab_size:
+        raise DataError(f"{vocab_path}: {vocab_size} tokens but {checkpoint} embeds {model.config.vocab_size}")
     return model
 
 

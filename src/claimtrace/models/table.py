@@ -71,7 +71,7 @@ def export_table(model: TransformerClassifier, dtype: torch.dtype | None = None)
     m = copy.deepcopy(model).to(torch.float64 if dtype is None else dtype).eval()
     with torch.no_grad():
         # Quirk "x sqrt(128)" and quirk "pe by batch position": a claim alone gets pe[0].
-        x = m.embedding.weight * math.sqrt(C.MAX_LEN) + m.pos_encoder.pe[C.ALONE_PE_ROW]  # (vocab, 256)
+        x = m.embedding.weight * math.sqrt(m.config.max_len) + m.pos_encoder.pe[C.ALONE_PE_ROW]  # (vocab, 256)
         hidden = m.transformer_encoder(x.unsqueeze(0))[0]  # (1, vocab, 256): length-1 sequence
         g = hidden @ m.fc_out.weight.T  # (vocab, 4), the bias kept apart
         return Table(g.double().numpy().copy(), m.fc_out.bias.double().numpy().copy())

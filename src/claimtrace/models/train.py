@@ -11,7 +11,7 @@ What this port adds: a seed (torch, numpy, random) and a fixed number of CPU thr
 two runs with the same seed on one machine give identical weights; a JSON log.
 
 Two variants (``constants.CLASSIFIER_VARIANTS``) share that loop, seed and data: ``notebook`` trains the
-notebook's model, ``intended`` the same model with its two bugs fixed (``model.py``,
+notebook's model, ``intended`` the same model with its two bugs fixed (``transformer.py``,
 ``fixed=True``). With the same seed both start from the same initial weights.
 
 Files written to the work folder (each variant has its own names, so one folder can hold both):
@@ -177,10 +177,43 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
 
     workdir = Path(workdir) if workdir is not None else None
     checkpoint = workdir / C.CHECKPOINT_FILES[variant] if workdir is not None else None
-    log_file = C.TRAINING_LOG_FILES[variant]
     if workdir is not None:
         save_vocab(data.vocab, workdir / C.VOCAB_FILE)
-    log = {
+    log = _new_log(data, variant, seed, epochs, threads)
+    best_correct = 0  # the notebook's best_accuracy = 0 and strict `>`
+    started = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        epoch_start = time.perf_counter()
+        record = _epoch(model, data, loss_fn, optimizer, epoch, epochs, show_progress)
+        record["saved"] = record["dev_correct"] > best_correct
+        if record["saved"]:
+            best_correct = record["dev_correct"]
+            log["best_epoch"], log["best_dev_accuracy"] = epoch, record["dev_accuracy"]
+            if checkpoint is not None:
+                save_checkpoint(
+                    model,
+                    checkpoint,
+                    metadata={
+                        "variant": variant,
+                        "seed": str(seed),
+                        "epoch": str(epoch),
+                        "dev_correct": str(record["dev_correct"]),
+                        "dev_claims": str(len(data.dev)),
+                    },
+                )
+        record["seconds"] = round(time.perf_counter() - epoch_start, 2)
+        log["history"].append(record)
+        log["seconds"] = round(time.perf_counter() - started, 2)
+        if echo is not None:
+            echo(_epoch_line(record, epochs, len(data.dev)))
+        if workdir is not None:
+            write_atomic(workdir / C.TRAINING_LOG_FILES[variant], json.dumps(log, indent=1) + "\n")
+    return TrainResult(model, log, checkpoint)
+
+
+def _new_log(data: TrainingData, variant: str, seed: int, epochs: int, threads: int) -> dict:
+    """The run's settings; its epochs are added as they end, and the best one so far."""
+    return {
         "variant": variant,
         "seed": seed,
         "epochs": epochs,
@@ -195,56 +228,37 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
         "best_epoch": None,
         "best_dev_accuracy": None,
     }
-    best_correct = 0  # the notebook's best_accuracy = 0 and strict `>`
-    started = time.perf_counter()
-    for epoch in range(1, epochs + 1):
-        epoch_start = time.perf_counter()
-        bar = tqdm(
-            total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim", disable=not show_progress, leave=False
-        )
 
-        def progress(n: int, loss: float, bar=bar) -> None:  # this epoch's bar
-            bar.update(n)
-            bar.set_postfix(loss=f"{loss:.4f}")
 
-        train_loss, train_correct = train_epoch(model, data.train, loss_fn, optimizer, progress=progress)
-        bar.close()
-        dev_loss, dev_correct = evaluate(model, data.dev)
-        saved = dev_correct > best_correct
-        if saved:
-            best_correct = dev_correct
-            log["best_epoch"], log["best_dev_accuracy"] = epoch, dev_correct / len(data.dev)
-            if checkpoint is not None:
-                save_checkpoint(
-                    model,
-                    checkpoint,
-                    metadata={
-                        "variant": variant,
-                        "seed": str(seed),
-                        "epoch": str(epoch),
-                        "dev_correct": str(dev_correct),
-                        "dev_claims": str(len(data.dev)),
-                    },
-                )
-        record = {
-            "epoch": epoch,
-            "train_loss": train_loss,
-            "train_accuracy": train_correct / len(data.train),
-            "train_correct": train_correct,
-            "dev_loss": dev_loss,
-            "dev_accuracy": dev_correct / len(data.dev),
-            "dev_correct": dev_correct,
-            "saved": saved,
-            "seconds": round(time.perf_counter() - epoch_start, 2),
-        }
-        log["history"].append(record)
-        log["seconds"] = round(time.perf_counter() - started, 2)
-        if echo is not None:
-            echo(
-                f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.4f} acc {record['train_accuracy']:.4f}  "
-                f"dev loss {dev_loss:.4f} acc {record['dev_accuracy']:.4f} ({dev_correct}/{len(data.dev)})"
-                f"{'  saved' if saved else ''}  {record['seconds']:.0f}s"
-            )
-        if workdir is not None:
-            write_atomic(workdir / log_file, json.dumps(log, indent=1) + "\n")
-    return TrainResult(model, log, checkpoint)
+def _epoch(model, data: TrainingData, loss_fn, optimizer, epoch: int, epochs: int, show_progress: bool) -> dict:
+    """One epoch of training (a progress bar of its claims), then dev accuracy: the epoch's
+    record in the log, but whether it was saved and how long it took."""
+    bar = tqdm(
+        total=len(data.train), desc=f"epoch {epoch}/{epochs}", unit="claim", disable=not show_progress, leave=False
+    )
+
+    def progress(n: int, loss: float) -> None:
+        bar.update(n)
+        bar.set_postfix(loss=f"{loss:.4f}")
+
+    train_loss, train_correct = train_epoch(model, data.train, loss_fn, optimizer, progress=progress)
+    bar.close()
+    dev_loss, dev_correct = evaluate(model, data.dev)
+    return {
+        "epoch": epoch,
+        "train_loss": train_loss,
+        "train_accuracy": train_correct / len(data.train),
+        "train_correct": train_correct,
+        "dev_loss": dev_loss,
+        "dev_accuracy": dev_correct / len(data.dev),
+        "dev_correct": dev_correct,
+    }
+
+
+def _epoch_line(record: dict, epochs: int, dev_claims: int) -> str:
+    """What ``claimtrace train`` prints when an epoch ends."""
+    return (
+        f"epoch {record['epoch']:2d}/{epochs}  train loss {record['train_loss']:.4f} acc {record['train_accuracy']:.4f}  "
+        f"dev loss {record['dev_loss']:.4f} acc {record['dev_accuracy']:.4f} ({record['dev_correct']}/{dev_claims})"
+        f"{'  saved' if record['saved'] else ''}  {record['seconds']:.0f}s"
+    )

@@ -20,9 +20,10 @@ Consequence (claimtrace.explain.verdict): a claim alone (batch of one) gives the
 length one, so each position is transformed on its own and the logits are a sum of per-token
 rows of a 5,886 x 4 table.
 
-``fixed=True`` is the "intended" model: the same network with exactly those two bugs fixed and
-every other quirk kept (see :class:`TransformerClassifier`). It has its own trained checkpoint
-(``claimtrace.models.intended``).
+Its sizes are a :class:`~claimtrace.models.config.TransformerConfig` (the notebook's by default),
+which the model keeps as ``model.config``. ``fixed=True`` there is the "intended" model: the
+same network with exactly those two bugs fixed and every other quirk kept (see
+:class:`TransformerClassifier`). It has its own trained checkpoint (``claimtrace.models.intended``).
 
 Tensor names are the notebook's (``embedding.weight``, ``pos_encoder.pe``,
 ``transformer_encoder.layers.N.*``, ``fc_out.weight``/``fc_out.bias``): the notebook's own
@@ -39,10 +40,11 @@ from torch import nn
 
 from claimtrace import constants as C
 from claimtrace.lib.store import atomic_output
+from claimtrace.models.config import TransformerConfig
 
 
-def sinusoidal_table(max_len: int = C.PE_MAX_LEN, d_model: int = C.EMBED_DIM) -> torch.Tensor:
-    """The sine/cosine table of "Attention is all you need", shape (max_len, 1, d_model), float32.
+def sinusoidal_table(config: TransformerConfig) -> torch.Tensor:
+    """The sine/cosine table of "Attention is all you need", shape (pe_rows, 1, d_model), float32.
 
     Even features are sin(position * 10000^(-2i/d)), odd features cos of the same angle. The
     arithmetic order is the notebook's (exp of arange times -log(10000)/d, in float32), so the
@@ -52,22 +54,23 @@ def sinusoidal_table(max_len: int = C.PE_MAX_LEN, d_model: int = C.EMBED_DIM) ->
     its table, so nothing that loads one recomputes it; with ``MKL_CBWR=COMPATIBLE`` MKL gives
     the shipped checkpoint's table on every x86 CPU.
     """
-    position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+    rows, d_model = config.pe_rows, config.d_model
+    position = torch.arange(0, rows, dtype=torch.float).unsqueeze(1)
     frequency = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model)
+    table = torch.zeros(rows, d_model)
     table[:, 0::2] = torch.sin(position * frequency)
     table[:, 1::2] = torch.cos(position * frequency)
-    return table.unsqueeze(1)  # (max_len, 1, d_model): laid out for sequence-first input
+    return table.unsqueeze(1)  # (rows, 1, d_model): laid out for sequence-first input
 
 
 class PositionalEncoding(nn.Module):
     """Adds ``pe[:x.size(0)]`` to x. With the notebook's batch-first input x.size(0) is the batch
     size, so this marks a claim's place in its mini-batch (quirk "pe by batch position")."""
 
-    def __init__(self, d_model: int = C.EMBED_DIM, max_len: int = C.PE_MAX_LEN):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
         # A registered (persistent) buffer: it is in the notebook's state dict, so it is in ours.
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model))
+        self.register_buffer("pe", sinusoidal_table(config))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.pe[: x.size(0)]
@@ -80,10 +83,10 @@ class PositionalEncoding(nn.Module):
 
 
 class TransformerClassifier(nn.Module):
-    """The notebook's ``TransformerModel``.
+    """The notebook's ``TransformerModel``, built from a config (kept as ``self.config``).
 
-    ``fixed=False`` (the default) is the notebook's model. ``fixed=True`` is the "intended"
-    model: it fixes the two bugs and nothing else.
+    The config's ``fixed=False`` (the default) is the notebook's model; ``fixed=True`` is the
+    "intended" model: it fixes the two bugs and nothing else.
 
     * batch-first attention: the encoder layers are built with ``batch_first=True``, so they read
       (batch, 128, 256) as it is, and attention runs over the 128 positions of each claim;
@@ -96,34 +99,25 @@ class TransformerClassifier(nn.Module):
     ``fixed=False``, ``classifier_intended.safetensors`` with ``fixed=True``.
     """
 
-    def __init__(
-        self,
-        vocab_size: int = C.VOCAB_SIZE,
-        d_model: int = C.EMBED_DIM,
-        n_heads: int = C.N_HEADS,
-        n_layers: int = C.N_LAYERS,
-        n_classes: int = len(C.LABELS),
-        ff_dim: int = C.FF_DIM,
-        dropout: float = C.DROPOUT,
-        fixed: bool = False,
-    ):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.fixed = fixed
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        self.pos_encoder = PositionalEncoding(d_model)
+        self.config = config
+        # The notebook's modules in its order: the same seed gives the notebook's initial weights.
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_encoder = PositionalEncoding(config)
         layer = nn.TransformerEncoderLayer(
-            d_model,
-            n_heads,
-            dim_feedforward=ff_dim,
-            dropout=dropout,
+            config.d_model,
+            config.n_heads,
+            dim_feedforward=config.ff_dim,
+            dropout=config.dropout,
             # The notebook left batch_first at its default, False (quirk "batch-first bug").
-            batch_first=fixed,
+            batch_first=config.fixed,
         )
         # enable_nested_tensor only matters with a padding mask and batch_first=True; the
         # notebook passed no mask, so turning it off changes nothing but PyTorch's warning.
-        self.transformer_encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
-        self.fc_out = nn.Linear(d_model, n_classes)
-        self.dropout = nn.Dropout(dropout)
+        self.transformer_encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
+        self.fc_out = nn.Linear(config.d_model, config.n_classes)
+        self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, src: torch.Tensor) -> torch.Tensor:
         """Logits of a mini-batch.
@@ -159,7 +153,7 @@ class TransformerClassifier(nn.Module):
         # Quirk "x sqrt(128)", kept in both variants: src.size(1) is the sequence length (128),
         # not d_model (256).
         x = self.embedding(src) * math.sqrt(src.size(1))
-        if self.fixed:
+        if self.config.fixed:
             # Both fixes: pe by word position, and an encoder built with batch_first=True.
             return self.transformer_encoder(self.dropout(self.pos_encoder.by_word(x)))
         # Quirk "pe by batch position": x is (batch, 128, 256), pe is sliced by x.size(0).
@@ -169,8 +163,9 @@ class TransformerClassifier(nn.Module):
 
 
 def build_model(vocab_size: int = C.VOCAB_SIZE, fixed: bool = False) -> TransformerClassifier:
-    """A freshly initialised model (PyTorch's default initialisation, as the notebook's)."""
-    return TransformerClassifier(vocab_size=vocab_size, fixed=fixed)
+    """A freshly initialised model of the notebook's configuration with ``vocab_size`` tokens,
+    or the intended model if ``fixed`` (PyTorch's default initialisation, as the notebook's)."""
+    return TransformerClassifier(TransformerConfig(vocab_size=vocab_size, fixed=fixed))
 
 
 # --- The two ways of running it -----------------------------------------------------------------
@@ -228,9 +223,14 @@ def load_state_dict(path) -> dict[str, torch.Tensor]:
     return load_file(str(path))
 
 
-def load_model(path, fixed: bool = False) -> TransformerClassifier:
-    """A model in eval mode with the checkpoint's weights (strict: every name must match)."""
-    state = load_state_dict(path)
-    model = TransformerClassifier(vocab_size=state["embedding.weight"].shape[0], fixed=fixed)
+def model_from_state(state: dict[str, torch.Tensor], fixed: bool = False) -> TransformerClassifier:
+    """A model in eval mode with a state dict's weights (strict: every name must match), of the
+    notebook's configuration with the state's vocabulary size."""
+    model = build_model(vocab_size=state["embedding.weight"].shape[0], fixed=fixed)
     model.load_state_dict(state, strict=True)
     return model.eval()
+
+
+def load_model(path, fixed: bool = False) -> TransformerClassifier:
+    """A model in eval mode with the checkpoint's weights (strict: every name must match)."""
+    return model_from_state(load_state_dict(path), fixed)

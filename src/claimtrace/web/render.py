@@ -31,7 +31,16 @@ STATIC = Path(__file__).resolve().parent / "static"
 #: The site's own static files, each also under a name carrying its content's hash
 #: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
 #: has a new name.
-STATIC_FILES = ("app.js", "style.css")
+STATIC_FILES = (
+    "app-core.js",
+    "app-table.js",
+    "app-charts.js",
+    "app-editor.js",
+    "app-explore.js",
+    "app-forms.js",
+    "app.js",
+    "style.css",
+)
 
 
 def _hashed(name: str) -> str:

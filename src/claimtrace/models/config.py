@@ -1,0 +1,44 @@
+"""The classifier's hyper-parameters in one record, as nanoGPT's ``GPTConfig``: the defaults are
+the notebook's ``TransformerModel`` (notebook.md section 6), quirks included.
+
+:class:`claimtrace.models.transformer.TransformerClassifier` is built from a config and keeps it
+(``model.config``). This module imports no torch, so that a page can describe the model without
+loading it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from claimtrace import constants as C
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """The notebook's Transformer classifier, field by field in the order it reads its input."""
+
+    #: Token ids: ``<unk> [CLS] [SEP] [PAD]``, then the training rows' tokens (models.inputs).
+    vocab_size: int = C.VOCAB_SIZE
+    #: Ids per claim, padded or cut (``[CLS]`` ... ``[SEP]``). Quirk "x sqrt(128)": the embedding
+    #: is scaled by the square root of this length, not of ``d_model``.
+    max_len: int = C.MAX_LEN
+    #: The width of every vector: the embedding, the positional table and the encoder.
+    d_model: int = C.EMBED_DIM
+    #: Rows of the sinusoidal positional table. Quirk "pe by batch position": the notebook's model
+    #: adds row i to every position of the i-th claim of its mini-batch, so a claim alone reads
+    #: row 0 only (``constants.ALONE_PE_ROW``).
+    pe_rows: int = C.PE_MAX_LEN
+    #: After the positional encoding and inside each encoder layer (off in eval mode).
+    dropout: float = C.DROPOUT
+    #: Encoder layers: post-norm, ReLU, PyTorch's defaults.
+    n_layers: int = C.N_LAYERS
+    n_heads: int = C.N_HEADS
+    #: Each encoder layer's feed-forward width.
+    ff_dim: int = C.FF_DIM
+    #: Logits, one per label (``constants.LABELS`` order), from the mean over all ``max_len``
+    #: positions, ``[PAD]`` included (the notebook passed no padding mask).
+    n_classes: int = len(C.LABELS)
+    #: False: the notebook's model. True: the intended one, with exactly two bugs fixed: attention
+    #: within a claim (quirk "batch-first bug": the notebook left ``batch_first=False``) and the
+    #: positional table by word position.
+    fixed: bool = False
