@@ -8,10 +8,10 @@ import time
 
 from claimtrace import constants as C
 from claimtrace.errors import DataError
+from claimtrace.evaluation.retrieval import variant_f_row
 from claimtrace.evaluation.scoreboard import FALLBACK_SHARE, split_figures
 from claimtrace.lib.alongside import Alongside
 from claimtrace.lib.store import read_json, write_atomic
-from claimtrace.evaluation.retrieval import variant_f_row
 from claimtrace.pipeline import retrieval
 from claimtrace.pipeline.retrieval import VARIANTS
 from claimtrace.workdir.integrity import log
