@@ -12,6 +12,7 @@ from claimtrace import course
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.explain.verdict import explain_claim, explain_input
+from claimtrace.models.config import TransformerConfig
 from claimtrace.models.inputs import join_row
 from claimtrace.pipeline.preprocess import Preprocessed
 from claimtrace.web.views.status import missing
@@ -38,21 +39,23 @@ _EXPLAINED = (
 
 
 def architecture() -> dict:
-    """The classifier as the notebook configured it (constants), for the page's summary."""
+    """The classifier as the notebook configured it, for the page's summary: the model's own
+    config (:class:`claimtrace.models.config.TransformerConfig`) and the training constants."""
+    config = TransformerConfig()
     return {
-        "vocabulary": C.VOCAB_SIZE,
-        "embedding": C.EMBED_DIM,
-        "layers": C.N_LAYERS,
-        "heads": C.N_HEADS,
-        "feed_forward": C.FF_DIM,
-        "dropout": C.DROPOUT,
-        "max_len": C.MAX_LEN,
+        "vocabulary": config.vocab_size,
+        "embedding": config.d_model,
+        "layers": config.n_layers,
+        "heads": config.n_heads,
+        "feed_forward": config.ff_dim,
+        "dropout": config.dropout,
+        "max_len": config.max_len,
         "epochs": C.EPOCHS,
         "optimizer": "Adam",
         "learning_rate": C.LEARNING_RATE,
         "batch_size": C.BATCH_SIZE,
         "labels": list(C.LABELS),
-        "batch_first_bug": True,
+        "batch_first_bug": not config.fixed,
     }
 
 
