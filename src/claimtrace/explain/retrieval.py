@@ -144,7 +144,7 @@ class RetrievalView:
             if not row["in_build"] or position is None:
                 row.update(_unscored(row["in_build"]))
             else:
-                tags = retriever.tags[position].split()
+                tags = retriever.passage_tags(position)
                 row.update({"tags": tags, "shared_tags": sorted(self.claim_tags & set(tags))})
                 scored.append((row, position))
             rows.append(row)

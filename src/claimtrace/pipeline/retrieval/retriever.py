@@ -314,6 +314,24 @@ class Retriever:
         query = self.query(claim)
         return query.terms, query.weights
 
+    def passage_tags(self, position: int | None) -> list[str]:
+        """The tags of the passage at ``position`` of the fitted model (none for ``None``: a
+        passage the model left out, having no tags)."""
+        return [] if position is None else self.tags[position].split()
+
+    def passage_vector(self, position: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The terms (ascending columns) and twice-normalised weights of the passage at
+        ``position``: its row of the weights the model was fitted with (:meth:`fit`), made by
+        the same vectorizer and :func:`kernels.notebook_weights`.
+
+        Returns
+        -------
+        columns : ndarray of int, shape (terms,)
+        weights : ndarray of float64, shape (terms,)
+        """
+        row = kernels.notebook_weights(self.vectorizer.counts([" ".join(self.passage_tags(position))]), self.idf)
+        return row.indices, row.data
+
     def scratch(self) -> _Scratch:
         """Work arrays for one claim at a time (see :class:`_Scratch`)."""
         return _Scratch.of_size(len(self.ids), int(self._index.sizes.max()))

@@ -85,7 +85,7 @@ def _touched(build: Build, found: ClaimRetrieval, gold: set[str], k: int) -> dic
     return {
         "id": pid,
         "text": build.passage_text(pid),
-        "tags": found.retriever.tags[position].split(),
+        "tags": found.retriever.passage_tags(position),
         "cosine": float(scores.cosine[k]),
         "overlap": float(scores.overlap[k]),
         "score": float(scores.score[k]),

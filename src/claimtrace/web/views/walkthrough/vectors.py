@@ -4,7 +4,6 @@ model, and their cosine, overlap and score, so that each can be checked by hand.
 from __future__ import annotations
 
 from claimtrace.explain.retrieval import passes_filter
-from claimtrace.pipeline.retrieval import notebook_weights
 from claimtrace.pipeline.tagging import restem_token
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
 from claimtrace.workdir.reader import Build
@@ -102,9 +101,9 @@ def _passage_vector(found: ClaimRetrieval, claim_terms: dict[str, float], passag
     retriever, query = found.retriever, found.query
     names = retriever.vectorizer.feature_names
     position = retriever.position(passage_id)
-    passage_tags = [] if position is None else retriever.tags[position].split()
-    row = notebook_weights(retriever.vectorizer.counts([" ".join(passage_tags)]), retriever.idf)
-    passage_terms = {str(names[i]): float(v) for i, v in zip(row.indices.tolist(), row.data.tolist())}
+    passage_tags = retriever.passage_tags(position)
+    columns, weights = retriever.passage_vector(position)
+    passage_terms = {str(names[i]): float(v) for i, v in zip(columns.tolist(), weights.tolist())}
     products = [
         {"term": t, "claim": claim_terms[t], "passage": passage_terms[t], "product": claim_terms[t] * passage_terms[t]}
         for t in sorted(set(claim_terms) & set(passage_terms))
