@@ -19,6 +19,8 @@ from claimtrace.cli.options import (
 from claimtrace.data.files import parse_claims
 from claimtrace.errors import Missing
 from claimtrace.evaluation.scorer import evaluate, evaluate_file
+from claimtrace.evaluation.significance import figures_of, labels_paired
+from claimtrace.evaluation.statistics import wilson
 from claimtrace.lib import store
 
 
@@ -68,8 +70,9 @@ def evaluate_command(
         _evaluate_build(open_build(ctx, workdir), split, as_json)
         return
     result = evaluate_file(predictions, split, data_dir(ctx), skip_missing=skip_missing)
+    intervals = figures_of(result)
     if as_json:
-        out = {"predictions": predictions, "split": split, **result.summary()}
+        out = {"predictions": predictions, "split": split, **result.summary(), "intervals": intervals}
         if per_claim:
             out["per_claim"] = result.per_claim
         print_json(out)
@@ -83,6 +86,7 @@ def evaluate_command(
     click.echo(f"Evidence Retrieval F-score (F)    = {result.F}")
     click.echo(f"Claim Classification Accuracy (A) = {result.A}")
     click.echo(f"Harmonic Mean of F and A          = {result.HM}")
+    _echo_intervals(intervals)
     if result.skipped:
         click.echo(f"({len(result.skipped)} gold claims had no prediction and were skipped)", err=True)
     if result.extra:
@@ -105,7 +109,8 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         "fallback_share": retrieval["splits"][split]["fallback_share"],
         "variants": build.retrieval_variants() if split == "dev" else None,
         "checkpoint": classifier["checkpoint"],
-        "classifier": classifier[split],
+        "classifier": _with_wilson(classifier[split]),
+        "gold_vs_retrieved": _gold_vs_retrieved(build, split),
         "scoreboard": _build_scoreboard(build, split),
     }
     if as_json:
@@ -124,7 +129,13 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         for protocol, figures in protocols.items():
             click.echo(
                 f"  classifier {evidence:9s} {protocol:8s} {figures['correct']}/{figures['claims']} = {figures['accuracy']:.4f}"
+                f"  (95% Wilson {_bounds(figures['interval'])})"
             )
+    gap = report["gold_vs_retrieved"]
+    click.echo(
+        f"  gold minus retrieved evidence (notebook protocol): {_signed(gap['A'])} in accuracy, McNemar p = "
+        f"{gap['p']:.3g}, Cohen's h = {gap['cohens_h']:+.2f}: {gap['verdict']}"
+    )
     _echo_scoreboard(report["scoreboard"])
 
 
@@ -139,6 +150,47 @@ def _build_scoreboard(build, split: str) -> dict | None:
         return None
 
 
+def _bounds(interval: dict) -> str:
+    return f"[{interval['lower']:.4f}, {interval['upper']:.4f}]"
+
+
+def _signed(interval: dict) -> str:
+    """A difference and its interval: ``+0.0130 [-0.0325, +0.0584]``."""
+    return f"{interval['estimate']:+.4f} [{interval['lower']:+.4f}, {interval['upper']:+.4f}]"
+
+
+def _echo_intervals(figures: dict) -> None:
+    """A scored file's 95% intervals and the labels it never predicted."""
+    if "A" not in figures:
+        return
+    method = figures["method"]
+    click.echo(
+        f"95% intervals: F {_bounds(figures['F'])}, A {_bounds(figures['A'])} (Wilson), HM {_bounds(figures['HM'])}; "
+        f"macro-F1 {figures['macro_f1']['estimate']:.4f} {_bounds(figures['macro_f1'])} "
+        f"(F, HM, macro-F1: {method['means']})"
+    )
+    never = [label for label, r in figures["recall"].items() if r["predicted"] == 0]
+    if never:
+        click.echo(f"never predicted: {', '.join(never)} (recall 0 for those gold labels)")
+
+
+def _with_wilson(classifier: dict) -> dict:
+    """The classifier's accuracy figures, each with its Wilson interval."""
+    return {
+        evidence: {p: {**f, "interval": wilson(f["correct"], f["claims"]).to_dict()} for p, f in protocols.items()}
+        for evidence, protocols in classifier.items()
+    }
+
+
+def _gold_vs_retrieved(build, split: str) -> dict:
+    """The notebook's model (notebook protocol) on gold evidence minus on retrieved, paired."""
+    verdicts = build.verdicts(split)
+    ids = sorted(verdicts)
+    gold = [build.claims(split)[cid].label for cid in ids]
+    on = {source: [verdicts[cid][source]["notebook"]["verdict"] for cid in ids] for source in ("gold", "retrieved")}
+    return labels_paired(gold, on["gold"], on["retrieved"])
+
+
 def _echo_scoreboard(board: dict | None) -> None:
     if board is None:
         return
@@ -149,6 +201,33 @@ def _echo_scoreboard(board: dict | None) -> None:
     for row in board["rows"]:
         changes = "; ".join(row["changes"]) or "the notebook's pipeline"
         click.echo(f"  {row['name']:38s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}  ({changes})")
+        _echo_row_statistics(row)
+    for row in board.get("baselines", []):
+        click.echo(
+            f"  {row['name']:38s} F = {row['F']:.4f}  A = {row['A']:.4f}  HM = {row['HM']:.4f}  ({row['description']})"
+        )
+        _echo_row_statistics(row)
+    if "statistics" in board:
+        method = board["statistics"]
+        click.echo(
+            f"  (95% intervals: A {method['proportions']}, F and HM {method['means']}; each row against "
+            f"notebook+notebook+notebook: A by McNemar's exact test, HM by the paired bootstrap, {method['correction']})"
+        )
+
+
+def _echo_row_statistics(row: dict) -> None:
+    """A scoreboard row's intervals and, but for the notebook's own row, its paired test."""
+    if "intervals" not in row:  # a build made before the scoreboard had its statistics
+        return
+    intervals = row["intervals"]
+    line = f"      95%: F {_bounds(intervals['F'])}  A {_bounds(intervals['A'])}  HM {_bounds(intervals['HM'])}"
+    paired = row.get("paired")
+    if paired is not None:
+        line += (
+            f"; minus the notebook's: A {_signed(paired['A'])} (p = {paired['p_holm']:.3g} Holm, {paired['verdict']}), "
+            f"HM {_signed(paired['HM'])} (p = {paired['HM']['p_holm']:.3g} Holm, {paired['HM']['verdict']})"
+        )
+    click.echo(line)
 
 
 @click.command("predict")

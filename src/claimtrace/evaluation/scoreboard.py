@@ -13,7 +13,9 @@ from claimtrace.course import TABLE2
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
-from claimtrace.evaluation.scorer import evaluate, evidence_f
+from claimtrace.evaluation.baselines import Baseline, course_baseline, label_baselines
+from claimtrace.evaluation.scorer import Evaluation, evaluate, evidence_f
+from claimtrace.evaluation.significance import against_reference, strict_per_claim
 from claimtrace.pipeline.retrieval import VARIANTS
 
 #: The retrievals a row can use: the notebook's as designed, each quirk variant, and BM25.
@@ -78,16 +80,25 @@ def evidence_source(retrieval: str) -> str:
     return "retrieved" if retrieval == "notebook" else retrieval
 
 
-def score_row(build, split: str, row: ScoreRow) -> dict:
+def row_result(build, split: str, row: ScoreRow) -> Evaluation:
     """One row's course scores on a labelled split, scored exactly as ``claimtrace evaluate
-    --predictions`` scores that row's exported predictions: ``name``, ``retrieval``, ``model``,
-    ``protocol``, ``changes``, ``reference`` (BM25's rows), then :meth:`Evaluation.summary`'s
-    ``F``, ``A``, ``HM``, ``claims``, ``skipped_missing``, ``ignored_extra``."""
+    --predictions`` scores that row's exported predictions (per claim included)."""
     source = f"{build.root} ({split}, row {row.name})"
     predicted = data_layer.parse_claims(
         build.predictions(split, row.retrieval, row.model, row.protocol), source, labelled=True
     )
-    result = evaluate(predicted, build.claims(split), source=source)
+    return evaluate(predicted, build.claims(split), source=source)
+
+
+def score_row(build, split: str, row: ScoreRow) -> dict:
+    """One row's course scores on a labelled split (:func:`row_result`): ``name``,
+    ``retrieval``, ``model``, ``protocol``, ``changes``, ``reference`` (BM25's rows), then
+    :meth:`Evaluation.summary`'s ``F``, ``A``, ``HM``, ``claims``, ``skipped_missing``,
+    ``ignored_extra``."""
+    return _row_entry(row, row_result(build, split, row))
+
+
+def _row_entry(row: ScoreRow, result: Evaluation) -> dict:
     return {
         "name": row.name,
         "retrieval": row.retrieval,
@@ -99,9 +110,29 @@ def score_row(build, split: str, row: ScoreRow) -> dict:
     }
 
 
+#: The row every other row and baseline is paired with: the notebook's own pipeline.
+NOTEBOOK_ROW = ScoreRow("notebook", "notebook", "notebook")
+
+
+def _baseline_results(build, split: str, gold: Mapping[str, Claim]) -> list[tuple[Baseline, Evaluation]]:
+    """Each baseline (:mod:`claimtrace.evaluation.baselines`) scored on the split."""
+    notebook = build.predictions(split, NOTEBOOK_ROW.retrieval, NOTEBOOK_ROW.model, NOTEBOOK_ROW.protocol)
+    found = label_baselines(notebook, build.claims("train"))
+    course_file = course_baseline(build.data_dir) if split == "dev" else None
+    found += [course_file] if course_file is not None else []
+    out = []
+    for baseline in found:
+        source = f"{build.root} ({split}, {baseline.name})"
+        predicted = data_layer.parse_claims(baseline.predictions, source, labelled=True)
+        out.append((baseline, evaluate(predicted, gold, source=source, skip_missing=True)))
+    return out
+
+
 def scoreboard(build, split: str = "dev") -> dict:
     """Every row's course scores on a labelled split, each scored exactly as ``claimtrace evaluate
-    --predictions`` scores that row's exported predictions.
+    --predictions`` scores that row's exported predictions, the baselines beside them, and
+    every figure with its interval and every row paired with the notebook's own
+    (:func:`claimtrace.evaluation.significance.against_reference`).
 
     Parameters
     ----------
@@ -113,15 +144,34 @@ def scoreboard(build, split: str = "dev") -> dict:
     Returns
     -------
     dict
-        ``{"split", "anchor", "rows"}``: ``anchor`` is the course's Table 2 for the split (or
-        None), ``rows`` one dict per :func:`scoreboard_rows` row: ``name``, ``retrieval``,
-        ``model``, ``protocol``, ``changes`` (list of str), ``reference`` (BM25's rows),
-        ``F``, ``A``, ``HM``, ``claims``.
+        ``{"split", "anchor", "rows", "baselines", "statistics"}``: ``anchor`` is the course's
+        Table 2 for the split (or None); ``rows`` one dict per :func:`scoreboard_rows` row:
+        ``name``, ``retrieval``, ``model``, ``protocol``, ``changes`` (list of str),
+        ``reference`` (BM25's rows), ``F``, ``A``, ``HM``, ``claims``, ``intervals`` (A, F, HM,
+        macro-F1, per-label recall) and, but for the notebook's row, ``paired`` (the row minus
+        the notebook's, tested); ``baselines`` the same for each baseline (``"baseline": true``,
+        ``description``); ``statistics`` how the intervals and tests were made.
     """
+    gold = build.claims(split)
+    results = {row.name: (row, row_result(build, split, row)) for row in scoreboard_rows()}
+    baselines = _baseline_results(build, split, gold)
+    systems = {name: strict_per_claim(result, gold) for name, (_, result) in results.items()}
+    systems.update({b.name: strict_per_claim(result, gold) for b, result in baselines})
+    tested = against_reference(systems, NOTEBOOK_ROW.name)
+    rows = [_row_entry(row, result) for row, result in results.values()]
+    extra = [
+        {"name": b.name, "description": b.description, "baseline": True, **result.summary()} for b, result in baselines
+    ]
+    for entry in rows + extra:
+        entry["intervals"] = tested["figures"][entry["name"]]
+        if entry["name"] in tested["paired"]:
+            entry["paired"] = tested["paired"][entry["name"]]
     return {
         "split": split,
         "anchor": TABLE2.get(split),
-        "rows": [score_row(build, split, row) for row in scoreboard_rows()],
+        "rows": rows,
+        "baselines": extra,
+        "statistics": tested["method"],
     }
 
 

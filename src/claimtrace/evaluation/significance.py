@@ -13,15 +13,21 @@ from itertools import combinations
 
 import numpy as np
 
+from claimtrace.data.files import Claim
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scorer import Evaluation
 
 
-def per_claim(result: Evaluation) -> S.PerClaim:
-    """A course-scorer result as the statistics read it (claims in the scorer's sorted order)."""
-    rows = result.per_claim
+def strict_per_claim(result: Evaluation, gold: Mapping[str, Claim]) -> S.PerClaim:
+    """A course-scorer result over every claim of the split, in sorted claim order: a claim the
+    file left out (skipped by the course's scorer) counts as wrong with F 0, so that systems are
+    always paired on the same claims."""
+    scored = {r["claim_id"]: r for r in result.per_claim}
+    ids = sorted(gold)
+    missing = {"F": 0.0, "correct": False, "label": None}
+    rows = [scored.get(cid, missing) for cid in ids]
     return S.PerClaim(
-        gold=tuple(r["gold_label"] for r in rows),
+        gold=tuple(gold[cid].label for cid in ids),
         predicted=tuple(r["label"] for r in rows),
         f=np.array([r["F"] for r in rows], dtype=np.float64),
         right=np.array([r["correct"] for r in rows], dtype=bool),
@@ -110,3 +116,34 @@ def told_apart(pairs: Sequence[dict], name: str, key: str = "HM") -> dict[str, s
         if name in (pair["a"], pair["b"]):
             out[pair["b"] if pair["a"] == name else pair["a"]] = pair[key]["verdict"]
     return out
+
+
+def figures_of(result: Evaluation, resamples: int = S.RESAMPLES, seed: int = S.SEED) -> dict:
+    """A predictions file's figures with their intervals, over the claims the course's scorer
+    scored (``{"A", "F", "HM", "macro_f1", "recall", "method"}``)."""
+    rows = result.per_claim
+    if not rows:
+        return {"method": method_note(resamples, seed)}
+    system = S.PerClaim(
+        gold=tuple(r["gold_label"] for r in rows),
+        predicted=tuple(r["label"] for r in rows),
+        f=np.array([r["F"] for r in rows], dtype=np.float64),
+        right=np.array([r["correct"] for r in rows], dtype=bool),
+    )
+    return {**S.Resampled([system], resamples, seed).figures(0), "method": method_note(resamples, seed)}
+
+
+def labels_paired(
+    gold: Sequence[str], one: Sequence[str], other: Sequence[str], resamples: int = S.RESAMPLES, seed: int = S.SEED
+) -> dict:
+    """Two label sets on the same claims (one model on gold evidence and on retrieved, say):
+    ``one`` minus ``other`` in accuracy, with its paired bootstrap interval, McNemar's exact
+    test, Cohen's h and the verdict at :data:`S.ALPHA` (a single comparison, uncorrected)."""
+    zeros = np.zeros(len(gold))
+    systems = [
+        S.PerClaim(tuple(gold), tuple(labels), zeros, np.array([p == g for p, g in zip(labels, gold, strict=True)]))
+        for labels in (one, other)
+    ]
+    paired = S.Resampled(systems, resamples, seed).paired(0, 1)
+    out = {key: paired[key] for key in ("A", "mcnemar", "cohens_h", "p")}
+    return {**out, "verdict": S.verdict(paired["p"]), "method": method_note(resamples, seed)}
