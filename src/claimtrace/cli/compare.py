@@ -87,6 +87,7 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
             f"  gold passage found: notebook retrieval {found['notebook']}/{len(report['claims'])}, "
             f"BM25 {found['bm25']}/{len(report['claims'])}"
         )
+        _echo_statistics(report.get("statistics"))
     else:
         click.echo(f"{report['split']} is unlabelled: agreement with the build's pipeline instead of scores")
     for run in report["runs"]:
@@ -112,6 +113,33 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
                     click.echo(f"    - {line}")
     if claim_id is not None:
         _echo_claim(next(r for r in report["claims"] if r["claim_id"] == claim_id))
+
+
+def _interval(figure: dict) -> str:
+    return f"{figure['estimate']:.4f} [{figure['lower']:.4f}, {figure['upper']:.4f}]"
+
+
+def _echo_statistics(statistics: dict | None) -> None:
+    """Each run's 95% intervals, its paired tests against the notebook's pipeline and the
+    baselines, and (several runs) which pairs differ by more than chance."""
+    if not statistics:
+        return
+    method = statistics["method"]
+    click.echo(f"95% intervals (A: {method['proportions']}; F, HM: {method['means']}):")
+    for name, figures in statistics["figures"].items():
+        click.echo(
+            f"  {name:40s} F {_interval(figures['F'])}  A {_interval(figures['A'])}  HM {_interval(figures['HM'])}"
+        )
+    click.echo(f"paired on the same claims, HM by the paired bootstrap ({method['correction']} per reference):")
+    for name, against in statistics["paired"].items():
+        words = [f"{other}: HM {c['HM']['estimate']:+.4f}, {c['HM']['verdict']}" for other, c in against.items()]
+        click.echo(f"  {name} minus " + "; ".join(words))
+    differing = [p for p in statistics["pairs"] if p["HM"]["verdict"] == "more than chance"]
+    if statistics["pairs"]:
+        click.echo(
+            f"of {len(statistics['pairs'])} pairs of runs, {len(differing)} differ in HM by more than chance"
+            + (": " + ", ".join(f"{p['a']} / {p['b']}" for p in differing[:10]) if differing else "")
+        )
 
 
 def _echo_claim(row: dict) -> None:

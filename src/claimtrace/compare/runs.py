@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claimtrace import course
+from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.scorer import (
@@ -163,6 +164,8 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         "claims": rows,
         "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
     }
+    if labelled and runs and split == "dev":
+        out["statistics"] = run_statistics(build, runs, claims, split)
     return out
 
 

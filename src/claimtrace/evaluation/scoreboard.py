@@ -114,7 +114,7 @@ def _row_entry(row: ScoreRow, result: Evaluation) -> dict:
 NOTEBOOK_ROW = ScoreRow("notebook", "notebook", "notebook")
 
 
-def _baseline_results(build, split: str, gold: Mapping[str, Claim]) -> list[tuple[Baseline, Evaluation]]:
+def baseline_results(build, split: str, gold: Mapping[str, Claim]) -> list[tuple[Baseline, Evaluation]]:
     """Each baseline (:mod:`claimtrace.evaluation.baselines`) scored on the split."""
     notebook = build.predictions(split, NOTEBOOK_ROW.retrieval, NOTEBOOK_ROW.model, NOTEBOOK_ROW.protocol)
     found = label_baselines(notebook, build.claims("train"))
@@ -154,7 +154,7 @@ def scoreboard(build, split: str = "dev") -> dict:
     """
     gold = build.claims(split)
     results = {row.name: (row, row_result(build, split, row)) for row in scoreboard_rows()}
-    baselines = _baseline_results(build, split, gold)
+    baselines = baseline_results(build, split, gold)
     systems = {name: strict_per_claim(result, gold) for name, (_, result) in results.items()}
     systems.update({b.name: strict_per_claim(result, gold) for b, result in baselines})
     tested = against_reference(systems, NOTEBOOK_ROW.name)
