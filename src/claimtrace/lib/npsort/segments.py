@@ -4,6 +4,10 @@ so that a partition of the range is a walk over O(segments) items instead of O(n
 
 Reading a run of consecutive feature indices backwards gives another such run, which is why the
 zero-pivot partitions of :mod:`claimtrace.lib.npsort.zero_pivot` keep a range in this form.
+
+A kernel that reads a record's arrays in more than one branch takes them into locals first
+(``first, step, length, key = segs``): numba counts a reference for each array read from a
+record, and the counts it cannot prune across branches cost a sparse row about 10%.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ class Segments(NamedTuple):
     key: np.ndarray  # float64
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def empty_segments(capacity):
     """A :class:`Segments` with room for ``capacity`` segments, none in use."""
     return Segments(

@@ -149,38 +149,39 @@ def _zero_pivot_partition(pivot, a, n_a, b):
     a zero at lo + T that is z_T (``pivot.keep_zero``: never swapped). Whatever ends at lo + T goes
     to hi - 1 (numpy's final swap with the pivot). Returns B's segment count.
     """
+    a_first, a_step, a_length, a_key = a  # as locals: see the segments module
     w_seg, w_off = pivot.segment, pivot.offset
     # The stream starts at slot lo + T - 1 and reads leftwards; st_avail slots of st_seg remain.
     if w_off > 0:
         st_seg, st_avail = w_seg, w_off
     else:
-        st_seg, st_avail = w_seg - 1, a.length[w_seg - 1]
+        st_seg, st_avail = w_seg - 1, a_length[w_seg - 1]
 
     # X, the element at slot lo + T once the loop is over.
-    if a.key[w_seg] != 0.0 or pivot.keep_zero:
-        x_el = a.first[w_seg] + a.step[w_seg] * w_off
-        x_key = a.key[w_seg]
+    if a_key[w_seg] != 0.0 or pivot.keep_zero:
+        x_el = a_first[w_seg] + a_step[w_seg] * w_off
+        x_key = a_key[w_seg]
     else:
-        x_el = a.first[st_seg] + a.step[st_seg] * (st_avail - 1)
-        x_key = a.key[st_seg]
+        x_el = a_first[st_seg] + a_step[st_seg] * (st_avail - 1)
+        x_key = a_key[st_seg]
         st_avail -= 1
 
     n_b = 0
     off = w_off + 1
     for s in range(w_seg, n_a):
-        length = a.length[s] if s < n_a - 1 else a.length[s] - 1  # slot hi - 1 is not part of it
+        length = a_length[s] if s < n_a - 1 else a_length[s] - 1  # slot hi - 1 is not part of it
         if off < length:
-            if a.key[s] != 0.0:  # a positive stays in its slot
-                n_b = emit(a.first[s] + a.step[s] * off, a.step[s], length - off, a.key[s], b, n_b)
+            if a_key[s] != 0.0:  # a positive stays in its slot
+                n_b = emit(a_first[s] + a_step[s] * off, a_step[s], length - off, a_key[s], b, n_b)
             else:  # zero slots are filled from the stream
                 need = length - off
                 while need > 0:
                     if st_avail == 0:
                         st_seg -= 1
-                        st_avail = a.length[st_seg]
+                        st_avail = a_length[st_seg]
                     take = need if need < st_avail else st_avail
-                    step = a.step[st_seg]
-                    n_b = emit(a.first[st_seg] + step * (st_avail - 1), -step, take, a.key[st_seg], b, n_b)
+                    step = a_step[st_seg]
+                    n_b = emit(a_first[st_seg] + step * (st_avail - 1), -step, take, a_key[st_seg], b, n_b)
                     st_avail -= take
                     need -= take
         off = 0
@@ -206,10 +207,11 @@ def _handoff_before(lo, hi, n_seg, check_depth, depth, capacity):
 def _segment_median_of_three(lo, hi, segs, hi_el, hi_key):
     """Median of three on slots lo, mid and hi (numpy's swaps, strict less: ties stay put), read
     from the list (slot lo is its first segment's first) and slot hi, held apart (a :class:`Median`)."""
+    first, step, _, key = segs  # as locals: see the segments module
     mid = lo + ((hi - lo) >> 1)
-    e_lo, k_lo = segs.first[0], segs.key[0]
+    e_lo, k_lo = first[0], key[0]
     s_mid, off_mid = locate(mid - lo, segs, 0)
-    e_mid, k_mid = segs.first[s_mid] + segs.step[s_mid] * off_mid, segs.key[s_mid]
+    e_mid, k_mid = first[s_mid] + step[s_mid] * off_mid, key[s_mid]
     e_hi, k_hi = hi_el, hi_key
     if less(k_mid, k_lo):
         e_lo, k_lo, e_mid, k_mid = e_mid, k_mid, e_lo, k_lo
@@ -227,12 +229,13 @@ def _place_zero_pivot(lo, hi, median, keep_from, segs, n_seg):
 
     Returns (segments, :class:`Pivot`): with both sides kept (p - 1 reaches the last k slots)
     the list again shows the range before this partition, for the dense kernel."""
+    first, step, length, key = segs  # as locals: see the segments module
     last = n_seg - 1
-    e_hm1 = segs.first[last] + segs.step[last] * (segs.length[last] - 1)
-    k_hm1 = segs.key[last]
+    e_hm1 = first[last] + step[last] * (length[last] - 1)
+    k_hm1 = key[last]
     s_mid, off_mid = median.segment, median.offset
-    old_mid_el = segs.first[s_mid] + segs.step[s_mid] * off_mid
-    old_mid_key = segs.key[s_mid]
+    old_mid_el = first[s_mid] + step[s_mid] * off_mid
+    old_mid_key = key[s_mid]
     # The list still shows slot mid as it was before the median of three. Which slots are zero
     # decides T; if the slot was and stays a zero it need not be written yet, since a zero
     # above lo + T is overwritten by the stream anyway.
@@ -243,8 +246,8 @@ def _place_zero_pivot(lo, hi, median, keep_from, segs, n_seg):
     p = lo + split
     if p - 1 >= keep_from:  # both sides reach the last k slots: let the dense kernel do it
         if mid_written:  # undo, so the list again shows the range before this partition
-            segs.first[s_mid] = old_mid_el
-            segs.key[s_mid] = old_mid_key
+            first[s_mid] = old_mid_el
+            key[s_mid] = old_mid_key
         return n_seg, Pivot(p, s_w, 0, keep_zero, True)
     # Slot p = lo + T: find its segment, walking from one at or before it.
     if not mid_written and median.mid <= p:  # mid's identity matters: it is in the stream, or X
@@ -266,7 +269,8 @@ def sparse_row_top_k(cols, vals, n, keep_from, depth, work):
     """
     if n == 0:
         return 0, HANDOFF_SMALL, 0
-    a, b = work.a, work.b
+    a, b, keys, idx, stack = work  # as locals: see the segments module
+    capacity = a.key.shape[0]
     lo = 0
     hi = n - 1
     n_a, hi_key = initial_segments(cols, vals, hi, a)
@@ -274,7 +278,7 @@ def sparse_row_top_k(cols, vals, n, keep_from, depth, work):
     check_depth = True
     levels = 0
     while True:
-        reason = _handoff_before(lo, hi, n_a, check_depth, depth, a.key.shape[0])
+        reason = _handoff_before(lo, hi, n_a, check_depth, depth, capacity)
         if reason != _GO_ON:
             break
         median = _segment_median_of_three(lo, hi, a, hi_el, hi_key)
@@ -287,8 +291,8 @@ def sparse_row_top_k(cols, vals, n, keep_from, depth, work):
             break
         p = pivot.slot
         if p >= keep_from:  # the pivot's slot is final and among the last k
-            work.idx[p] = median.element
-            work.keys[p] = 0.0
+            idx[p] = median.element
+            keys[p] = 0.0
         n_a = _zero_pivot_partition(pivot, a, n_a, b)
         a, b = b, a
         hi_el, hi_key = median.hi_element, median.hi_key
@@ -298,8 +302,8 @@ def sparse_row_top_k(cols, vals, n, keep_from, depth, work):
         # the right side from its stack later, testing its depth; otherwise it goes straight on.
         check_depth = p - lo < hi - p
         lo = p + 1
-    pos = materialise(lo, a, n_a, work.keys, work.idx)
-    work.idx[pos] = hi_el
-    work.keys[pos] = hi_key
-    sort_range(work.keys, work.idx, lo, hi, depth, check_depth, keep_from, work.stack)
+    pos = materialise(lo, a, n_a, keys, idx)
+    idx[pos] = hi_el
+    keys[pos] = hi_key
+    sort_range(keys, idx, lo, hi, depth, check_depth, keep_from, stack)
     return levels, reason, hi - lo + 1
