@@ -14,6 +14,7 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.scoreboard import scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
+from claimtrace.evaluation.significance import labels_paired
 from claimtrace.models.predict import protocol_figures
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import Build, protocol_verdicts
@@ -212,7 +213,23 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     }
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
     section["intended_training"] = intended_training()
+    if split == "dev":
+        section["intended_on_gold"] = intended_on_gold(build)
     return section
+
+
+def intended_on_gold(build: Build) -> dict | None:
+    """The intended model minus the notebook's on the same dev claims with gold evidence
+    (batches of 16), paired and tested: whether the fix's difference is more than chance.
+    None before the classifier stage."""
+    try:
+        gold = {cid: claim.label for cid, claim in build.claims("dev").items()}
+        intended = build.verdict_of("dev", "intended", "gold", "notebook")
+        notebook = build.verdict_of("dev", "notebook", "gold", "notebook")
+    except Missing:
+        return None
+    ids = sorted(gold)
+    return labels_paired([gold[c] for c in ids], [intended[c] for c in ids], [notebook[c] for c in ids])
 
 
 def intended_training() -> dict:
