@@ -112,7 +112,7 @@ def _demo_key(data_dir: Path) -> str:
     (the command line, the site) keeps the build."""
     import hashlib
 
-    from layering import PACKAGE, closure, modules
+    from tests.layering import PACKAGE, closure, modules
 
     digest = hashlib.sha256()
     known = modules()
@@ -187,7 +187,7 @@ def demo_build(demo_retrieved, demo_root, data_dir):
     return _demo_until(demo_root, data_dir, "classifier")
 
 
-# --- the web site (tests/test_web.py, tests/test_web_browser.py) ------------------------------
+# --- the web site (tests/web/, tests/compare/, tests/workdir/stages/) ---------------------------
 
 
 @pytest.fixture(scope="session")

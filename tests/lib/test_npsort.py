@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claimtrace.lib import npsort
 from claimtrace.lib.npsort import introsort
+from tests.conftest import run_oracle
 
 SEED = 20240517
 WIDTH = 20_000  # the tagging TF-IDF's max_features

@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import run_oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from claimtrace import constants as C
 from claimtrace.data import files as data
 from claimtrace.lib import npsort
 from claimtrace.pipeline import retrieval as R
+from tests.conftest import run_oracle
 
 # --- helpers --------------------------------------------------------------------------------------
 

@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import run_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claimtrace.data import files as data
 from claimtrace.pipeline import tagging
 from claimtrace.pipeline.preprocess import preprocess
+from tests.conftest import run_oracle
 
 
 @pytest.fixture(scope="module")

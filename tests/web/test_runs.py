@@ -10,7 +10,6 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from test_web_browser import browser  # noqa: F401  (a fixture)
 
 from claimtrace.cli.main import main
 from claimtrace.compare.runs import compare
@@ -176,7 +175,7 @@ def compare_server(compare_tracer):
 
 @pytest.mark.browser
 def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
-    browser,  # noqa: F811
+    browser,
     compare_server,
     demo_build,
     data_dir,
@@ -210,7 +209,7 @@ def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
 
 
 @pytest.mark.browser
-def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, digest, tmp_path):  # noqa: F811
+def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, digest, tmp_path):
     from claimtrace.web.site import write_site
 
     write_site(None, tmp_path / "site", splits=["dev"], tracer=compare_tracer, limit=3)
@@ -227,7 +226,7 @@ def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, d
 
 
 @pytest.mark.browser
-def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client, digest):  # noqa: F811
+def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client, digest):
     explore = client.get("/explore/dev.json").json()
     row = next(r for r in explore["runs"] if r["digest"] == digest)  # uploads above add theirs
     assert row["name"] == BASELINE and len(row["right"]) == 154
@@ -247,8 +246,8 @@ def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client,
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", ["/compare/", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"])
-def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width):  # noqa: F811
-    from test_web_a11y import AXE, violations
+def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width):
+    from tests.web.conftest import AXE, violations
 
     found = violations(browser, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
     assert found == [], found

@@ -7,7 +7,6 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, demo_build_lock
 
 from claimtrace import errors
 from claimtrace.cli.build import build_report
@@ -19,6 +18,7 @@ from claimtrace.workdir.build import build
 from claimtrace.workdir.reader import Build
 from claimtrace.workdir.stages import bm25 as bm25_stage
 from claimtrace.workdir.stages import tagging as tagging_stage
+from tests.conftest import REPO, demo_build_lock
 
 
 @pytest.fixture()

@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.tokenize import NLTKWordTokenizer, PunktSentenceTokenizer
@@ -17,6 +16,7 @@ from nltk.tokenize.punkt import PunktLanguageVars
 from claimtrace.data import files as data
 from claimtrace.errors import DataError
 from claimtrace.pipeline import preprocess as P
+from tests.conftest import run_oracle
 
 
 def test_claim_752_tags():

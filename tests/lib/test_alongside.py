@@ -15,7 +15,7 @@ import pytest
 from claimtrace.errors import DataError, Missing
 from claimtrace.lib.alongside import Alongside, AlongsideFailed
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _value(a, b=0):

@@ -9,17 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_web_browser import browser  # noqa: F401  (a fixture)
+
+from tests.web.conftest import AXE, violations
 
 pytestmark = pytest.mark.browser
-
-AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-
-RUN = """async () => {
-  const result = await axe.run(document, { resultTypes: ['violations'] });
-  return result.violations.map(v => ({ id: v.id, impact: v.impact, help: v.help,
-    nodes: v.nodes.slice(0, 4).map(n => n.target.join(' ') + ' : ' + n.failureSummary) }));
-}"""
 
 SERVED = [
     "/",
@@ -42,25 +35,9 @@ def axe_source() -> str:
     return AXE.read_text(encoding="utf-8")
 
 
-def violations(browser, url: str, axe_source: str, width: int) -> list[dict]:  # noqa: F811
-    # the site's Content-Security-Policy allows no inline script: axe is injected past it
-    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
-    try:
-        page = context.new_page()
-        page.goto(url, wait_until="load")
-        if page.locator("body[data-page=live]").count():
-            page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
-        if page.locator(".static-charts").count():
-            page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
-        page.add_script_tag(content=axe_source)
-        return page.evaluate(RUN)
-    finally:
-        context.close()
-
-
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", SERVED)
-def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width):  # noqa: F811
+def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width):
     found = violations(browser, web_server + path, axe_source, width)
     assert found == [], found
 
@@ -75,6 +52,6 @@ def exported(web_tracer, tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("path", EXPORTED)
-def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path):  # noqa: F811
+def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path):
     found = violations(browser, (exported / path).as_uri(), axe_source, 1280)
     assert found == [], found

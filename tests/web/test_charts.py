@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_web_browser import ARTIFACTS, CHROMIUM_ARGS, browser  # noqa: F401  (a fixture)
+
+from tests.web.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
@@ -88,7 +89,7 @@ def check_sums(page, where: str) -> None:
 
 
 @pytest.fixture()
-def viewport_page(browser):  # noqa: F811
+def viewport_page(browser):
     contexts = []
 
     def make(width: int):
