@@ -1,13 +1,11 @@
-"""The course's evaluation (notebook.md section 8) and the ``claimtrace evaluate`` command."""
+"""The course's evaluation (claimtrace.evaluation.scorer, notebook.md section 8)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
@@ -127,29 +125,3 @@ def test_extra_claims_are_ignored():
     predictions = {"claim-1": _claim(["e1"]), "claim-9": _claim(["e9"], claim_id="claim-9")}
     result = evaluate(predictions, gold)
     assert result.F == 1.0 and result.extra == ["claim-9"]
-
-
-def test_cli_evaluate_text_and_json(data_dir):
-    runner = CliRunner()
-    path = str(data.course_file(data_dir, "baseline"))
-    done = runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", path, "--split", "dev"])
-    assert done.exit_code == 0, done.output
-    assert "Evidence Retrieval F-score (F)    = 0.3377705627705628" in done.output
-    assert "Claim Classification Accuracy (A) = 0.35064935064935066" in done.output
-    assert "Harmonic Mean of F and A          = 0.3440894901357093" in done.output
-    done = runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", path, "--json", "--per-claim"])
-    assert done.exit_code == 0, done.output
-    out = json.loads(done.output)
-    assert out["F"] == 0.3377705627705628 and out["claims"] == 154 and len(out["per_claim"]) == 154
-
-
-def test_cli_evaluate_bad_file_exits_2(data_dir, tmp_path):
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": 5}}))
-    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
-    assert done.exit_code == 2
-    assert f"{path}: claim 'claim-1': evidences is int, expected a list of evidence ids" in done.output
-    test_file = str(data.course_file(data_dir, "test"))
-    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", test_file])
-    assert done.exit_code == 2
-    assert "claim_label null" in done.output

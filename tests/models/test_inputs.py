@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from click.testing import CliRunner
-
-from claimtrace.cli.main import main
+from claimtrace import constants as C
 from claimtrace.data import files as data
 from claimtrace.models.inputs import (
     Encoded,
@@ -24,13 +20,6 @@ def test_vocabulary_has_5886_entries(data_dir):
     vocab = training_vocabulary(data.load_claims("train", data_dir), data.gold_passages(data_dir))
     assert len(vocab) == 5886
     assert vocab.tokens[:8] == ["<unk>", "[CLS]", "[SEP]", "[PAD]", "scientif", "evid", "pollut", "higher"]
-
-
-def test_vocab_command_json(data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "vocab", "--json"])
-    assert result.exit_code == 0, result.output
-    payload = json.loads(result.output)
-    assert payload["size"] == 5886 and len(payload["head"]) == 20
 
 
 def test_row_text_is_claim_then_passages():
@@ -72,3 +61,27 @@ def test_encoded_inputs_round_trip(tmp_path, data_dir):
     loaded = Encoded.load(tmp_path / "inputs.npz")
     assert loaded.claim_ids == encoded.claim_ids and loaded.texts == encoded.texts
     assert (loaded.input_ids == encoded.input_ids).all() and (loaded.labels == encoded.labels).all()
+
+
+# --- Encoding -------------------------------------------------------------------------------------
+
+
+def test_encoding_cls_sep_pad():
+    vocab = Vocabulary.fit(["a b c"])
+    ids = vocab.encode("a c zzz")
+    assert len(ids) == C.MAX_LEN
+    assert vocab.decode(ids[:5]) == ["[CLS]", "a", "c", "<unk>", "[SEP]"]
+    assert ids[5:] == [vocab.index["[PAD]"]] * (C.MAX_LEN - 5)
+
+
+def test_encoding_truncates_to_127_then_sep():
+    vocab = Vocabulary.fit(["a b"])
+    words = ["a", "b"] * 200
+    cls, sep, pad = (vocab.index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
+    for n in (125, 126, 127, 200):  # 126 words + [CLS] + [SEP] fit exactly; more are cut
+        ids = vocab.encode(" ".join(words[:n]))
+        assert len(ids) == C.MAX_LEN and ids[0] == cls
+        kept = min(n, 126)
+        assert ids[1 : 1 + kept] == [vocab.index[w] for w in words[:kept]]
+        assert ids[1 + kept] == sep  # the [SEP] survives truncation
+        assert ids[2 + kept :] == [pad] * (C.MAX_LEN - 2 - kept)

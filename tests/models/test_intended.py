@@ -1,5 +1,5 @@
 """The intended classifier: the notebook's model with its two bugs fixed and nothing else
-(``TransformerConfig(fixed=True)``), its training variant, and its shipped float16 checkpoint.
+(``TransformerConfig(fixed=True)``) and its shipped float16 checkpoint (its training: test_train.py).
 
 Every forward-pass test runs in eval mode (dropout off) under no_grad, and compares the two
 variants on the same weights: the fix shows as a contrast with the notebook's model."""
@@ -16,11 +16,9 @@ import math
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.models import train as train_module
 from claimtrace.models.config import TransformerConfig
 from claimtrace.models.intended import (
     INTENDED_CHECKPOINT,
@@ -29,7 +27,6 @@ from claimtrace.models.intended import (
     load_intended_model,
 )
 from claimtrace.models.table import sha256_file
-from claimtrace.models.train import TrainingData, train, training_data
 from claimtrace.models.transformer import (
     TransformerClassifier,
     build_model,
@@ -39,11 +36,6 @@ from claimtrace.models.transformer import (
 
 #: "Unchanged" for outputs that should not depend on a change: bit-exact is expected, 1e-6 allowed.
 SAME = dict(atol=1e-6, rtol=0)
-
-
-@pytest.fixture(scope="module")
-def data(data_dir) -> TrainingData:
-    return training_data(data_dir)
 
 
 def twin_models(seed: int = 3) -> tuple[TransformerClassifier, TransformerClassifier]:
@@ -163,45 +155,12 @@ def test_intended_swapping_two_claims_permutes_the_outputs():
 
 def test_intended_word_order_matters():
     """pe by word position: the same words in another order give another output (in the
-    notebook's model a claim's logits ignore word order, tests/test_classifier.py)."""
+    notebook's model a claim's logits ignore word order, tests/models/test_transformer.py)."""
     _, intended = twin_models()
     ids = random_batch()
     reordered = ids[:, torch.arange(C.MAX_LEN - 1, -1, -1)]
     with torch.no_grad():
         assert not torch.allclose(intended(reordered), intended(ids), atol=1e-4)
-
-
-# --- Training the intended variant ----------------------------------------------------------------
-
-
-def small(data: TrainingData) -> TrainingData:
-    return TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
-
-
-def test_training_the_intended_variant(data, tmp_path):
-    result = train(small(data), tmp_path, seed=7, epochs=1, show_progress=False, variant="intended")
-    assert result.model.config.fixed is True
-    log = json.loads((tmp_path / C.TRAINING_LOG_FILES["intended"]).read_text())
-    assert log["variant"] == "intended" and log["seed"] == 7
-    assert not (tmp_path / C.TRAINING_LOG_FILE).exists()  # the notebook variant's log is untouched
-    if log["history"][0]["saved"]:
-        assert result.checkpoint == tmp_path / C.CHECKPOINT_FILES["intended"]
-        assert checkpoint_metadata(result.checkpoint)["variant"] == "intended"
-    with pytest.raises(ValueError, match="unknown variant"):
-        train(small(data), None, epochs=1, show_progress=False, variant="fixed")
-
-
-def test_cli_train_variant(data, tmp_path, monkeypatch):
-    from claimtrace.cli.main import main
-
-    monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
-    for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
-        workdir = tmp_path / variant
-        result = CliRunner().invoke(
-            main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args]
-        )
-        assert result.exit_code == 0, result.output
-        assert json.loads((workdir / C.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
 
 
 # --- The shipped checkpoint ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The classifier: its encoding, the model as the notebook wrote it, the shipped checkpoint, and
-deterministic training (notebook.md sections 5 and 6)."""
+"""claimtrace.models.transformer: the model as the notebook wrote it (against the notebook's class,
+re-typed), built from its config, and the shipped checkpoint (notebook.md section 5)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,16 @@ import os
 # on a shared CPU the many small forward calls below are several times faster, same numbers.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import dataclasses
 import json
 import math
 
 import numpy as np
-import pytest
 import torch
 from torch import nn
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.models.config import TransformerConfig
-from claimtrace.models.inputs import Vocabulary, load_vocab
-from claimtrace.models.train import TrainingData, train, training_data
 from claimtrace.models.transformer import (
     TransformerClassifier,
     build_model,
@@ -33,11 +29,6 @@ from claimtrace.models.transformer import (
 )
 
 SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
-
-
-@pytest.fixture(scope="session")
-def data(data_dir) -> TrainingData:
-    return training_data(data_dir)
 
 
 # --- The notebook's class, re-typed from reading the notebook (cell "Transformer Model for
@@ -83,46 +74,6 @@ def notebook_model() -> NotebookTransformerModel:
         return NotebookTransformerModel(C.VOCAB_SIZE, 256, 8, 6, 4, 0.1)
 
 
-# --- Encoding -------------------------------------------------------------------------------------
-
-
-def test_encoding_cls_sep_pad():
-    vocab = Vocabulary.fit(["a b c"])
-    ids = vocab.encode("a c zzz")
-    assert len(ids) == C.MAX_LEN
-    assert vocab.decode(ids[:5]) == ["[CLS]", "a", "c", "<unk>", "[SEP]"]
-    assert ids[5:] == [vocab.index["[PAD]"]] * (C.MAX_LEN - 5)
-
-
-def test_encoding_truncates_to_127_then_sep():
-    vocab = Vocabulary.fit(["a b"])
-    words = ["a", "b"] * 200
-    cls, sep, pad = (vocab.index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
-    for n in (125, 126, 127, 200):  # 126 words + [CLS] + [SEP] fit exactly; more are cut
-        ids = vocab.encode(" ".join(words[:n]))
-        assert len(ids) == C.MAX_LEN and ids[0] == cls
-        kept = min(n, 126)
-        assert ids[1 : 1 + kept] == [vocab.index[w] for w in words[:kept]]
-        assert ids[1 + kept] == sep  # the [SEP] survives truncation
-        assert ids[2 + kept :] == [pad] * (C.MAX_LEN - 2 - kept)
-
-
-def test_training_inputs(data):
-    assert len(data.vocab) == C.VOCAB_SIZE
-    assert data.vocab.tokens[:4] == list(C.SPECIAL_TOKENS)
-    assert data.train.input_ids.shape == (1228, C.MAX_LEN) and data.dev.input_ids.shape == (154, C.MAX_LEN)
-    assert (data.train.input_ids[:, 0] == 1).all()
-    # every row has exactly one [SEP], and only [PAD] after it
-    for ids in np.concatenate([data.train.input_ids, data.dev.input_ids]).tolist():
-        sep = ids.index(2)
-        assert ids.count(2) == 1 and all(i == 3 for i in ids[sep + 1 :])
-    assert sorted(set(data.train.labels.tolist())) == [0, 1, 2, 3]
-
-
-def test_shipped_vocab_is_the_training_vocab(data):
-    assert load_vocab(ASSETS_DIR / C.VOCAB_FILE).tokens == data.vocab.tokens
-
-
 # --- The model ------------------------------------------------------------------------------------
 
 
@@ -144,24 +95,6 @@ def expected_names() -> set[str]:
     ]
     names |= {f"transformer_encoder.layers.{i}.{p}" for i in range(6) for p in per_layer}
     return names
-
-
-def test_the_config_is_the_notebooks():
-    """The notebook's TransformerModel(5886, 256, 8, 6, 4, 0.1), dim_feedforward=512, pe of 5000
-    rows, inputs of 128 ids, its bugs kept."""
-    assert dataclasses.asdict(TransformerConfig()) == {
-        "vocab_size": 5886,
-        "max_len": 128,
-        "d_model": 256,
-        "pe_rows": 5000,
-        "dropout": 0.1,
-        "n_layers": 6,
-        "n_heads": 8,
-        "ff_dim": 512,
-        "n_classes": 4,
-        "fixed": False,
-    }
-    assert build_model().config == TransformerConfig() and build_model(fixed=True).config.fixed is True
 
 
 def test_the_model_is_built_from_its_config():
@@ -304,33 +237,6 @@ def test_shipped_checkpoint_reproduces_its_recorded_dev_accuracy(data):
     assert 0.55 <= provenance["best_dev_accuracy"] <= 0.61
 
 
-# --- Training -------------------------------------------------------------------------------------
-
-
-def test_training_is_deterministic(data, tmp_path):
-    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
-    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    first = train(small, tmp_path / "a", seed=7, epochs=1, show_progress=False)
-    second = train(small, tmp_path / "b", seed=7, epochs=1, show_progress=False)
-    other = train(small, None, seed=8, epochs=1, show_progress=False)
-    a, b = first.model.state_dict(), second.model.state_dict()
-    assert all(torch.equal(a[name], b[name]) for name in a)
-    assert not torch.equal(a["fc_out.weight"], other.model.state_dict()["fc_out.weight"])
-    logs = [json.loads((tmp_path / run / C.TRAINING_LOG_FILE).read_text()) for run in ("a", "b")]
-    for log in logs:  # wall times differ; nothing else may
-        del log["seconds"]
-        for record in log["history"]:
-            del record["seconds"]
-    assert logs[0] == logs[1]
-    (entry,) = logs[0]["history"]
-    assert entry["epoch"] == 1 and 0 <= entry["train_correct"] <= 32
-    # the checkpoint was written when dev accuracy rose above 0, and loads strictly
-    if entry["saved"]:
-        saved = [load_state_dict(tmp_path / run / C.CHECKPOINT_FILE) for run in ("a", "b")]
-        assert all(torch.equal(saved[0][n], a[n]) and torch.equal(saved[1][n], a[n]) for n in a)
-    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
-
-
 def test_notebook_logits_batches_in_file_order(data):
     model = load_model(SHIPPED)
     ids = torch.from_numpy(data.dev.input_ids[:40])
@@ -339,60 +245,3 @@ def test_notebook_logits_batches_in_file_order(data):
         assert torch.equal(batched[16:32], model(ids[16:32]))
         assert torch.equal(batched[32:], model(ids[32:40]))
     assert np.isfinite(batched.numpy()).all()
-
-
-# --- the build's forward calls at the hardware's speed, bit for bit ------------------------------
-
-
-def _claims_and_random_inputs(data, n_random: int = 40) -> np.ndarray:
-    """Every dev claim's gold input, and random inputs (any vocabulary entry, any length)."""
-    generator = np.random.default_rng(0)
-    rows = generator.integers(0, C.VOCAB_SIZE, size=(n_random, C.MAX_LEN))
-    for row, length in zip(rows, generator.integers(1, C.MAX_LEN + 1, size=n_random)):
-        row[length:] = 3  # [PAD]
-    return np.concatenate([data.dev.input_ids, rows]).astype(np.int64)
-
-
-def test_forward_calls_alone_are_each_claims_own_call_bit_for_bit(data):
-    """The stored "torch_logits": one encoder call per 128 distinct tokens gives every claim's
-    own forward call alone exactly, the same bits, at one or two workers."""
-    from claimtrace.models.predict import load_classifier
-    from claimtrace.models.transformer import alone_logits, torch_threads
-
-    classifier = load_classifier()
-    ids = _claims_and_random_inputs(data)
-    with torch_threads(1):
-        literal = alone_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
-    for workers in (1, 2):
-        classifier._rows = None  # the encoder rows made again with this many workers
-        assert np.array_equal(classifier.forward_calls_alone(ids, workers=workers), literal)
-
-
-def test_notebook_batches_are_the_notebooks_calls_at_any_worker_or_thread_count(data):
-    """Protocol "notebook" at the build's speed: each batch of 16 is its own call, so the logits
-    are the single-threaded calls' bits whatever the workers and the caller's thread count."""
-    from claimtrace.models.predict import notebook_batches
-    from claimtrace.models.transformer import torch_threads
-
-    model = load_model(SHIPPED)
-    ids = data.dev.input_ids[:90]  # five batches of 16 and one of 10
-    with torch_threads(1):
-        literal = notebook_logits(model, torch.from_numpy(ids)).numpy()
-    for workers, threads in ((1, 1), (2, 1), (2, 2)):
-        with torch_threads(threads):
-            assert np.array_equal(notebook_batches(model, ids, workers=workers), literal), (workers, threads)
-
-
-def test_forward_calls_alone_fall_back_to_one_call_each_where_bits_would_differ(data):
-    """On a CPU whose kernels gave other bits for the encoder rows than for a claim's own call,
-    the check fails and every claim gets its own call (here: rows made wrong on purpose)."""
-    from claimtrace.models.predict import load_classifier
-    from claimtrace.models.transformer import alone_logits, torch_threads
-
-    classifier = load_classifier()
-    ids = data.dev.input_ids[:20].astype(np.int64)
-    rows = classifier._encoder_rows(ids.shape[1], 1)
-    classifier._rows = (ids.shape[1], rows + 1e-3)  # not the encoder's output: the check notices
-    with torch_threads(1):
-        literal = alone_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
-    assert np.array_equal(classifier.forward_calls_alone(ids), literal)

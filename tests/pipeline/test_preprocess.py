@@ -140,6 +140,7 @@ def test_stopwords_follow_the_chosen_data_folder(tmp_path, data_dir):
 # candidate mark ends a sentence, never adds candidates.
 assert PunktLanguageVars.sent_end_chars == (".", "?", "!")
 
+
 _text = st.text(
     alphabet=st.sampled_from(list(string.ascii_letters + string.punctuation + " \t\n'’“”…—–-0123456789éüİß")),
     max_size=80,
@@ -209,31 +210,6 @@ _line = st.lists(
 def test_fast_tokenizer_equals_nltk(text):
     normalised = P.normalise(text)
     assert P.tokenize(normalised) == NLTKWordTokenizer().tokenize(normalised)
-
-
-def test_preprocess_command_json(data_dir):
-    from click.testing import CliRunner
-
-    from claimtrace.cli.main import main
-
-    result = CliRunner().invoke(
-        main,
-        [
-            "--data",
-            str(data_dir),
-            "preprocess",
-            "[South Australia] has the most expensive electricity in the world.",
-            "--json",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == {
-        "tokens": "south australia has the most expensive electricity in the world".split(),
-        "kept": "south australia expensive electricity world".split(),
-        "stems": "south australia expens electr world".split(),
-    }
-    kept = json.loads(CliRunner().invoke(main, ["preprocess", "It has 2 cats.", "--keep-stopwords", "--json"]).output)
-    assert kept["stems"] == ["it", "ha", "cat"]
 
 
 def test_nltk_is_imported_without_scipy_stats_or_scikit_learn():

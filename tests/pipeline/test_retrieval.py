@@ -12,7 +12,6 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claimtrace import constants as C
 from claimtrace.data import files as data
 from claimtrace.lib import npsort
 from claimtrace.pipeline import retrieval as R
@@ -117,6 +116,8 @@ def dev_claims(data_dir):
 
 
 NO_TAGS = ("no-tags", "")  # a claim whose tags are empty ("It is." has no stems)
+
+
 COLUMNS_FOR = 12  # dev claims whose whole columns are compared bit for bit
 
 
@@ -441,19 +442,3 @@ def test_notebook_order_on_ties():
     # is numpy's insertion sort on the reversed column, so equal scores keep frame order.
     order = R.notebook_order(cosine, overlap, score, np.array([2, 2, 2, 2]))
     assert order.tolist() == [0, 1, 3, 2]
-
-
-def test_fit_counts_is_fit_then_counts(demo_tags):
-    """The retriever fits and counts its tags in one tokenising pass: the same vocabulary, idf
-    and counts as fitting, then counting (small batches, so that several are kept)."""
-    from claimtrace.pipeline.tagging import restem
-    from claimtrace.pipeline.tfidf import NotebookTfidf
-
-    _, padded, _ = demo_tags
-    kept = [s for s in padded if s.split()]
-    once = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER)
-    counts = once.fit_counts(kept)
-    twice = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER).fit(kept)
-    assert once.vocabulary_ == twice.vocabulary_ and np.array_equal(once.idf_, twice.idf_)
-    expected = twice.counts(kept)
-    assert (counts != expected).nnz == 0 and np.array_equal(counts.indptr, expected.indptr)

@@ -11,20 +11,19 @@ import base64
 import json
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from claimtrace import constants as C
-from claimtrace.cli.main import main
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import course_file
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
-from claimtrace.web.render import ASSETS, STATIC, json_for_script
+from claimtrace.web.render import ASSETS, STATIC
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 from claimtrace.workdir.reader import Build
 
@@ -337,12 +336,6 @@ def test_user_text_is_shown_not_run(web_client):
     assert data["claim"]["text"] == SCRIPT
 
 
-def test_json_for_script_escapes_everything_that_could_end_a_script():
-    text = str(json_for_script({"a": "</script><!-- & \u2028 \u2029 >"}))
-    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
-    assert json.loads(text) == {"a": "</script><!-- & \u2028 \u2029 >"}
-
-
 @pytest.mark.parametrize(
     "path",
     [
@@ -516,196 +509,6 @@ def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_pa
         assert explore["classifier"]["status"] == "missing" and explore["retrieval"]["status"] == "ok"
 
 
-# --- the static site and the commands ----------------------------------------------------------------
-
-
-def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
-    from claimtrace.web.site import write_site
-
-    out = tmp_path / "site"
-    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2, json_twins=True)
-    assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
-    for name in (
-        "index.html",
-        "index.json",
-        "live.html",
-        "404.html",
-        "api/table.json",
-        "api/build.json",
-        "explore/dev.html",
-        "explore/dev.json",
-        f"static/{ASSETS['app.js']}",
-        f"static/{ASSETS['style.css']}",
-        "static/table.js",
-        "live/7.js",
-        f"claim/{WALKTHROUGH_CLAIM}.html",
-        f"claim/{WALKTHROUGH_CLAIM}.json",
-        "claim/claim-375.json",
-    ):
-        assert (out / name).is_file(), name
-    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(WALKTHROUGH_CLAIM)))
-    live = (out / "live.html").read_text()
-    # the table is shared (static/table.js), not embedded in a page
-    assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
-    # every relative link resolves to a written file, except pages this preview chose not to write
-    not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
-    for page in (
-        out / "index.html",
-        out / "live.html",
-        out / "explore" / "dev.html",
-        out / "claim" / f"{WALKTHROUGH_CLAIM}.html",
-    ):
-        for link in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
-            if link.startswith("data:"):
-                continue
-            target = (page.parent / link).resolve()
-            assert target.is_file(), (page.name, link)  # links to pages not written are disabled
-        assert all(not_written.search(p) for p in re.findall(r'data-not-exported="([^"]+)"', page.read_text()))
-
-
-def _shared_parts(out, split: str) -> dict:
-    script = (out / "static" / f"shared-{split}.js").read_text()
-    prefix = "window.claimtraceShared = "
-    assert script.startswith(prefix) and script.endswith(";\n")
-    return json.loads(script[len(prefix) : -2])
-
-
-def _as_browser_builds_it(nodes: list, parts: dict) -> list:
-    """A page's nodes with each ``<template data-shared>`` replaced by its parts, as app.js does;
-    neighbouring texts joined (a parser makes one text of them)."""
-    out: list = []
-    for node in nodes:
-        if isinstance(node, list) and node[0] == "template" and "data-shared" in node[1]:
-            spliced = [n for key in node[1]["data-shared"].split() for n in _as_browser_builds_it(parts[key], parts)]
-        elif isinstance(node, list):
-            spliced = [node[:2] + _as_browser_builds_it(node[2:], parts)]
-        else:
-            spliced = [node]
-        for item in spliced:
-            if isinstance(item, str) and out and isinstance(out[-1], str):
-                out[-1] += item
-            else:
-                out.append(item)
-    return out
-
-
-def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path, web_tracer):
-    """Every claim page of an export that shares parts, once its parts are put back, is node for
-    node the page written whole (the same text, elements and attributes, in the same places)."""
-    from claimtrace.web.fragments import html_to_nodes
-    from claimtrace.web.site import write_site
-
-    shared, whole = tmp_path / "shared", tmp_path / "whole"
-    write_site(None, shared, tracer=web_tracer, limit=12)
-    write_site(None, whole, tracer=web_tracer, limit=12, shared_parts=False)
-    assert not list((whole / "static").glob("shared-*.js"))
-    for split in C.SPLITS:
-        parts = _shared_parts(shared, split)
-        assert parts, split
-        script = f'<script src="../static/shared-{split}.js"></script>\n'
-        for claim_id in web_tracer.claims(split):
-            page = shared / "claim" / f"{claim_id}.html"
-            if not page.exists():
-                continue
-            text = page.read_text()
-            assert script in text and "<!--shared" not in text
-            rebuilt = _as_browser_builds_it(html_to_nodes(text.replace(script, "")), parts)
-            assert rebuilt == html_to_nodes((whole / "claim" / f"{claim_id}.html").read_text()), claim_id
-    # the pages that do not share parts carry no marks
-    for name in ("index.html", "live.html", "explore/dev.html"):
-        assert "<!--shared" not in (shared / name).read_text() and "data-shared" not in (shared / name).read_text()
-
-
-#: The issue's target for the whole static export, `du -sh` of the folder (MiB).
-EXPORT_TARGET_MIB = 40
-#: Claims in the course's three splits, every one a page of the full export.
-COURSE_CLAIMS = 1535
-
-
-def test_full_static_export_stays_within_its_size_target(tmp_path, web_tracer):
-    """A `--limit 100` export (300 claim pages), projected to the full export: what every claim
-    adds (its page, rounded up to 4 KiB disk blocks as `du` counts it, and its share of the
-    split's shared parts and of the live/ scripts) times 1,535, plus every other file (Explore,
-    predictions, the table, once each). The projection is a little above the full export's own
-    size (parts shared by 100 pages of a split save less than by all of them: 38.6 MiB here
-    against 37.6 MiB measured, docs/benchmarks.md); it must stay under the issue's 40 MiB."""
-    from claimtrace.web.site import write_site
-
-    out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, limit=100)
-
-    def disk(path) -> int:
-        return -(-path.stat().st_size // 4096) * 4096
-
-    files = [p for p in out.rglob("*") if p.is_file()]
-    pages = [p for p in files if p.parent.name == "claim" and p.suffix == ".html"]
-    per_claim_data = [p for p in files if p.parent.name == "live" or p.name.startswith("shared-")]
-    others = [p for p in files if p not in set(pages) | set(per_claim_data)]
-    per_claim = (sum(map(disk, pages)) + sum(p.stat().st_size for p in per_claim_data)) / len(pages)
-    projected_mib = (sum(map(disk, others)) + COURSE_CLAIMS * per_claim) / 2**20
-    assert len(pages) == 300
-    assert projected_mib <= EXPORT_TARGET_MIB, f"the full export would be about {projected_mib:.1f} MiB"
-    # a claim page's own bytes (18 KB on average today, 37 KB before its repeated parts were shared)
-    assert sum(p.stat().st_size for p in pages) / len(pages) <= 20_000
-
-
-def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):
-    import claimtrace.web.site as site
-
-    monkeypatch.setattr(site, "Tracer", lambda *args, **kwargs: web_tracer)  # reuse what is loaded
-    runner = CliRunner()
-    for command in ("serve", "site"):
-        result = runner.invoke(main, [command, "--help"])
-        assert result.exit_code == 0 and "--workdir" in result.output
-    args = [
-        "--data",
-        str(data_dir),
-        "site",
-        "--workdir",
-        str(demo_build.root),
-        "--out",
-        str(tmp_path / "s"),
-        "--split",
-        "test",
-        "--limit",
-        "1",
-    ]
-    result = runner.invoke(main, args)
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout.strip().splitlines()[-1])["claims"] == 1
-    assert (tmp_path / "s" / "explore" / "test.html").is_file()
-
-
-def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_dir):
-    """The site's claim-752 figures are those of `claimtrace explain claim-752 --json` and of
-    `claimtrace export retrieval` for the same build."""
-    from click.testing import CliRunner
-
-    from claimtrace.cli.main import main
-
-    page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
-    runner = CliRunner()
-    explained = json.loads(
-        runner.invoke(
-            main, ["--data", str(data_dir), "explain", "claim-752", "--workdir", str(demo_build.root), "--json"]
-        ).output
-    )
-    exported = [
-        json.loads(line)
-        for line in runner.invoke(main, ["export", "retrieval", "--workdir", str(demo_build.root)]).output.splitlines()
-    ]
-    record = next(r for r in exported if r["claim_id"] == "claim-752")
-    assert [e["id"] for e in page["retrieval"]["evidences"]] == record["evidences"]
-    assert page["classifier"]["real_tokens"] == explained["real_tokens"]
-    assert page["classifier"]["pad_tokens"] == explained["pad_tokens"]
-    for protocol in ("alone", "notebook"):
-        assert page["classifier"][protocol]["verdict"] == explained[protocol]["verdict"]
-        assert (
-            max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
-            < 1e-9
-        )
-
-
 # --- the course's figures beside the build's (claimtrace.course) ----------------------------------
 
 
@@ -859,21 +662,6 @@ def test_a_typed_trace_has_a_link_that_reproduces_it(web_client):
     assert web_client.get("/live.json", params={"text": text}).json()["claim"]["text"] == text
 
 
-def test_quotes_are_never_nested_and_invisible_characters_are_shown():
-    from claimtrace.web.render import _quoted, _visible
-
-    assert _quoted('"South Australia has the highest power prices in the world".') == (
-        '"South Australia has the highest power prices in the world".'
-    )
-    assert _quoted("Sea levels rise.") == "“Sea levels rise.”"
-    # a claim that opens a quotation and never closes it (claim-871): one opening mark, not two
-    assert (
-        _quoted("“As it happens, Zika may also be a good model.") == "“As it happens, Zika may also be a good model.”"
-    )
-    shown = str(_visible("elec\u00adtricity\u200b<b>"))
-    assert "U+00AD" in shown and "U+200B" in shown and "&lt;b&gt;" in shown and "\u00ad" not in shown
-
-
 def test_a_soft_hyphen_is_shown_where_the_token_is_struck_through(web_client):
     page = web_client.get("/live", params={"text": "Elec\u00adtricity prices in Australia"}).text
     section = page[page.index('id="preprocess"') : page.index('id="tags"')]
@@ -900,36 +688,6 @@ def test_downloads_are_saved_under_their_split_and_row(web_client):
     assert web_client.get("/predictions/dev.json").headers["content-disposition"].endswith('"dev-predictions.json"')
 
 
-def test_explore_pictures_are_drawn_from_the_data(web_client):
-    """Dev's Explore: the training curves, a heat map per confusion matrix that names the verdicts
-    never predicted, and the scoreboard as a chart whose bars are its rows' values to scale; the
-    scoreboard comes before the claims and the page's head links to it."""
-    from claimtrace.web.pictures import SCORE_BAR, never_predicted
-
-    x = web_client.get("/explore/dev.json").json()
-    page = web_client.get("/explore/dev.html").text
-    assert page.index('id="scoreboard"') < page.index('id="claims"') and 'href="#scoreboard"' in page
-    assert 'id="training-pictures"' in page and page.count('<svg class="picture curve"') == 2
-    maps = page.count('<svg class="picture heat"')
-    assert maps == 4
-    for source in ("gold", "retrieved"):
-        for protocol in C.PROTOCOLS:
-            never = never_predicted(x["accuracy"][source][protocol]["confusion"])
-            if never:
-                assert f"Never predicted: {', '.join(never)}" in page
-    assert "never predicted" in page.lower()
-    chart = page[page.index('<svg class="picture scores"') :]
-    chart = chart[: chart.index("</svg>")]
-    rows = x["scoreboard"]["rows"]
-    widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"', chart)]
-    assert len(widths) == 3 * len(rows)
-    for k, metric in enumerate(("HM", "F", "A")):
-        drawn = widths[k * len(rows) : (k + 1) * len(rows)]
-        scale = max([r[metric] for r in rows] + [x["scoreboard"]["anchor"][metric]])
-        for width, row in zip(drawn, rows):
-            assert width == pytest.approx(row[metric] / scale * SCORE_BAR, abs=0.06)
-
-
 def test_answers_over_1_kb_are_gzipped_and_static_files_cached_by_their_hashed_names(web_client):
     page = web_client.get("/explore/dev.html", headers={"Accept-Encoding": "gzip"})
     assert page.headers["content-encoding"] == "gzip" and len(page.content) > 1000
@@ -954,3 +712,30 @@ def test_stems_of_stems_are_shown_where_they_decide_a_shared_tag(web_client):
     row = page[page.index('data-id="evidence-286834"') :]
     row = row[: row.index("</tr>")]
     assert "≠ the claim’s diseas" in row and "stems of stems" in row
+
+
+def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
+    """``--prerender``: once warm, every claim page is rendered and kept; a request for one is
+    then answered from the copy (the tracer is not asked again), byte for byte the page a
+    request would have made."""
+    tracer = Tracer(demo_build)
+    few = {split: dict(list(tracer.claims(split).items())[:3]) for split in ("dev", "train", "test")}
+    monkeypatch.setattr(tracer, "claims", lambda split: few[split])
+    monkeypatch.setattr(tracer, "warm", lambda: None)
+    app = create_app(tracer=tracer, warm=True, prerender=True)
+    deadline = time.monotonic() + 120
+    while not app.state.warmth["warm"]:
+        assert time.monotonic() < deadline, app.state.warmth
+        time.sleep(0.1)
+    assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True}
+    kept = dict(app.state.warmth)
+    asked = []
+    original = tracer.trace
+    monkeypatch.setattr(tracer, "trace", lambda cid: asked.append(cid) or original(cid))
+    with TestClient(app) as client:
+        claim_id = next(iter(few["dev"]))
+        page = client.get(f"/claim/{claim_id}.html")
+        assert page.status_code == 200 and asked == []
+        assert client.get("/api/build.json").json()["server"] == kept
+    fresh = TestClient(create_app(tracer=tracer)).get(f"/claim/{claim_id}.html")  # rendered on request
+    assert fresh.content == page.content

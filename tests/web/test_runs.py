@@ -140,16 +140,6 @@ def test_uploads_are_off_in_a_several_process_server(demo_build, data_dir):
     assert answer.status_code == 400 and "several processes" in answer.json()["error"]
 
 
-def test_serve_refuses_a_bad_predictions_file_before_serving(demo_build, data_dir, tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"claim-752": {"claim_label": "MAYBE", "evidences": []}}', encoding="utf-8")
-    done = CliRunner().invoke(
-        main, ["--data", str(data_dir), "serve", "--workdir", str(demo_build.root), "--predictions", str(bad)]
-    )
-    assert done.exit_code == 2
-    assert f"{bad}: claim 'claim-752' has claim_label" in done.output
-
-
 # --- in Chromium ---------------------------------------------------------------------------------
 
 

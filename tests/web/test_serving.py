@@ -1,118 +1,19 @@
-"""What lets one server hold a mixed load (docs/benchmarks.md, "Capacity"): several worker
-processes on one port, every claim page rendered once and kept, bounded caches. The load itself
-is measured by bench/bench_load.py, not here."""
+"""Serving the site (claimtrace.web.serving): worker settings through the environment, and
+uvicorn's deadlines (slowloris, slow bodies), the connection limit and the server layer's own
+answers, each with the security headers (docs/web.md, "Security and limits"; docs/benchmarks.md,
+"Capacity": the load itself is measured by bench/bench_load.py, not here)."""
 
 from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
+import threading
 import time
 
-import httpx
-import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 
-from claimtrace.pipeline import preprocess
 from claimtrace.web.app import create_app
-from claimtrace.web.tracer import STEM_CACHE_WORDS, Tracer
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
-    """``claimtrace serve --workers 2``: two processes share the port; each answers pages and
-    reports itself in /api/build.json."""
-    port = _free_port()
-    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
-    command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.stderr.read()
-            assert time.monotonic() < deadline, "the server did not start"
-            try:
-                if httpx.get(f"{base}/api/build.json", timeout=10).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        children = open(f"/proc/{server.pid}/task/{server.pid}/children").read().split()
-        assert len(children) >= 2, children  # the workers (and multiprocessing's helper)
-        for path in ("/", "/claim/claim-375.html", "/claim/claim-375.json"):
-            answer = httpx.get(base + path, timeout=120, headers={"Connection": "close"})
-            assert answer.status_code == 200, path
-        assert "server" in httpx.get(f"{base}/api/build.json", timeout=60).json()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
-    """``--prerender``: once warm, every claim page is rendered and kept; a request for one is
-    then answered from the copy (the tracer is not asked again), byte for byte the page a
-    request would have made."""
-    tracer = Tracer(demo_build)
-    few = {split: dict(list(tracer.claims(split).items())[:3]) for split in ("dev", "train", "test")}
-    monkeypatch.setattr(tracer, "claims", lambda split: few[split])
-    monkeypatch.setattr(tracer, "warm", lambda: None)
-    app = create_app(tracer=tracer, warm=True, prerender=True)
-    deadline = time.monotonic() + 120
-    while not app.state.warmth["warm"]:
-        assert time.monotonic() < deadline, app.state.warmth
-        time.sleep(0.1)
-    assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True}
-    kept = dict(app.state.warmth)
-    asked = []
-    original = tracer.trace
-    monkeypatch.setattr(tracer, "trace", lambda cid: asked.append(cid) or original(cid))
-    with TestClient(app) as client:
-        claim_id = next(iter(few["dev"]))
-        page = client.get(f"/claim/{claim_id}.html")
-        assert page.status_code == 200 and asked == []
-        assert client.get("/api/build.json").json()["server"] == kept
-    fresh = TestClient(create_app(tracer=tracer)).get(f"/claim/{claim_id}.html")  # rendered on request
-    assert fresh.content == page.content
-
-
-def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
-    """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
-    for word in (f"zq{i}x" for i in range(2000)):
-        preprocess.stem(word)
-    size = preprocess.stem.cache_info().currsize
-    preprocess.bound_stem_cache(size - 1)
-    assert preprocess.stem.cache_info().currsize == 0
-    web_tracer.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
-    assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
-
-
-def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
-    """A forward call is a function of its input: the same 128 ids are run once and the
-    answer kept (bounded); a different input is run."""
-    from claimtrace.models import transformer as model_module
-
-    classifier = demo_build.classifier()
-    calls = []
-    real = model_module.alone_logits
-    monkeypatch.setattr(model_module, "alone_logits", lambda m, ids: calls.append(1) or real(m, ids))
-    # two inputs no other test has run: random words, then [PAD]
-    rng = np.random.default_rng(752)
-    inputs = [np.concatenate([rng.integers(4, len(classifier.vocab), size=n), np.full(128 - n, 3)]) for n in (37, 61)]
-    first = classifier.forward_alone(inputs[0])
-    again = classifier.forward_alone(inputs[0].tolist())
-    other = classifier.forward_alone(inputs[1])
-    assert np.array_equal(first, again) and not np.array_equal(first, other)
-    assert len(calls) == 2
-    again[0] = 99.0  # a caller's copy: the kept answer is not changed
-    assert classifier.forward_alone(inputs[0])[0] == first[0]
-    assert len(calls) == 2
+from claimtrace.web.serving import server_config
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
@@ -130,17 +31,166 @@ def test_worker_settings_travel_through_the_environment(demo_build, data_dir, mo
     assert app.state.tracer.build.root == demo_build.root
 
 
-def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch):
-    """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
-    (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
-    from claimtrace.web import memory
-    from claimtrace.web import tracer as tracer_module
+# --- slowloris -------------------------------------------------------------------------------------
 
-    released = []
-    monkeypatch.setattr(tracer_module, "release_memory", lambda: released.append(1))
-    monkeypatch.setattr(tracer_module, "RELEASE_EVERY", 3)
-    for i in range(7):
-        web_tracer.trace_text(f"sea level rising {i}")
-    assert len(released) in (2, 3)  # the count started wherever earlier tests left it
-    assert memory.limit_malloc_arenas(2) in (True, False)
-    memory.release_memory()  # the real call: harmless, and under 1 ms
+
+#: The header deadline the slow-headers test runs with: the mechanism is the server's, the
+#: length a setting (serving's 5 s would make the test wait 5 s).
+TEST_DEADLINE_SECONDS = 1.5
+
+
+def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer, monkeypatch):
+    """A client that sends its request a byte every 0.2 s is cut off after the header deadline
+    (loopback only; bounded to 3 x the deadline)."""
+    import uvicorn
+
+    from claimtrace.web import serving
+
+    monkeypatch.setattr(serving, "HEADER_TIMEOUT_SECONDS", TEST_DEADLINE_SECONDS)
+    header_deadline = TEST_DEADLINE_SECONDS
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(server_config(create_app(tracer=web_tracer), port, lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+            slow.settimeout(0.2)
+            start = time.monotonic()
+            closed_after = None
+            request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 10_000
+            for byte in request:
+                if time.monotonic() - start > 3 * header_deadline:
+                    break
+                try:
+                    slow.send(bytes([byte]))
+                    if slow.recv(1024) == b"":
+                        closed_after = time.monotonic() - start
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed_after = time.monotonic() - start
+                    break
+        assert closed_after is not None and closed_after < header_deadline + 2, closed_after
+        # a normal client is still served at once
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as normal:
+            normal.sendall(b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert normal.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _serve(app, **options):
+    """``app`` served by uvicorn on a free port in a thread: (server, thread, port)."""
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(server_config(app, port, lifespan="off", **options))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, thread, port
+
+
+def _head_of(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = client.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer.split(b"\r\n\r\n")[0].lower()
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n",  # no Host
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",  # two
+    ],
+)
+def test_the_server_layers_own_400_has_the_security_headers(web_tracer, request_bytes):
+    server, thread, port = _serve(create_app(tracer=web_tracer))
+    try:
+        head = _head_of(port, request_bytes)
+        assert head.startswith(b"http/1.1 400") and b"x-frame-options: deny" in head
+        assert b"content-security-policy:" in head
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_slow_bodies_are_cut_off_and_the_connection_limit_answers_503_with_headers(web_tracer, monkeypatch):
+    """1,000 connections each send a POST's headers and one byte of its body: a normal client
+    still gets a 200 within 10 s; past the connection limit a new client gets a prompt 503 with
+    the security headers; the slow ones are closed after the body deadline, and the limit frees."""
+    from claimtrace.web import serving
+
+    monkeypatch.setattr(serving, "MAX_CONNECTIONS", 1_010)
+    server, thread, port = _serve(create_app(tracer=web_tracer))
+    slow = []
+    try:
+        request = b"POST /api/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        request += b"Content-Length: 1000\r\n\r\n{"
+        for _ in range(1_000):
+            client = socket.create_connection(("127.0.0.1", port), timeout=10)
+            client.sendall(request)
+            slow.append(client)
+        normal = time.monotonic()
+        head = _head_of(port, b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert head.startswith(b"http/1.1 200") and time.monotonic() - normal < 10
+        crowd = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]  # past the limit
+        refused = time.monotonic()
+        heads = []
+        for client in crowd:
+            client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            heads.append(client.recv(4096).split(b"\r\n\r\n")[0].lower())
+            client.close()
+        assert any(h.startswith(b"http/1.1 503") for h in heads), heads[:2]
+        assert all(b"x-content-type-options: nosniff" in h for h in heads if h.startswith(b"http/1.1 503"))
+        assert time.monotonic() - refused < 5
+        still_open, answered = _wait_closed(slow, within=normal + serving.BODY_TIMEOUT_SECONDS + 20 - time.monotonic())
+        assert not still_open and not answered, (len(still_open), answered[:1])  # each closed, none answered
+        head = _head_of(port, b"GET /api/build.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert head.startswith(b"http/1.1 200")
+    finally:
+        for client in slow:
+            client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _wait_closed(clients: list[socket.socket], within: float) -> tuple[set, list[bytes]]:
+    """Wait up to ``within`` seconds for the server to close each connection: (those still
+    open, what any of them was answered instead of being closed)."""
+    import selectors
+
+    end = time.monotonic() + within
+    still_open, answered = set(clients), []
+    with selectors.DefaultSelector() as selector:
+        for client in clients:
+            selector.register(client, selectors.EVENT_READ)
+        while still_open and time.monotonic() < end:
+            for key, _ in selector.select(timeout=0.5):
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:  # a reset is a close too
+                    data = b""
+                if data:
+                    answered.append(data)
+                selector.unregister(key.fileobj)
+                still_open.discard(key.fileobj)
+    return still_open, answered

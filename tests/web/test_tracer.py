@@ -1,6 +1,7 @@
-"""A typed claim is computed once: one preprocessing of its text, one re-stemming of its tag
-string, one pass of the retrieval kernel, whatever the sections that show them; and no lock
-serialises traces, so typed claims on several threads give exactly what each gives alone."""
+"""A typed claim is computed once (claimtrace.web.tracer): one preprocessing of its text, one
+re-stemming of its tag string, one pass of the retrieval kernel and one forward call per distinct
+input, whatever the sections that show them; a bounded stem cache; and no lock serialises traces,
+so typed claims on several threads give exactly what each gives alone."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import contractions
+import numpy as np
 import pytest
 
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.tracer import STEM_CACHE_WORDS, Tracer
 from claimtrace.web.views import walkthrough
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
@@ -119,3 +121,38 @@ def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
     assert passages and trace["tagging"]["passage"]["text"] in passages
     assert not [p for p in passages if calls[p]], "no retrieved passage's text is preprocessed"
     assert set(calls) <= {text, preprocess(text).tags()}, set(calls)
+
+
+def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
+    """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
+    from claimtrace.pipeline import preprocess  # the module (the name is the function here)
+
+    for word in (f"zq{i}x" for i in range(2000)):
+        preprocess.stem(word)
+    size = preprocess.stem.cache_info().currsize
+    preprocess.bound_stem_cache(size - 1)
+    assert preprocess.stem.cache_info().currsize == 0
+    web_tracer.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
+    assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
+
+
+def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
+    """A forward call is a function of its input: the same 128 ids are run once and the
+    answer kept (bounded); a different input is run."""
+    from claimtrace.models import transformer as model_module
+
+    classifier = demo_build.classifier()
+    calls = []
+    real = model_module.alone_logits
+    monkeypatch.setattr(model_module, "alone_logits", lambda m, ids: calls.append(1) or real(m, ids))
+    # two inputs no other test has run: random words, then [PAD]
+    rng = np.random.default_rng(752)
+    inputs = [np.concatenate([rng.integers(4, len(classifier.vocab), size=n), np.full(128 - n, 3)]) for n in (37, 61)]
+    first = classifier.forward_alone(inputs[0])
+    again = classifier.forward_alone(inputs[0].tolist())
+    other = classifier.forward_alone(inputs[1])
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    assert len(calls) == 2
+    again[0] = 99.0  # a caller's copy: the kept answer is not changed
+    assert classifier.forward_alone(inputs[0])[0] == first[0]
+    assert len(calls) == 2

@@ -1,16 +1,12 @@
-"""The build: chunked, resumable, atomic; exports."""
+"""The build (claimtrace.workdir.build): chunked, resumable, atomic, with jobs alongside."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from click.testing import CliRunner
 
 from claimtrace import errors
-from claimtrace.cli.build import build_report
-from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.workdir import build as build_module
 from claimtrace.workdir import layout as workdir
@@ -18,7 +14,6 @@ from claimtrace.workdir.build import build
 from claimtrace.workdir.reader import Build
 from claimtrace.workdir.stages import bm25 as bm25_stage
 from claimtrace.workdir.stages import tagging as tagging_stage
-from tests.conftest import REPO, demo_build_lock
 
 
 @pytest.fixture()
@@ -122,43 +117,6 @@ def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
     assert tags["evidence-9999999"] == tags["evidence-67732"]
 
 
-def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):
-    with pytest.warns(errors.EvidenceChecksumWarning):
-        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
-    other = tmp_path / "other.json"
-    other.write_text('{"evidence-1": "Some text.", "evidence-2": "More text."}', encoding="utf-8")
-    result = CliRunner().invoke(
-        main, ["--data", str(data_dir), "build", "--evidence", str(other), "--workdir", str(tmp_path / "w")]
-    )
-    assert result.exit_code == 2 and "use another --workdir" in result.output
-
-
-@pytest.mark.parametrize(
-    "text, message", [("[1]", "expected a JSON object"), ('{"e": 1}', "is a number, not a string")]
-)
-def test_bad_evidence_file_is_named(tmp_path, data_dir, text, message):
-    bad = tmp_path / "evidence.json"
-    bad.write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(
-        main, ["--data", str(data_dir), "build", "--evidence", str(bad), "--workdir", str(tmp_path / "w")]
-    )
-    assert result.exit_code == 2
-    assert str(bad) in result.output and message in result.output
-
-
-def test_build_needs_one_corpus(tmp_path, data_dir):
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "build", "--workdir", str(tmp_path)])
-    assert result.exit_code == 2 and "exactly one of --demo and --evidence" in result.output
-
-
-def test_export_tags(demo_build):
-    result = CliRunner().invoke(main, ["export", "tags", "--workdir", str(demo_build.root)])
-    assert result.exit_code == 0
-    lines = [json.loads(line) for line in result.output.splitlines()]
-    assert len(lines) == 5240 and set(lines[0]) == {"id", "tags"}
-    assert all(line["tags"] == sorted(line["tags"]) for line in lines)
-
-
 def test_demo_summary(demo_build):
     summary = demo_build.tagging_summary()
     assert summary["passages"] == 5240 and summary["features"] == 20000
@@ -166,48 +124,6 @@ def test_demo_summary(demo_build):
     assert summary["last_feature"] == "μm" and summary["passages_with_last_feature"] == 199
     example = summary["padding_example"]
     assert example is not None and demo_build.passage_text(example) is not None
-
-
-def test_export_retrieval(demo_build):
-    result = CliRunner().invoke(main, ["export", "retrieval", "--workdir", str(demo_build.root), "--split", "dev"])
-    assert result.exit_code == 0
-    records = [json.loads(line) for line in result.output.splitlines()]
-    assert len(records) == 154
-    assert set(records[0]) == {"claim_id", "tags", "evidences", "fallback", "passed", "kept"}
-    assert all(len(r["evidences"]) <= 6 for r in records)
-
-
-def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
-    out = tmp_path / "dev-predictions.json"
-    runner = CliRunner()
-    result = runner.invoke(
-        main,
-        ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev", "--out", str(out)],
-    )
-    assert result.exit_code == 0, result.output
-    predictions = json.loads(out.read_text(encoding="utf-8"))
-    assert len(predictions) == 154 and set(next(iter(predictions.values()))) == {
-        "claim_text",
-        "claim_label",
-        "evidences",
-    }
-    scored = json.loads(
-        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
-    )
-    report = json.loads(
-        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output
-    )
-    assert report["course"]["F"] == scored["F"] and report["course"]["A"] == scored["A"]
-    assert set(report["classifier"]) == {"gold", "retrieved"}
-    assert set(report["classifier"]["gold"]) == {"alone", "notebook"}
-    assert len(report["classifier"]["gold"]["notebook"]["confusion"]) == 4
-    assert {row["variant"] for row in report["variants"]} >= {
-        "notebook",
-        "raw-claim-text",
-        "cosine-once",
-        "unpadded-tags",
-    }
-    assert 0.0 <= report["fallback_share"] <= 1.0
 
 
 def test_whole_small_build_and_its_resume(tmp_path, data_dir, small_evidence):
@@ -273,51 +189,6 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     assert _manifest_entries(killed) == _manifest_entries(tmp_path / "whole")
 
 
-def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_build, data_dir):
-    """A build's stdout: passages, time per stage, the dev scores beside the course's and where
-    the site is, in a few lines; --json prints every stage's summary and the stage times."""
-    args = ["--data", str(data_dir), "build", "--demo", "--workdir", str(demo_build.root)]
-    with demo_build_lock(demo_build.root):  # the kept demo build: one build of it at a time
-        result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert len(lines) <= 12, lines
-    assert lines[0].startswith(f"built {demo_build.root}: 5,240 passages in ")
-    stages = ("tagging", "retrieval", "variants", "bm25", "classifier", "more verdicts", "scoreboard")
-    assert [line.split("  ")[1].strip() for line in lines[1:8]] == list(stages)
-    own = demo_build.scoreboard()["rows"][0]  # the notebook's own pipeline
-    assert demo_build.scoreboard()["anchor"] == {"F": 0.04299, "A": 0.55844, "HM": 0.07984}
-    assert lines[8] == (
-        f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
-    )
-    assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
-    assert lines[9] == f"site: claimtrace serve --workdir {demo_build.root}  (then http://127.0.0.1:8000/)"
-    with demo_build_lock(demo_build.root):
-        whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
-    assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
-    assert set(whole["seconds"]) == set(stages)
-    assert all(set(t) in ({"wall", "cpu"}, {"wall", "cpu", "alongside"}) for t in whole["seconds"].values())
-    # served on another port (make demo PORT=8123): the report's last line names it
-    report = build_report(whole, whole["seconds"], str(demo_build.root), 1.0, port=8123).splitlines()
-    assert report[0] == f"built {demo_build.root}: 5,240 passages in 1.0 s" and report[-2] == lines[8]
-    assert (
-        report[-1] == f"site: claimtrace serve --workdir {demo_build.root} --port 8123  (then http://127.0.0.1:8123/)"
-    )
-
-
-def test_make_demo_builds_and_serves_on_one_port():
-    """`make demo PORT=N` serves on N and passes N to the build, whose report names it."""
-    done = subprocess.run(
-        ["make", "-n", "demo", "PORT=8123", "WORKDIR=work/elsewhere"], cwd=REPO, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    commands = [line.split() for line in done.stdout.splitlines()]
-    build_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "build")
-    serve_line = next(c for c in commands if c[0].endswith("/claimtrace") and c[1] == "serve")
-    for command in (build_line, serve_line):
-        assert command[command.index("--port") + 1] == "8123", command
-
-
 def test_tags_made_by_two_processes_are_the_same_files(tmp_path, data_dir, small_evidence, monkeypatch):
     """The tag chunks made by forked workers and written in order: the same bytes as one process."""
     monkeypatch.setattr(workdir, "CHUNK", 100)
@@ -349,24 +220,6 @@ def test_small_corpora_build(tmp_path, data_dir, size):
         assert all(r["fallback"] for r in records.values())
 
 
-def test_tfidf_refuses_as_scikit_learn_does_in_its_order():
-    from claimtrace.pipeline.tfidf import CannotFit, NotebookTfidf
-
-    def fit(docs, **params):
-        return NotebookTfidf(tokenizer=str.split, **params).fit(docs)
-
-    with pytest.raises(CannotFit, match="^empty vocabulary"):
-        fit(["", " "], max_df=0.5, min_df=3)  # before the df check, as scikit-learn
-    with pytest.raises(CannotFit, match="^max_df corresponds to < documents than min_df$"):
-        fit(["a b", "a c", "b c", "a"], max_df=0.5, min_df=3)
-    with pytest.raises(CannotFit, match="^After pruning, no terms remain"):
-        fit(["a", "a", "a", "a", "b", "c"], max_df=0.5, min_df=3)  # df(a) = 4 > 3, b and c < 3
-    assert len(fit(["a", "a", "a", "b", "c", "d"], max_df=0.5, min_df=3).vocabulary_) == 1  # 3 <= 3.0
-    empty = NotebookTfidf(tokenizer=str.split, max_df=0.5, min_df=3, empty_when_unfittable=True).fit(["a b", "a"])
-    assert empty.cannot_fit_ == "max_df corresponds to < documents than min_df" and empty.vocabulary_ == {}
-    assert empty.transform(["a b"]).shape == (1, 0)
-
-
 def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_path, data_dir):
     corpus = dict(list(data.demo_corpus(data_dir).items())[:3])
     path = tmp_path / "evidence.json"
@@ -378,43 +231,6 @@ def test_corpus_changed_checks_the_new_corpus_before_removing_the_old_build(tmp_
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(errors.DataError, match="evidence.json"):
         build(tmp_path / "w", data_dir, path, processes=1, until="tagging", corpus_changed=True)
     assert _files(tmp_path / "w") == before  # nothing removed
-
-
-def test_a_second_build_on_one_workdir_is_refused_in_one_line(tmp_path, data_dir, small_evidence):
-    import fcntl
-
-    work = tmp_path / "w"
-    work.mkdir()
-    with open(work / ".build.lock", "w") as held:  # what a running build holds
-        held.write("pid 4242")
-        held.flush()
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        result = CliRunner().invoke(
-            main, ["--data", str(data_dir), "build", "--evidence", str(small_evidence), "--workdir", str(work)]
-        )
-        assert result.exit_code == 2, result.output
-        assert result.stderr.strip().splitlines()[-1] == (
-            f"claimtrace: error: {work}: another `claimtrace build` (pid 4242) is writing this workdir: "
-            "wait for it to end, or use another --workdir"
-        )
-        assert sorted(p.name for p in work.iterdir()) == [".build.lock"]  # nothing written
-    with pytest.warns(errors.EvidenceChecksumWarning):  # released (as when its process ends): builds
-        build(work, data_dir, small_evidence, processes=1, until="tagging")
-
-
-def test_verify_names_unbuilt_stages_and_a_changed_corpus(tmp_path, data_dir, small_evidence):
-    with pytest.warns(errors.EvidenceChecksumWarning):
-        build(tmp_path / "w", data_dir, small_evidence, processes=1, until="retrieval")
-    work = tmp_path / "w"
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
-    assert result.exit_code == 0, result.output
-    assert f"{work}: incomplete: stages bm25, classifier not built" in result.stderr
-    text = small_evidence.read_text(encoding="utf-8")
-    small_evidence.write_text(text.replace("e", "E", 1), encoding="utf-8")  # edited in place
-    result = CliRunner().invoke(main, ["--data", str(data_dir), "verify", "--workdir", str(work)])
-    assert result.exit_code == 2, result.output
-    assert f"claimtrace: error: {small_evidence}: corpus changed since this workdir was built" in result.stderr
-    assert "--corpus-changed" in result.stderr
 
 
 def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever_alongside(
@@ -485,25 +301,3 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
     with pytest.warns(errors.EvidenceChecksumWarning):
         summary = build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
     assert summary["bm25"]["passages"] == 601
-
-
-def test_a_job_alongside_killed_from_outside_ends_the_build_in_one_line(
-    tmp_path, data_dir, small_evidence, monkeypatch
-):
-    """BM25's process ended without a result (here it exits; the system's out-of-memory killer
-    would send a signal 9): the command says which job, how it ended and how to go on, exit 1,
-    no "internal error"; the next build resumes."""
-    import os
-
-    from claimtrace.pipeline import bm25
-
-    real_index = bm25.build_bm25_index
-    monkeypatch.setattr(bm25, "build_bm25_index", lambda *args, **kwargs: os._exit(3))
-    args = ["--data", str(data_dir), "build", "--evidence", str(small_evidence), "--workdir", str(tmp_path / "w")]
-    result = CliRunner().invoke(main, [*args, "--until", "bm25"])
-    assert result.exit_code == 1, result.output
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("claimtrace: error: build_bm25: its process alongside the build ended without a result")
-    assert "exit code 3" in last and "--processes 1" in last and "internal error" not in result.stderr
-    monkeypatch.setattr(bm25, "build_bm25_index", real_index)
-    assert CliRunner().invoke(main, [*args, "--until", "bm25"]).exit_code == 0

@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from claimtrace import errors
 from claimtrace.cli.main import main
 from claimtrace.data import files as data
-from claimtrace.lib import store
 from claimtrace.workdir import layout as workdir
 from claimtrace.workdir.build import build
 from claimtrace.workdir.layout import FileManifest, Workdir
@@ -71,19 +70,6 @@ def test_every_file_is_in_the_manifest_with_size_hash_and_count(demo_build):
     assert recorded["corpus"]["source"] == "evidence.json"  # relative to the workdir
     assert recorded["corpus"]["sha256"] == workdir.sha256_of(work.demo_evidence)[0]
     assert files.build == recorded
-
-
-def test_npz_files_are_the_same_bytes_for_the_same_arrays(tmp_path):
-    import time
-
-    import numpy as np
-
-    store.write_npz(tmp_path / "a.npz", x=np.arange(3), meta=np.array("é"))
-    time.sleep(1.1)  # np.savez would stamp another time
-    store.write_npz(tmp_path / "b.npz", x=np.arange(3), meta=np.array("é"))
-    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
-    with np.load(tmp_path / "a.npz") as stored:
-        assert stored["x"].tolist() == [0, 1, 2] and str(stored["meta"]) == "é"
 
 
 # --- damaged files: named by the reader and by verify -------------------------------------------

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from claimtrace import constants as C
+from claimtrace.course import TABLE2
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.web.views.explore import OUTSIDE_COURSE_PREFIX, UnknownRow, explore, row_predictions
 from claimtrace.workdir.reader import Build
@@ -88,3 +89,23 @@ def test_row_predictions_are_for_dev_and_test_rows_only(demo_build):
         row_predictions(demo_build, "dev", "no-such-row")
     # the notebook's own row is the build's predictions, as the notebook would submit them
     assert row_predictions(demo_build, "dev", NOTEBOOK_ROW) == demo_build.course_predictions("dev")
+
+
+def test_explore_scoreboard_and_its_downloads(web_client, demo_build):
+    explore = web_client.get("/explore/dev.json").json()
+    board = explore["scoreboard"]
+    assert board["status"] == "ok" and board["anchor"] == TABLE2["dev"]
+    assert board["rows"] == demo_build.scoreboard()["rows"]
+    assert explore["retrieval_variants"][-1]["variant"] == "bm25"
+    page = web_client.get("/explore/dev.html").text
+    assert "What each quirk cost" in page and "0.0430" in page  # the anchor's F
+    test_board = web_client.get("/explore/test.json").json()["scoreboard"]
+    assert test_board["rows"] is None and test_board["anchor"] == TABLE2["test"]
+    assert board["downloads"] == test_board["downloads"]  # both splits' files from either page
+    path = test_board["downloads"]["unpadded-tags+intended+notebook"]["test"]
+    assert path == "predictions/test/unpadded-tags+intended+notebook.json"
+    served = web_client.get("/" + path)
+    assert served.status_code == 200
+    assert served.json() == demo_build.predictions("test", "unpadded-tags", "intended", "notebook")
+    assert web_client.get("/predictions/test/nothing.json").status_code == 404
+    assert web_client.get("/predictions/train/bm25+intended+alone.json").status_code == 404

@@ -95,3 +95,11 @@ def test_public_paths_keeps_what_a_build_holds_not_where():
         "reason": "tagging/summary.json: damaged; see .",
         "prose": "cosine and/or overlap: 1/2",
     }
+
+
+def test_public_paths_keeps_names_and_relative_paths():
+    root = Path("/srv/work/demo")
+    assert public_paths("/srv/work/demo", root) == "."
+    assert public_paths("/srv/work/demo/classifier/dev.json: damaged", root) == "classifier/dev.json: damaged"
+    assert public_paths({"x": ["/home/me/ckpt/classifier.safetensors"]}, root) == {"x": ["classifier.safetensors"]}
+    assert public_paths("and/or 3/4", root) == "and/or 3/4"

@@ -128,3 +128,43 @@ def test_a_typed_claim_is_retrieved_here_and_a_course_claim_read_from_the_build(
     assert typed["retrieval"]["source"] == "computed" and typed["claim"]["kind"] == "text"
     assert typed["fixes"]["status"] == "none" and typed["classifier"]["notebook"] is None
     assert all(trace["retrieval"]["source"] == "build" for trace in dev_traces.values())
+
+
+def test_fixes_box_of_claim_752(web_client, demo_build):
+    result = web_client.get("/claim/claim-752.json").json()
+    fixes = result["fixes"]
+    assert fixes["status"] == "ok"
+    claim = demo_build.claims("dev")["claim-752"]
+    record = demo_build.bm25_retrieval("dev")["claim-752"]
+    assert [e["id"] for e in fixes["bm25"]["evidences"]] == record["evidences"]
+    assert [e["gold"] for e in fixes["bm25"]["evidences"]] == [pid in claim.evidences for pid in record["evidences"]]
+    assert all(e["text"] for e in fixes["bm25"]["evidences"])
+    assert 0.0 <= fixes["bm25"]["F"] <= 1.0 and fixes["notebook_F"] == result["retrieval"]["scores"]["F"]
+    more = demo_build.more_verdicts("dev")["claim-752"]
+    for source in ("gold", "retrieved", "bm25"):
+        for protocol in C.PROTOCOLS:
+            assert fixes["verdicts"]["intended"][source][protocol] == more["intended"][source][protocol]["verdict"]
+    assert fixes["verdicts"]["notebook"]["retrieved"]["notebook"] == result["classifier"]["notebook"]["verdict"]
+    assert "notebook's model only" in fixes["note"]
+    page = web_client.get("/claim/claim-752.html").text
+    assert 'id="fixes"' in page and "With the fixes" in page
+
+
+def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
+    """BM25's passages are shown; the verdicts say what is not built."""
+    from fastapi.testclient import TestClient
+
+    from claimtrace.web.app import create_app
+    from claimtrace.workdir.reader import Build
+
+    root = tmp_path / "work"
+    root.mkdir()
+    for entry in demo_build.root.iterdir():
+        if entry.name not in ("classifier", "scoreboard.json"):
+            (root / entry.name).symlink_to(entry)
+    with TestClient(create_app(Build(root, demo_build.data_dir))) as client:
+        fixes = client.get("/claim/claim-752.json").json()["fixes"]
+        assert fixes["status"] == "ok" and fixes["verdicts"] is None and "claimtrace build" in fixes["verdicts_missing"]
+        assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
+        assert "not computed yet" in client.get("/claim/claim-752.html").text
+        assert client.get("/explore/dev.json").json()["scoreboard"]["status"] == "missing"
