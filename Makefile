@@ -28,7 +28,7 @@ chromium:
 
 ## make test-fast: everything but the oracle, browser and cross-platform tests, in two processes
 ## (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
-## One stage's tests alone: .venv/bin/python -m pytest tests/test_tagging.py -m "not oracle"
+## One stage's tests alone: .venv/bin/python -m pytest tests/pipeline/test_tagging.py -m "not oracle"
 test-fast: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 -m "not oracle and not browser and not platform"
 

@@ -6,7 +6,7 @@ result for result. It is written for this project from the notebook's descriptio
 (../shared/docs/notebook.md); it imports nothing from claimtrace.
 
 One deliberate difference: nltk.word_tokenize is called with preserve_line=True, since punkt's
-trained model is not available offline. tests/test_preprocess.py proves that the sentence split
+trained model is not available offline. tests/pipeline/test_preprocess.py proves that the sentence split
 cannot change the tokens once step 3 removed every '.', '?' and '!'.
 """
 

@@ -1,4 +1,4 @@
-"""np.argsort under numpy 1.24 (the 2024 reference environment), for tests/test_npsort.py.
+"""np.argsort under numpy 1.24 (the 2024 reference environment), for tests/lib/test_npsort.py.
 
 Usage: .venv-oracle/bin/python oracle/npsort_oracle.py IN.npz OUT.npz
 

@@ -112,7 +112,7 @@ def _demo_key(data_dir: Path) -> str:
     (the command line, the site) keeps the build."""
     import hashlib
 
-    from layering import PACKAGE, closure, modules
+    from tests.layering import PACKAGE, closure, modules
 
     digest = hashlib.sha256()
     known = modules()
@@ -187,7 +187,33 @@ def demo_build(demo_retrieved, demo_root, data_dir):
     return _demo_until(demo_root, data_dir, "classifier")
 
 
-# --- the web site (tests/test_web.py, tests/test_web_browser.py) ------------------------------
+# --- the shipped classifier, and the train and dev claims with their gold evidence ----------------
+# (tests/models/, tests/explain/)
+
+
+@pytest.fixture(scope="session")
+def classifier():
+    """The shipped classifier (checkpoint and table), loaded once."""
+    from claimtrace.models.predict import load_classifier
+
+    return load_classifier()
+
+
+@pytest.fixture(scope="session")
+def splits(data_dir):
+    """``{split: (claims, gold evidence)}`` for train and dev."""
+    from claimtrace.data.files import gold_passages, load_claims
+    from claimtrace.models.inputs import gold_evidence
+
+    passages = gold_passages(data_dir)
+    out = {}
+    for split in ("train", "dev"):
+        claims = load_claims(split, data_dir)
+        out[split] = (claims, gold_evidence(claims, passages))
+    return out
+
+
+# --- the web site (tests/web/, tests/compare/, tests/workdir/stages/) ---------------------------
 
 
 @pytest.fixture(scope="session")

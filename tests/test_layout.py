@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 
 import pytest
-from layering import LAYERS, PACKAGE, closure, graph, imports, layer_of, modules
+
+from tests.layering import LAYERS, PACKAGE, closure, graph, imports, layer_of, modules
 
 #: What a function may import locally: heavy libraries a command or page may never need (torch
 #: and safetensors' torch half, uvicorn, nltk imported without its scipy and scikit-learn), and

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.cli, one file per module."""

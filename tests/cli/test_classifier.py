@@ -1,0 +1,158 @@
+"""``claimtrace train``, ``evaluate-classifier`` and ``explain`` (claimtrace.cli.classifier)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from claimtrace import constants as C
+from claimtrace.assets import ASSETS_DIR
+from claimtrace.cli.main import main
+from claimtrace.models import train as train_module
+from claimtrace.models.train import TrainingData, training_data
+from claimtrace.web.tracer import Tracer
+from claimtrace.workdir.reader import Build
+
+
+@pytest.fixture(scope="module")
+def data(data_dir) -> TrainingData:
+    return training_data(data_dir)
+
+
+# --- Training the intended variant ----------------------------------------------------------------
+
+
+def small(data: TrainingData) -> TrainingData:
+    return TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+
+
+def test_cli_train_variant(data, tmp_path, monkeypatch):
+    from claimtrace.cli.main import main
+
+    monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
+    for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
+        workdir = tmp_path / variant
+        result = CliRunner().invoke(
+            main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args]
+        )
+        assert result.exit_code == 0, result.output
+        assert json.loads((workdir / C.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
+
+
+# --- Command line ---------------------------------------------------------------------------------
+
+
+def _cli(data_dir, *args, env=None):
+    return CliRunner().invoke(main, ["--data", str(data_dir), *args], env=env)
+
+
+def test_cli_explain_json(data_dir, demo_build):
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--evidence", "gold", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["checkpoint"].endswith(C.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
+    assert out["evidence_source"] == "gold"
+    for protocol in C.PROTOCOLS:
+        assert len(out[protocol]["logits"]) == 4 and out[protocol]["verdict"] in C.LABELS
+    assert len(out["notebook"]["neighbours"]) == 15
+    assert out["input_ids"][0] == 1 and len(out["tokens"]) == 128
+
+
+def test_cli_explain_works_from_any_directory(data_dir, demo_build, tmp_path, monkeypatch):
+    data_dir = data_dir.resolve()
+    monkeypatch.chdir(tmp_path)
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--json")
+    assert result.exit_code == 0, result.output
+    # --workdir defaults to $CLAIMTRACE_WORKDIR
+    by_env = _cli(data_dir, "explain", "claim-752", "--json", env={"CLAIMTRACE_WORKDIR": str(demo_build.root)})
+    assert by_env.exit_code == 0 and json.loads(by_env.output) == json.loads(result.output)
+    # and then to ./work/demo, whose absence is named
+    missing = _cli(data_dir, "explain", "claim-752", "--json", env={"CLAIMTRACE_WORKDIR": ""})
+    assert missing.exit_code == 2 and "work/demo" in missing.output
+
+
+def test_cli_explain_unknown_claim(data_dir, demo_build):
+    result = _cli(data_dir, "explain", "claim-no-such", "--workdir", str(demo_build.root))
+    assert result.exit_code == 2 and "not a train, dev or test claim" in result.output
+
+
+def test_cli_explain_gold_of_a_test_claim_is_refused(data_dir, demo_build):
+    test_id = next(iter(demo_build.claims("test")))
+    result = _cli(data_dir, "explain", test_id, "--workdir", str(demo_build.root), "--evidence", "gold")
+    assert result.exit_code == 2 and "unlabelled" in result.output
+
+
+def test_cli_evaluate_classifier_json(data_dir, demo_build):
+    result = _cli(
+        data_dir,
+        "evaluate-classifier",
+        "--workdir",
+        str(demo_build.root),
+        "--split",
+        "dev",
+        "--evidence",
+        "gold",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert set(out["evidence"]) == {"gold"}
+    assert out["evidence"]["gold"] == demo_build.classifier_summary()["dev"]["gold"]
+    # another checkpoint (here a copy of the shipped one) is run on the build's inputs
+    with_checkpoint = _cli(
+        data_dir,
+        "evaluate-classifier",
+        "--workdir",
+        str(demo_build.root),
+        "--split",
+        "dev",
+        "--checkpoint",
+        str(ASSETS_DIR),
+        "--json",
+    )
+    assert with_checkpoint.exit_code == 0, with_checkpoint.output
+    assert json.loads(with_checkpoint.output)["evidence"] == demo_build.classifier_summary()["dev"]
+
+
+def test_cli_explain_with_retrieved_evidence(data_dir, demo_build):
+    result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    retrieved = demo_build.retrieval("dev")["claim-752"]
+    assert out["evidence_source"] == "retrieved" and out["evidence_ids"] == retrieved["evidences"]
+    assert out["real_tokens"] + out["pad_tokens"] == 128
+    verdicts = demo_build.verdicts("dev")["claim-752"]["retrieved"]
+    assert out["notebook"]["verdict"] == verdicts["notebook"]["verdict"]
+    assert max(abs(a - b) for a, b in zip(out["alone"]["logits"], verdicts["alone"]["logits"])) < 1e-9
+
+
+def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_dir):
+    """The site's claim-752 figures are those of `claimtrace explain claim-752 --json` and of
+    `claimtrace export retrieval` for the same build."""
+    from click.testing import CliRunner
+
+    from claimtrace.cli.main import main
+
+    page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
+    runner = CliRunner()
+    explained = json.loads(
+        runner.invoke(
+            main, ["--data", str(data_dir), "explain", "claim-752", "--workdir", str(demo_build.root), "--json"]
+        ).output
+    )
+    exported = [
+        json.loads(line)
+        for line in runner.invoke(main, ["export", "retrieval", "--workdir", str(demo_build.root)]).output.splitlines()
+    ]
+    record = next(r for r in exported if r["claim_id"] == "claim-752")
+    assert [e["id"] for e in page["retrieval"]["evidences"]] == record["evidences"]
+    assert page["classifier"]["real_tokens"] == explained["real_tokens"]
+    assert page["classifier"]["pad_tokens"] == explained["pad_tokens"]
+    for protocol in ("alone", "notebook"):
+        assert page["classifier"][protocol]["verdict"] == explained[protocol]["verdict"]
+        assert (
+            max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
+            < 1e-9
+        )

@@ -1,0 +1,135 @@
+"""``claimtrace evaluate`` and ``predict`` (claimtrace.cli.evaluate): a predictions file or a build's
+row scored as the course scores it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from claimtrace import constants as C
+from claimtrace.cli.main import main
+from claimtrace.course import TABLE2
+from claimtrace.data import files as data
+from claimtrace.evaluation.scoreboard import scoreboard_rows
+
+
+def test_cli_evaluate_text_and_json(data_dir):
+    runner = CliRunner()
+    path = str(data.course_file(data_dir, "baseline"))
+    done = runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", path, "--split", "dev"])
+    assert done.exit_code == 0, done.output
+    assert "Evidence Retrieval F-score (F)    = 0.3377705627705628" in done.output
+    assert "Claim Classification Accuracy (A) = 0.35064935064935066" in done.output
+    assert "Harmonic Mean of F and A          = 0.3440894901357093" in done.output
+    done = runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", path, "--json", "--per-claim"])
+    assert done.exit_code == 0, done.output
+    out = json.loads(done.output)
+    assert out["F"] == 0.3377705627705628 and out["claims"] == 154 and len(out["per_claim"]) == 154
+
+
+def test_cli_evaluate_bad_file_exits_2(data_dir, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": 5}}))
+    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
+    assert done.exit_code == 2
+    assert f"{path}: claim 'claim-1': evidences is int, expected a list of evidence ids" in done.output
+    test_file = str(data.course_file(data_dir, "test"))
+    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", test_file])
+    assert done.exit_code == 2
+    assert "claim_label null" in done.output
+
+
+def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):
+    out = tmp_path / "dev-predictions.json"
+    runner = CliRunner()
+    result = runner.invoke(
+        main,
+        ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    predictions = json.loads(out.read_text(encoding="utf-8"))
+    assert len(predictions) == 154 and set(next(iter(predictions.values()))) == {
+        "claim_text",
+        "claim_label",
+        "evidences",
+    }
+    scored = json.loads(
+        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
+    )
+    report = json.loads(
+        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output
+    )
+    assert report["course"]["F"] == scored["F"] and report["course"]["A"] == scored["A"]
+    assert set(report["classifier"]) == {"gold", "retrieved"}
+    assert set(report["classifier"]["gold"]) == {"alone", "notebook"}
+    assert len(report["classifier"]["gold"]["notebook"]["confusion"]) == 4
+    assert {row["variant"] for row in report["variants"]} >= {
+        "notebook",
+        "raw-claim-text",
+        "cosine-once",
+        "unpadded-tags",
+    }
+    assert 0.0 <= report["fallback_share"] <= 1.0
+
+
+def test_the_variant_table_is_the_course_scorer_on_each_variants_predictions(demo_build, tmp_path, data_dir):
+    """Each variant's dev F in the retrieval stage's table is what the course's scorer gives the
+    predictions file its records yield (`claimtrace predict --row VARIANT+notebook+notebook`,
+    scored by `claimtrace evaluate --predictions`); each variant's records cover test too."""
+    runner = CliRunner()
+    for row in demo_build.retrieval_summary()["variants_dev"]:
+        out = tmp_path / f"{row['variant']}.json"
+        args = ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev"]
+        done = runner.invoke(main, [*args, "--row", f"{row['variant']}+notebook+notebook", "--out", str(out)])
+        assert done.exit_code == 0, done.output
+        scored = json.loads(
+            runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
+        )
+        assert scored["claims"] == row["claims"] == len(demo_build.claims("dev"))
+        assert scored["F"] == pytest.approx(row["F"], abs=1e-12), row["variant"]
+        if row["variant"] != "notebook":
+            assert len(demo_build.variant_retrieval(row["variant"], "test")) == len(demo_build.claims("test"))
+
+
+def test_every_scoreboard_row_equals_evaluate_on_its_exported_predictions(demo_build, tmp_path, data_dir):
+    runner = CliRunner()
+    report = json.loads(
+        runner.invoke(main, ["--data", str(data_dir), "evaluate", "--workdir", str(demo_build.root), "--json"]).output
+    )
+    assert report["variants"][-1]["variant"] == "bm25" and report["variants"][-1]["reference"] is True
+    board = report["scoreboard"]
+    assert board["anchor"] == TABLE2["dev"]
+    assert [r["name"] for r in board["rows"]] == [r.name for r in scoreboard_rows()]
+    assert len(board["rows"]) == 5 * 2 * 2
+    assert board["rows"][0]["name"] == "notebook+notebook+notebook" and board["rows"][0]["changes"] == []
+    assert board["rows"][0]["F"] == report["course"]["F"] and board["rows"][0]["A"] == report["course"]["A"]
+    for row in board["rows"]:
+        assert row["reference"] == (row["retrieval"] == "bm25") and (
+            row["changes"] or row["name"].count("notebook") == 3
+        )
+        out = tmp_path / f"{row['name']}.json"
+        args = ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "dev"]
+        done = runner.invoke(main, [*args, "--row", row["name"], "--out", str(out)])
+        assert done.exit_code == 0, done.output
+        scored = json.loads(
+            runner.invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(out), "--json"]).output
+        )
+        assert (scored["F"], scored["A"], scored["HM"]) == (row["F"], row["A"], row["HM"]), row["name"]
+
+
+def test_predict_test_row_in_the_course_shape(demo_build, tmp_path, data_dir):
+    out = tmp_path / "test.json"
+    args = ["--data", str(data_dir), "predict", "--workdir", str(demo_build.root), "--split", "test"]
+    done = CliRunner().invoke(main, [*args, "--row", "bm25+intended+alone", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    predictions = json.loads(out.read_text(encoding="utf-8"))
+    assert list(predictions) == list(demo_build.claims("test"))
+    first = next(iter(predictions.values()))
+    assert set(first) == {"claim_text", "claim_label", "evidences"} and first["claim_label"] in C.LABELS
+    assert [p["evidences"] for p in predictions.values()] == [
+        r["evidences"] for r in demo_build.bm25_retrieval("test").values()
+    ]
+    bad = CliRunner().invoke(main, [*args, "--row", "bm25+nothing+alone", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown scoreboard row" in bad.output

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.compare, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.data, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.evaluation, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.explain, one file per module."""

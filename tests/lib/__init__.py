@@ -1,0 +1,1 @@
+"""Tests of claimtrace.lib, one file per module."""

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.models, one file per module."""

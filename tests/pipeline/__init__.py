@@ -1,0 +1,1 @@
+"""Tests of claimtrace.pipeline, one file per module."""

@@ -1,0 +1,141 @@
+"""The tagging stage: the 20,000-feature vectorizer and passage tags, equal to the notebook's
+calls (scikit-learn 1.2.2 + numpy 1.24) on the demo corpus."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from claimtrace.data import files as data
+from claimtrace.pipeline import tagging
+from claimtrace.pipeline.preprocess import preprocess
+from tests.conftest import run_oracle
+
+
+@pytest.fixture(scope="module")
+def corpus(data_dir):
+    return data.demo_corpus(data_dir)
+
+
+@pytest.fixture(scope="module")
+def claim_files(data_dir):
+    return [data.load_claims(s, data_dir) for s in ("baseline", "dev", "train")]
+
+
+@pytest.fixture(scope="module")
+def oracle_tagging(tmp_path_factory, data_dir, corpus):
+    """The notebook's calls on the demo corpus, run once in the 2024 environment."""
+    folder = tmp_path_factory.mktemp("tagging-oracle")
+    raw = {
+        s: json.loads(data.course_file(data_dir, s).read_text(encoding="utf-8")) for s in ("baseline", "dev", "train")
+    }
+    ids = list(corpus)
+    spec = {"claim_files": [[s, raw[s]] for s in raw], "evidence": corpus, "tag_ids": ids, "weights_for": ids}
+    (folder / "spec.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    run_oracle("tagging_oracle.py", str(folder / "spec.json"), str(folder / "out.npz"))
+    with np.load(folder / "out.npz") as out:
+        return {key: out[key] for key in out.files}
+
+
+@pytest.mark.oracle
+def test_fit_corpus_equals_the_notebooks(oracle_tagging, claim_files, corpus):
+    assert list(tagging.fit_corpus(claim_files, corpus)) == oracle_tagging["fit_docs"].tolist()
+
+
+@pytest.mark.oracle
+def test_vectorizer_equals_scikit_learn_1_2_2(oracle_tagging, demo_tagged):
+    vectorizer = demo_tagged.tagging_vectorizer()
+    assert vectorizer.n_docs_ == int(oracle_tagging["n_docs"])
+    assert vectorizer.feature_names.tolist() == oracle_tagging["feature_names"].tolist()
+    np.testing.assert_allclose(vectorizer.idf_, oracle_tagging["idf"], rtol=0, atol=1e-12)
+    # The max_features cut fell inside a tie (thousands of terms seen 5 times): the introsort
+    # decided which of them were kept, exactly as numpy 1.24 did.
+    assert vectorizer.cut_["tied_at_cut"] > vectorizer.cut_["tied_kept"] > 0
+
+
+@pytest.mark.oracle
+def test_weights_equal_term_for_term(oracle_tagging, demo_tagged, corpus):
+    vectorizer = demo_tagged.tagging_vectorizer()
+    ours = vectorizer.transform(tagging.passage_documents(corpus.values()))
+    theirs = sp.csr_matrix(
+        (oracle_tagging["rows_data"], oracle_tagging["rows_indices"], oracle_tagging["rows_indptr"]), shape=ours.shape
+    )
+    assert (ours != 0).nnz == (theirs != 0).nnz
+    assert abs(ours - theirs).max() == 0.0  # bit for bit: same products, same summation order
+
+
+@pytest.mark.oracle
+def test_every_passage_tag_equals_the_notebooks(oracle_tagging, demo_tagged, corpus):
+    expected = dict(zip(corpus, json.loads(str(oracle_tagging["tags"]))))
+    ours = {row["id"]: row["tags"] for row in demo_tagged.iter_tags()}
+    assert ours.keys() == expected.keys()
+    mismatched = [i for i in ours if ours[i] != expected[i]]
+    assert not mismatched, mismatched[:5]
+
+
+def test_padding_is_visible(demo_tagged):
+    rows = list(demo_tagged.iter_tags())
+    padded = [r for r in rows if r["tags"] != r["nopad"]]
+    assert padded and all(set(r["nopad"]) < set(r["tags"]) for r in padded)
+
+
+def test_restem_equals_preprocessing_on_every_build_document(claim_files, corpus):
+    docs = list(tagging.fit_corpus(claim_files, corpus)) + list(tagging.passage_documents(corpus.values()))
+    assert [tagging.restem(d) for d in docs] == [tagging.final_stems(d) for d in docs]
+
+
+_word = st.one_of(
+    st.sampled_from(
+        [
+            "r",
+            "cause",
+            "causes",
+            "will",
+            "to",
+            "gonna",
+            "ain",
+            "ima",
+            "sɪˈljʊər",
+            "ən",
+            "é",
+            "zürich",
+            "محمد",
+            "wont",
+            "im",
+            "ya",
+            "u",
+        ]
+    ),
+    st.text(alphabet="abcdrstuéəʊ", min_size=1, max_size=6),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_word, max_size=12))
+def test_restem_equals_preprocessing_on_token_sequences(words):
+    text = " ".join(preprocess(" ".join(words), keep_stopwords=True).stems)
+    assert tagging.restem(text) == tagging.final_stems(text)
+
+
+def test_leading_space_changes_nothing(corpus):
+    for text in list(corpus.values())[:2000]:
+        assert preprocess(" " + text, keep_stopwords=True).stems == preprocess(text, keep_stopwords=True).stems
+
+
+@pytest.mark.oracle
+def test_canonical_order_is_pandas_sample():
+    for n in (0, 1, 7, 5240):
+        assert tagging.canonical_order(n).tolist() == json.loads(run_oracle("order_oracle.py", str(n)))
+
+
+def test_zero_weight_padding_example():
+    names = np.array(["aa", "bb cc", "dd", "zz"], dtype=object)
+    rows = sp.csr_matrix(np.array([[0.0, 0.6, 0.8, 0.0]]))
+    tagged = tagging.tag_rows(rows, names, k=3)[0]
+    assert tagged.top[:2] == [2, 1] and tagged.weights[2] == 0.0
+    assert tagged.nopad == ["dd"] and set(tagged.tags) >= {"dd"}

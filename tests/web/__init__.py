@@ -1,0 +1,1 @@
+"""Tests of claimtrace.web, one file per module."""

@@ -1,0 +1,65 @@
+"""What the page tests in Chromium share: the browser, where screenshots go, and axe-core.
+
+Chromium is Debian's /usr/bin/chromium driven by Playwright; axe-core is npm's package, pinned in
+tests/axe/package-lock.json and installed by ``make test`` (``npm ci``), injected into the page
+under test only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Screenshots (gitignored).
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+AXE = REPO / "tests" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+RUN = """async () => {
+  const result = await axe.run(document, { resultTypes: ['violations'] });
+  return result.violations.map(v => ({ id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 4).map(n => n.target.join(' ') + ' : ' + n.failureSummary) }));
+}"""
+
+
+def violations(browser, url: str, axe_source: str, width: int) -> list[dict]:
+    # the site's Content-Security-Policy allows no inline script: axe is injected past it
+    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        if page.locator("body[data-page=live]").count():
+            page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
+        if page.locator(".static-charts").count():
+            page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+        page.add_script_tag(content=axe_source)
+        return page.evaluate(RUN)
+    finally:
+        context.close()

@@ -1,0 +1,57 @@
+"""axe-core in Chromium on every page type, served and exported: no violation of any impact.
+
+axe-core is npm's package, pinned in tests/axe/package-lock.json and installed by ``make test``
+(``npm ci``); the site never serves it. It is injected into the page under test only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.web.conftest import AXE, violations
+
+pytestmark = pytest.mark.browser
+
+SERVED = [
+    "/",
+    "/claim/claim-871.html",
+    "/claim/claim-2574.html",
+    "/explore/dev.html",
+    "/explore/test.html",
+    "/explore/train.html",
+    "/live.html",
+    "/live.html?text=Greenland+is+gaining+ice",
+    "/nowhere.html",
+]
+EXPORTED = ["index.html", "claim/claim-871.html", "explore/dev.html", "explore/test.html", "live.html", "404.html"]
+
+
+@pytest.fixture(scope="module")
+def axe_source() -> str:
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: make test installs it (cd tests/axe && npm ci)")
+    return AXE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", SERVED)
+def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width):
+    found = violations(browser, web_server + path, axe_source, width)
+    assert found == [], found
+
+
+@pytest.fixture(scope="module")
+def exported(web_tracer, tmp_path_factory) -> Path:
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("site")
+    write_site(None, out, tracer=web_tracer, splits=("dev", "test"), only=("claim-871",))
+    return out
+
+
+@pytest.mark.parametrize("path", EXPORTED)
+def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path):
+    found = violations(browser, (exported / path).as_uri(), axe_source, 1280)
+    assert found == [], found

@@ -1,0 +1,92 @@
+"""The routes made from the page registry (claimtrace.web.routes): the registry's addresses in its
+order, a new page is one entry, and the body caps: the character limit decides, not the bytes,
+and a body over the byte cap is refused before it is read."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from claimtrace.web.app import create_app
+from claimtrace.web.pages import Page
+from claimtrace.web.routes import MAX_BODY_BYTES, page_router, site_routers
+from claimtrace.web.tracer import MAX_TEXT_CHARS
+
+#: The site's page addresses, in the order the server tries them (the static files come first,
+#: the actions last: a typed claim posted, an uploaded run, /claim's redirect).
+PAGE_ROUTES = [
+    "/",
+    "/index.html",
+    "/index.json",
+    "/api/table.json",
+    "/api/build.json",
+    "/live",
+    "/live.json",
+    "/live.html",
+    "/predictions/{key0}/{name}",
+    "/explore",
+    "/explore.json",
+    "/explore/{name}",
+    "/predictions/{name}",
+    "/compare",
+    "/compare/",
+    "/compare/index.html",
+    "/compare/index.json",
+    "/compare/{name}",
+    "/claim/{name}",
+]
+
+
+def _paths(router) -> list[str]:
+    return [route.path for route in router.routes if isinstance(route, APIRoute)]
+
+
+def test_the_routes_are_the_registrys_addresses_in_its_order():
+    static, *page_routers, actions = site_routers()
+    assert [path for router in page_routers for path in _paths(router)] == PAGE_ROUTES
+    assert _paths(static) == ["/static/{name}"]
+    assert _paths(actions) == ["/live.html", "/live", "/api/trace", "/api/trace", "/api/compare", "/claim"]
+
+
+def test_a_new_page_is_one_entry(web_tracer):
+    """A page that is only its data needs no route of its own: its file, its twin and its key's
+    format come from its entry."""
+    shelf = Page(
+        "shelf",
+        "shelf/{key}.html",
+        "shelf/{key}.json",
+        data=lambda tracer, key: {"shelf": key, "claims": len(tracer.claims(key))},
+        template=lambda renderer, data, root: f"<p>{data['shelf']}: {data['claims']} claims ({root or '.'})</p>",
+        keys=lambda tracer, claim_ids: list(claim_ids),
+    )
+    app = create_app(tracer=web_tracer)
+    app.include_router(page_router(shelf))
+    with TestClient(app) as client:
+        assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": len(web_tracer.claims("dev"))}
+        page = client.get("/shelf/dev")
+        assert page.status_code == 200 and page.text == f"<p>dev: {len(web_tracer.claims('dev'))} claims (../)</p>"
+        assert client.get("/shelf/dev.html").text == page.text
+
+
+@pytest.mark.parametrize("how", ["json", "escaped json", "form"])
+def test_the_character_limit_decides_not_the_bytes(web_client, how):
+    """15,000 CJK characters are within the 20,000-character limit however they are sent (a
+    form takes 9 bytes a character, escaped JSON 6); 20,001 are refused for their characters."""
+    import json
+
+    def send(text):
+        if how == "form":
+            return web_client.post("/api/trace", data={"text": text})
+        body = json.dumps({"text": text}, ensure_ascii=how == "escaped json").encode()
+        assert len(body) < MAX_BODY_BYTES
+        return web_client.post("/api/trace", content=body, headers={"content-type": "application/json"})
+
+    assert send("海" * 15_000).status_code == 200
+    refused = send("海" * (MAX_TEXT_CHARS + 1))
+    assert refused.status_code == 413 and "characters" in refused.json()["error"]
+
+
+def test_a_body_over_the_byte_cap_is_refused_before_it_is_read(web_client):
+    response = web_client.post("/api/trace", content=b"x" * (MAX_BODY_BYTES + 1))
+    assert response.status_code == 413

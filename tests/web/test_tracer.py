@@ -1,0 +1,158 @@
+"""A typed claim is computed once (claimtrace.web.tracer): one preprocessing of its text, one
+re-stemming of its tag string, one pass of the retrieval kernel and one forward call per distinct
+input, whatever the sections that show them; a bounded stem cache; and no lock serialises traces,
+so typed claims on several threads give exactly what each gives alone."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import contractions
+import numpy as np
+import pytest
+
+from claimtrace.pipeline.preprocess import preprocess
+from claimtrace.pipeline.retrieval import kernels
+from claimtrace.web.tracer import STEM_CACHE_WORDS, Tracer
+from claimtrace.web.views import walkthrough
+
+CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every text contractions.fix (the first step of each preprocessing) is called on, and the
+    number of retrieval kernel passes, while the test runs."""
+    calls: Counter[str] = Counter()
+    passes = []
+    fix, kernel = contractions.fix, kernels.claim_kernel
+
+    def counting_fix(text, *args, **kwargs):
+        calls[text] += 1
+        return fix(text, *args, **kwargs)
+
+    def counting_kernel(*args):
+        passes.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(contractions, "fix", counting_fix)
+    monkeypatch.setattr(kernels, "claim_kernel", counting_kernel)
+    return calls, passes
+
+
+def _typed_trace(web_client, text: str) -> dict:
+    response = web_client.post("/api/trace", json={"text": text})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, counted):
+    calls, passes = counted
+    tags = preprocess(CLAIM).tags()
+    for _ in range(2):  # the first trace also fills the caches of words and passages
+        calls.clear(), passes.clear()
+        trace = _typed_trace(web_client, CLAIM)
+        assert trace["retrieval"]["status"] == "ok" and trace["retrieval"]["evidences"]
+        assert calls[CLAIM] == 1, "the claim's text is preprocessed once"
+        assert calls[tags] == 1, "its tag string is stemmed again once (the quirk stems of stems)"
+        assert len(passes) == 1, "one retrieval kernel pass"
+        passages = {e["text"] for e in trace["retrieval"]["evidences"]}
+        assert all(calls[text] <= 1 for text in passages), "each passage at most once"
+    # warm: nothing else is preprocessed (no tag word alone, no padding example again)
+    assert set(calls) <= {CLAIM, tags, *passages}, set(calls) - {CLAIM, tags, *passages}
+
+
+def test_the_tag_terms_read_off_one_pass_are_each_tags_own(web_tracer):
+    """restem_tags reads each tag's terms off the one pass over the whole string: they are what
+    the tag preprocessed alone gives (the original per-tag computation)."""
+    from claimtrace.pipeline.tagging import final_stems, restem_tags
+
+    for split in ("dev", "test"):
+        for claim in web_tracer.claims(split).values():
+            tags = preprocess(claim.text).tags()
+            whole, per_tag = restem_tags(tags)
+            assert whole == final_stems(tags.lower())
+            assert per_tag == {tag: final_stems(tag.lower()) for tag in tags.split()}
+    # a string the one pass changes (a contraction expanded): each tag alone
+    whole, per_tag = restem_tags("im warm")
+    assert whole == final_stems("im warm") and per_tag == {"im": final_stems("im"), "warm": final_stems("warm")}
+
+
+TYPED = [
+    "Arctic sea ice is at its lowest extent on record.",
+    "Carbon dioxide is plant food, so more of it is good.",
+    "The sun is causing global warming, not humans.",
+    "Glaciers are growing, not shrinking.",
+    "Hurricanes have become more frequent since 1950.",
+    "Ocean acidification threatens coral reefs worldwide.",
+    "Volcanoes emit more CO2 than all human activity.",
+    "Global temperatures have not risen since 1998.",
+]
+
+
+def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
+    alone = {text: json.dumps(Tracer(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
+    tracer = Tracer(demo_build)
+    real = walkthrough.assemble
+    together = threading.Barrier(len(TYPED), timeout=60)
+
+    def assemble_together(*args, **kwargs):
+        together.wait()  # every trace is under way at once: nothing serialises them
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(walkthrough, "assemble", assemble_together)
+    with ThreadPoolExecutor(len(TYPED)) as pool:
+        at_once = dict(zip(TYPED, pool.map(tracer.trace_text, TYPED)))
+    for text in TYPED:
+        assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
+
+
+def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
+    """Every passage's stems (the tagging section's, the model input's, the padding example's)
+    are read from the build's tagging/stems.npz: only the claim and its tag string are
+    preprocessed."""
+    calls, _ = counted
+    text = "Arctic sea ice keeps shrinking as the oceans warm, scientists say."
+    trace = _typed_trace(web_client, text)
+    passages = {e["text"] for e in trace["retrieval"]["evidences"]}
+    assert passages and trace["tagging"]["passage"]["text"] in passages
+    assert not [p for p in passages if calls[p]], "no retrieved passage's text is preprocessed"
+    assert set(calls) <= {text, preprocess(text).tags()}, set(calls)
+
+
+def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
+    """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
+    from claimtrace.pipeline import preprocess  # the module (the name is the function here)
+
+    for word in (f"zq{i}x" for i in range(2000)):
+        preprocess.stem(word)
+    size = preprocess.stem.cache_info().currsize
+    preprocess.bound_stem_cache(size - 1)
+    assert preprocess.stem.cache_info().currsize == 0
+    web_tracer.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
+    assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
+
+
+def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
+    """A forward call is a function of its input: the same 128 ids are run once and the
+    answer kept (bounded); a different input is run."""
+    from claimtrace.models import transformer as model_module
+
+    classifier = demo_build.classifier()
+    calls = []
+    real = model_module.alone_logits
+    monkeypatch.setattr(model_module, "alone_logits", lambda m, ids: calls.append(1) or real(m, ids))
+    # two inputs no other test has run: random words, then [PAD]
+    rng = np.random.default_rng(752)
+    inputs = [np.concatenate([rng.integers(4, len(classifier.vocab), size=n), np.full(128 - n, 3)]) for n in (37, 61)]
+    first = classifier.forward_alone(inputs[0])
+    again = classifier.forward_alone(inputs[0].tolist())
+    other = classifier.forward_alone(inputs[1])
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    assert len(calls) == 2
+    again[0] = 99.0  # a caller's copy: the kept answer is not changed
+    assert classifier.forward_alone(inputs[0])[0] == first[0]
+    assert len(calls) == 2

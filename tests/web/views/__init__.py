@@ -1,0 +1,1 @@
+"""Tests of claimtrace.web.views, one file per module."""

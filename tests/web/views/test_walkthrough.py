@@ -1,0 +1,170 @@
+"""The walkthrough's sections (claimtrace.web.views.walkthrough): each returns its data and its
+own notes, the page's notes are theirs in the page's order, the passages shown beside the claim
+are chosen by the rule the page states, and every filter verdict the page prints is the kernel's."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimtrace import constants as C
+from claimtrace.explain.retrieval import filter_failures, passes_filter
+from claimtrace.pipeline.preprocess import preprocess
+from claimtrace.web.views import walkthrough
+from claimtrace.web.views.walkthrough.claim import PassageStems, Section
+from claimtrace.web.views.walkthrough.classifier import ALL_UNKNOWN, classifier_section
+from claimtrace.web.views.walkthrough.fixes import COURSE_CLAIMS_ONLY, fixes_section
+from claimtrace.web.views.walkthrough.retrieval import FALLBACK
+from claimtrace.web.views.walkthrough.words import NO_TAGS, preprocess_section
+
+
+@pytest.fixture(scope="module")
+def dev_traces(web_tracer) -> dict[str, dict]:
+    """Every dev claim's trace, as the site serves it."""
+    return {claim_id: web_tracer.trace(claim_id) for claim_id in web_tracer.claims("dev")}
+
+
+def test_a_text_without_tags_gets_both_notes_in_the_pages_order(demo_build):
+    trace = walkthrough.assemble(demo_build, "the and of")
+    assert trace["preprocess"]["tags"] == [] and trace["retrieval"]["fallback"]
+    assert trace["notes"] == [NO_TAGS, FALLBACK]  # the preprocessing's note first, then retrieval's
+
+
+def test_each_section_returns_its_own_notes(demo_build):
+    pre = preprocess("the and of", data_dir=demo_build.data_dir)
+    section = preprocess_section(pre, set())
+    assert isinstance(section, Section) and section.notes == (NO_TAGS,)
+    assert preprocess_section(preprocess("Glaciers melt.", data_dir=demo_build.data_dir), set()).notes == ()
+    # a typed claim has no fixes box, and says why
+    assert fixes_section(demo_build, None, None) == Section({"status": "none", "reason": COURSE_CLAIMS_ONLY})
+
+
+def test_a_model_input_of_unknown_words_says_so(demo_build):
+    """Words outside the classifier's vocabulary become <unk>; when every one does, the note says so."""
+    trace = walkthrough.assemble(demo_build, "Zxqv blorf")
+    words = trace["classifier"]["contributions"]["tokens"][1:-1]  # between [CLS] and [SEP]
+    every_word_unknown = bool(words) and all(token["unknown"] for token in words)
+    assert (ALL_UNKNOWN in trace["notes"]) == every_word_unknown
+
+
+def test_the_classifier_section_waits_for_retrieval(demo_build):
+    pre = preprocess("Glaciers melt.", data_dir=demo_build.data_dir)
+    retrieval = {"status": "missing", "stage": "retrieval", "reason": "retrieval/index.npz is missing"}
+    section = classifier_section(demo_build, pre, None, None, retrieval, PassageStems(demo_build))
+    assert section.data["status"] == "missing" and section.data["stage"] == "retrieval"
+    assert section.data["reason"].endswith("retrieval/index.npz is missing") and section.notes == ()
+
+
+def test_a_claims_notes_are_its_sections_notes(dev_traces):
+    """A fallback claim's page says so (retrieval's note); a passage whose recomputed tags differ
+    from the build's is named (tagging's); nothing else is noted for a course claim."""
+    for claim_id, trace in dev_traces.items():
+        differ = [note for note in trace["notes"] if note.startswith("The tags recomputed here")]
+        assert bool(differ) == (not trace["tagging"]["passage"]["matches_build"]), claim_id
+        others = [note for note in trace["notes"] if note not in differ]
+        assert others == ([FALLBACK] if trace["retrieval"]["fallback"] else []), claim_id
+
+
+def test_the_passages_beside_the_claim_are_chosen_by_the_stated_rule(dev_traces):
+    """Tags: the first gold passage. Vectors: the first retrieved gold passage, else the first
+    retrieved one, else the first gold one."""
+    for claim_id, trace in dev_traces.items():
+        gold, retrieved = trace["claim"]["gold"], trace["retrieval"]["evidences"]
+        assert trace["tagging"]["passage"]["id"] == gold[0] and trace["tagging"]["passage"]["role"] == "gold"
+        retrieved_gold = [e["id"] for e in retrieved if e["id"] in gold]
+        shown = trace["vectorisation"]["passage"]
+        if retrieved_gold:
+            assert (shown["id"], shown["role"]) == (retrieved_gold[0], "retrieved gold"), claim_id
+        elif retrieved:
+            assert (shown["id"], shown["role"]) == (retrieved[0]["id"], "retrieved"), claim_id
+        else:
+            assert (shown["id"], shown["role"]) == (gold[0], "gold"), claim_id
+
+
+def test_every_filter_verdict_on_the_page_is_the_kernels(dev_traces):
+    """The kernel's filter (numba) and the rule the page explains with (explain.retrieval) agree
+    on every passage a page shows: the ones that passed, the near misses and the vector pair."""
+    checked = 0
+    for claim_id, trace in dev_traces.items():
+        retrieval = trace["retrieval"]
+        for row in retrieval["passed_rows"]:
+            assert passes_filter(row["cosine"], row["overlap"]), (claim_id, row["id"])
+        for row in retrieval["near_misses"]:
+            assert not passes_filter(row["cosine"], row["overlap"]), (claim_id, row["id"])
+            assert [why.split()[0] for why in row["why"]] == [
+                t.name for t in filter_failures(row["cosine"], row["overlap"])
+            ]
+            for why in row["why"]:
+                name, value, *_ = why.split()
+                threshold = {"cosine": C.COSINE_THRESHOLD, "overlap": C.OVERLAP_THRESHOLD}[name]
+                assert why == f"{name} {float(value):.3f} is not above {threshold}" and float(value) <= threshold + 5e-4
+        passage = trace["vectorisation"]["passage"]
+        passed = {row["id"] for row in retrieval["passed_rows"]}
+        if passage["in_build"] and passage["id"] in passed:
+            assert passage["passes"], claim_id
+        if passage["in_build"]:
+            assert passage["passes"] == (
+                passage["cosine"] > C.COSINE_THRESHOLD and passage["overlap"] > C.OVERLAP_THRESHOLD
+            )
+        checked += len(retrieval["passed_rows"]) + len(retrieval["near_misses"])
+    assert checked > 500
+
+
+def test_the_passed_rows_are_the_builds_passed_count_and_order(dev_traces, web_tracer):
+    records = web_tracer.build.retrieval("dev")
+    for claim_id, trace in dev_traces.items():
+        retrieval, record = trace["retrieval"], records[claim_id]
+        assert len(retrieval["passed_rows"]) + retrieval["passed_rows_truncated"] == record["passed"]
+        scores = [row["score"] for row in retrieval["passed_rows"]]
+        assert scores == sorted(scores, reverse=True)
+        returned = sorted(
+            (row for row in retrieval["passed_rows"] if row["returned"]), key=lambda row: row["kept_rank"]
+        )
+        if not record["fallback"] and not retrieval["passed_rows_truncated"]:
+            assert [row["id"] for row in returned] == record["evidences"], claim_id
+
+
+def test_a_typed_claim_is_retrieved_here_and_a_course_claim_read_from_the_build(demo_build, dev_traces):
+    typed = walkthrough.assemble(demo_build, "Glaciers are melting faster than ever.")
+    assert typed["retrieval"]["source"] == "computed" and typed["claim"]["kind"] == "text"
+    assert typed["fixes"]["status"] == "none" and typed["classifier"]["notebook"] is None
+    assert all(trace["retrieval"]["source"] == "build" for trace in dev_traces.values())
+
+
+def test_fixes_box_of_claim_752(web_client, demo_build):
+    result = web_client.get("/claim/claim-752.json").json()
+    fixes = result["fixes"]
+    assert fixes["status"] == "ok"
+    claim = demo_build.claims("dev")["claim-752"]
+    record = demo_build.bm25_retrieval("dev")["claim-752"]
+    assert [e["id"] for e in fixes["bm25"]["evidences"]] == record["evidences"]
+    assert [e["gold"] for e in fixes["bm25"]["evidences"]] == [pid in claim.evidences for pid in record["evidences"]]
+    assert all(e["text"] for e in fixes["bm25"]["evidences"])
+    assert 0.0 <= fixes["bm25"]["F"] <= 1.0 and fixes["notebook_F"] == result["retrieval"]["scores"]["F"]
+    more = demo_build.more_verdicts("dev")["claim-752"]
+    for source in ("gold", "retrieved", "bm25"):
+        for protocol in C.PROTOCOLS:
+            assert fixes["verdicts"]["intended"][source][protocol] == more["intended"][source][protocol]["verdict"]
+    assert fixes["verdicts"]["notebook"]["retrieved"]["notebook"] == result["classifier"]["notebook"]["verdict"]
+    assert "notebook's model only" in fixes["note"]
+    page = web_client.get("/claim/claim-752.html").text
+    assert 'id="fixes"' in page and "With the fixes" in page
+
+
+def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
+    """BM25's passages are shown; the verdicts say what is not built."""
+    from fastapi.testclient import TestClient
+
+    from claimtrace.web.app import create_app
+    from claimtrace.workdir.reader import Build
+
+    root = tmp_path / "work"
+    root.mkdir()
+    for entry in demo_build.root.iterdir():
+        if entry.name not in ("classifier", "scoreboard.json"):
+            (root / entry.name).symlink_to(entry)
+    with TestClient(create_app(Build(root, demo_build.data_dir))) as client:
+        fixes = client.get("/claim/claim-752.json").json()["fixes"]
+        assert fixes["status"] == "ok" and fixes["verdicts"] is None and "claimtrace build" in fixes["verdicts_missing"]
+        assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
+        assert "not computed yet" in client.get("/claim/claim-752.html").text
+        assert client.get("/explore/dev.json").json()["scoreboard"]["status"] == "missing"

@@ -1,0 +1,1 @@
+"""Tests of claimtrace.workdir, one file per module (its stages in stages/)."""

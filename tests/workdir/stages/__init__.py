@@ -1,0 +1,1 @@
+"""Tests of claimtrace.workdir.stages, one file per module."""
