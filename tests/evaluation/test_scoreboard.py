@@ -4,13 +4,20 @@ on the demo build, its rows against the figures other stages computed another wa
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
 
+from claimtrace.cli.main import main
 from claimtrace.course import TABLE2
-from claimtrace.data.files import Claim
+from claimtrace.data.files import Claim, parse_claims
 from claimtrace.errors import DataError
+from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import (
     FALLBACK_SHARE,
     SCORE_MODELS,
@@ -25,6 +32,7 @@ from claimtrace.evaluation.scoreboard import (
     scoreboard_rows,
     split_figures,
 )
+from claimtrace.evaluation.scorer import evaluate
 from claimtrace.pipeline.retrieval import VARIANTS
 
 #: Three labelled claims and what a row predicts for them, scored by hand:
@@ -167,3 +175,63 @@ def test_the_demo_scoreboard_agrees_with_the_figures_the_stages_computed_another
         for model in SCORE_MODELS:
             assert rows[f"bm25+{model}+{protocol}"]["F"] == pytest.approx(bm25_dev["F"], abs=1e-12)
     assert demo_build.bm25_summary()["row"]["F"] == bm25_dev["F"]
+
+
+# --- the scoreboard with its uncertainty (statsmodels and a plain loop as references) ---------
+
+NOTEBOOK = "notebook+notebook+notebook"
+
+
+def _per_claim(build, name):
+    row = next(r for r in build.scoreboard()["rows"] if r["name"] == name)
+    retrieval, model, protocol = row["retrieval"], row["model"], row["protocol"]
+    predicted = parse_claims(build.predictions("dev", retrieval, model, protocol), name, labelled=True)
+    result = evaluate(predicted, build.claims("dev"))
+    return row, [r["F"] for r in result.per_claim], [r["correct"] for r in result.per_claim]
+
+
+def test_every_row_has_its_intervals_and_its_test_against_the_notebooks_row(demo_build):
+    board = demo_build.scoreboard()
+    assert board["statistics"]["resamples"] == S.RESAMPLES and board["statistics"]["seed"] == S.SEED
+    _, f_notebook, right_notebook = _per_claim(demo_build, NOTEBOOK)
+    for row in board["rows"]:
+        _, f, right = _per_claim(demo_build, row["name"])
+        lower, upper = proportion_confint(sum(right), len(right), alpha=1 - S.LEVEL, method="wilson")
+        a = row["intervals"]["A"]
+        assert a["estimate"] == row["A"] and abs(a["lower"] - lower) < 1e-12 and abs(a["upper"] - upper) < 1e-12
+        assert row["intervals"]["F"]["estimate"] == row["F"]
+        assert {"macro_f1", "recall", "HM"} <= set(row["intervals"])
+        if row["name"] == NOTEBOOK:
+            assert "paired" not in row
+            continue
+        table = np.zeros((2, 2), dtype=int)
+        for one, other in zip(right, right_notebook, strict=True):
+            table[int(not one), int(not other)] += 1
+        assert abs(row["paired"]["mcnemar"]["exact_p"] - mcnemar(table, exact=True).pvalue) < 1e-12
+        assert row["paired"]["p_holm"] >= row["paired"]["p"]
+        assert row["paired"]["verdict"] in ("more than chance", "cannot be told apart")
+
+
+def test_the_notebook_rows_f_interval_is_a_plain_loop_over_the_same_resamples(demo_build):
+    row, f, _ = _per_claim(demo_build, NOTEBOOK)
+    indices = np.random.default_rng(S.SEED).integers(0, len(f), size=(S.RESAMPLES, len(f))).tolist()
+    means = sorted(math.fsum(f[i] for i in resample) / len(f) for resample in indices)
+    tail = (1 - S.LEVEL) / 2
+    h = (len(means) - 1) * tail
+    lower = means[math.floor(h)] + (h - math.floor(h)) * (means[math.floor(h) + 1] - means[math.floor(h)])
+    assert abs(row["intervals"]["F"]["lower"] - lower) < 1e-12
+
+
+def test_always_supports_and_a_random_label_are_baselines_beside_the_rows(demo_build, capsys):
+    baselines = {b["name"]: b for b in demo_build.scoreboard()["baselines"]}
+    always = baselines["baseline:always-SUPPORTS"]
+    gold = [c.label for c in demo_build.claims("dev").values()]
+    assert always["baseline"] is True and always["A"] == gold.count("SUPPORTS") / len(gold)
+    assert "baseline:random-label" in baselines and "paired" in always
+    assert main(["evaluate", "--workdir", str(demo_build.root), "--split", "dev", "--json"], standalone_mode=False) in (
+        0,
+        None,
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["scoreboard"]["baselines"][0]["name"] == "baseline:always-SUPPORTS"
+    assert report["gold_vs_retrieved"]["mcnemar"]["b"] >= 0 and "interval" in report["classifier"]["gold"]["alone"]

@@ -129,7 +129,7 @@ class IntendedClassifier:
     logits do not depend on its batch-mates: "alone" (a batch of one) and "notebook" (batches of
     16 in file order) are the same function of the claim, and one computation serves both
     protocols and every evidence source that gives the same input. Only the float32 sums' shape
-    differs from a batch of one or of 16: tests/test_classifier_intended.py holds the logits
+    differs from a batch of one or of 16: tests/models/test_intended.py holds the logits
     within ``constants.FLOAT32_AGREEMENT`` of both calls and every demo verdict to theirs. The
     model has no exact table, and its float16 weights claim no exactness anyway (module
     docstring).

@@ -160,7 +160,7 @@ class Classifier:
         entry, made by calls shaped exactly as a claim's own, (1, 128) ids in, 128 distinct
         tokens side by side where a claim has its words; each claim's mean over its 128 rows and
         ``fc_out`` are then the operations of its own call on the same values, in the same
-        shapes. The float32 sums are the same bits (tests/test_classifier.py checks them against
+        shapes. The float32 sums are the same bits (tests/models/test_predict.py checks them against
         one call per claim); :meth:`_check_forward_calls` checks a few claims here too, and on a
         CPU whose kernels would differ the calls are made one by one.
         """

@@ -59,7 +59,7 @@ __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", 
 #: defaults k1 = 1.2 (term-frequency saturation) and b = 0.75 (length normalisation), the
 #: textbook values (Robertson and Zaragoza 2009). Not tuned on dev: this is a reference, and a
 #: row tuned on the claims it is scored on would flatter itself. float64 weights make the scores
-#: exactly reproducible by a plain-Python BM25 (tests/test_bm25.py).
+#: exactly reproducible by a plain-Python BM25 (tests/pipeline/test_bm25.py).
 PARAMS = {"k1": 1.2, "b": 0.75, "method": "lucene", "dtype": "float64", "int_dtype": "int32"}
 
 #: Passages per chunk file of a build (as the build stage's other chunks).
@@ -152,7 +152,7 @@ class _CountsBM25(bm25s.BM25):
     passage, 42 s for 1.2M); this does the same steps with array operations and the two Lucene
     formulas written out (:func:`lucene_idf`, :func:`lucene_tfc`, in bm25s's order of operations:
     bm25s's public API has no way in from counts, and its scorer selection is private), so its
-    weight matrix is ``index``'s to the bit (tests/test_bm25.py compares the two, so a bm25s
+    weight matrix is ``index``'s to the bit (tests/pipeline/test_bm25.py compares the two, so a bm25s
     release that changes a formula fails there). Everything else (save, load, ``get_scores``) is
     bm25s's.
     """

@@ -85,7 +85,7 @@ def tokenize(normalised: str) -> list[str]:
 
     ``nltk.word_tokenize`` first splits sentences with punkt, whose only sentence-ending marks
     are ``.?!``; step 3 removed them all, so the split cannot happen and the whole line is one
-    sentence (tests/test_preprocess.py proves this property). ``preserve_line=True`` skips
+    sentence (tests/pipeline/test_preprocess.py proves this property). ``preserve_line=True`` skips
     punkt, whose trained model is data that nltk downloads and we do not need.
 
     Fast path, same tokens: on a line with no ASCII punctuation and none of the Unicode quotes,

@@ -62,7 +62,7 @@ def restem(text: str) -> list[str]:
 
     The second pass of the quirk "stems of stems" runs the whole preprocessing again on every
     document; on such text it acts on each token alone, except where contractions' multi-word
-    keys could match (then the whole text is preprocessed). tests/test_tagging.py proves the
+    keys could match (then the whole text is preprocessed). tests/pipeline/test_tagging.py proves the
     equality on every document of the demo build and on generated token sequences.
     """
     if _NEIGHBOURS_MATTER.search(text):

@@ -198,7 +198,7 @@ class Retriever:
         if not kept_ids:
             raise ValueError("no passage has tags: nothing to retrieve from")
         # Tag strings are preprocessing output (alphabetic tokens), which restem tokenizes as
-        # final_stems does, token by token (tests/test_tagging.py proves it); any other text
+        # final_stems does, token by token (tests/pipeline/test_tagging.py proves it); any other text
         # goes through final_stems whole. Claims always use final_stems.
         if passage_tokenizer is None:
             # every token alphabetic: each string without its whitespace is (no string is blank)

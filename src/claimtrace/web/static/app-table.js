@@ -1,7 +1,7 @@
 /* claimtrace's table (app-core.js lists the parts): the classifier's exact table
    (models/table.py) loaded into the page, and the verdict of a claim alone computed from it, every
    token's share included, as explain_input (explain/verdict.py) computes it on the server
-   (tests/test_web_browser.py holds the two together over every dev claim). */
+   (tests/web/test_browser.py holds the two together over every dev claim). */
 (function (claimtrace) {
   "use strict";
 
