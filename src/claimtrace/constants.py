@@ -87,7 +87,7 @@ MAX_EVIDENCES = 6
 # squares in the order scikit-learn 1.2.2 stores a transformed row (columns descending: the
 # ``X * idf_diag`` product of scipy emits them in reverse); the dot product then adds the claim's
 # terms in that same descending order. Any other order changes last bits (and ties).
-# (Reproduced in retrieval.notebook_weights and retrieval._claim_kernel.)
+# (Reproduced in retrieval.kernels.notebook_weights and retrieval.kernels.claim_kernel.)
 
 #: Quirk "CSV NA tags": passage tags went through to_csv/read_csv(...).dropna(subset=
 #: ['evidence_tags']) before retrieval, so a tag string equal to one of pandas 2.0.3's default

@@ -56,6 +56,7 @@ class _Build:
     every row here), with the rows asked for kept."""
 
     root = Path("stub")
+    data_dir = Path("stub-data")  # no course baseline file there: the label baselines only
 
     def __init__(self):
         self.asked: list[tuple[str, str, str, str]] = []
@@ -126,7 +127,10 @@ def test_the_scoreboard_scores_every_row_beside_the_course_anchor():
     board = scoreboard(build, "dev")
     assert board["split"] == "dev" and board["anchor"] == TABLE2["dev"]
     assert [row["name"] for row in board["rows"]] == [row.name for row in scoreboard_rows()]
-    assert [(r, m, p) for _, r, m, p in build.asked] == [(r.retrieval, r.model, r.protocol) for r in scoreboard_rows()]
+    rows_asked, baselines_asked = build.asked[:-1], build.asked[-1:]
+    assert [(r, m, p) for _, r, m, p in rows_asked] == [(r.retrieval, r.model, r.protocol) for r in scoreboard_rows()]
+    assert baselines_asked == [("dev", "notebook", "notebook", "notebook")]  # the label baselines' passages
+    assert [b["name"] for b in board["baselines"]] == ["baseline:always-SUPPORTS", "baseline:random-label"]
     assert [row["reference"] for row in board["rows"]] == [row.retrieval == "bm25" for row in scoreboard_rows()]
     assert scoreboard(_Build(), "train")["anchor"] is None  # the course reported no train figures
 

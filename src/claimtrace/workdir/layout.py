@@ -168,7 +168,7 @@ class Workdir:
 
     @property
     def bm25_dir(self) -> Path:
-        """The folder :func:`claimtrace.bm25.build_bm25_index` builds in (``index/``, ``chunks/``)."""
+        """The folder :func:`claimtrace.pipeline.bm25.build_bm25_index` builds in (``index/``, ``chunks/``)."""
         return self.root / "bm25"
 
     @property
