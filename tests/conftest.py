@@ -68,6 +68,19 @@ def data_dir() -> Path:
     return find_data_dir()
 
 
+@pytest.fixture()
+def small_evidence(tmp_path, data_dir):
+    """The first 600 demo passages plus a duplicate text, as a user's evidence.json (the build's
+    and the command line's tests of a user's corpus)."""
+    from claimtrace.data import files as data
+
+    corpus = dict(list(data.demo_corpus(data_dir).items())[:600])
+    corpus["evidence-9999999"] = corpus["evidence-67732"]
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(corpus, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
 def run_oracle(script: str, *args: str, stdin: str | None = None, timeout: float = 600) -> str:
     """Run ``oracle/<script>`` in the 2024 environment; return its stdout."""
     if not ORACLE_PYTHON.exists():

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from claimtrace import errors
 from claimtrace.cli.build import build_report
 from claimtrace.cli.main import main
-from claimtrace.data import files as data
 from claimtrace.workdir.build import build
 from tests.cli.conftest import garbage_stopwords, run_cli
 from tests.conftest import REPO, demo_build_lock
@@ -66,16 +65,6 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
     from claimtrace.pipeline.preprocess import preprocess
 
     assert preprocess("Glaciers are melting").stems == ["glacier", "melt"]
-
-
-@pytest.fixture()
-def small_evidence(tmp_path, data_dir):
-    """The first 600 demo passages plus a duplicate text, as a user's evidence.json."""
-    corpus = dict(list(data.demo_corpus(data_dir).items())[:600])
-    corpus["evidence-9999999"] = corpus["evidence-67732"]
-    path = tmp_path / "evidence.json"
-    path.write_text(json.dumps(corpus, ensure_ascii=False), encoding="utf-8")
-    return path
 
 
 def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):

@@ -16,16 +16,6 @@ from claimtrace.workdir.stages import bm25 as bm25_stage
 from claimtrace.workdir.stages import tagging as tagging_stage
 
 
-@pytest.fixture()
-def small_evidence(tmp_path, data_dir):
-    """The first 600 demo passages plus a duplicate text, as a user's evidence.json."""
-    corpus = dict(list(data.demo_corpus(data_dir).items())[:600])
-    corpus["evidence-9999999"] = corpus["evidence-67732"]
-    path = tmp_path / "evidence.json"
-    path.write_text(json.dumps(corpus, ensure_ascii=False), encoding="utf-8")
-    return path
-
-
 def _files(root):
     return {p.relative_to(root).as_posix(): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 

@@ -35,6 +35,7 @@ from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.scorer import (
+    Evaluation,
     check_predictions_size,
     evaluate,
     evidence_f,
@@ -153,7 +154,12 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         _claim_row(build, claim, records[cid], verdicts[cid], bm25, runs, labelled, passages)
         for cid, claim in claims.items()
     ]
-    summaries = [_run_summary(run, claims, rows, labelled) for run in runs]
+    results = (
+        {run.name: evaluate(run.predictions, claims, source=run.name, skip_missing=True) for run in runs}
+        if labelled
+        else {}
+    )
+    summaries = [_run_summary(run, results.get(run.name), rows) for run in runs]
     out = {
         "split": split,
         "labelled": labelled,
@@ -165,7 +171,7 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         "nobody_right": [r["claim_id"] for r in rows if labelled and runs and r["runs_right"] == 0],
     }
     if labelled and runs and split == "dev":
-        out["statistics"] = run_statistics(build, runs, claims, split)
+        out["statistics"] = run_statistics(build, results, claims, split)
     return out
 
 
@@ -262,7 +268,9 @@ def _shared(passage: dict) -> str:
     return f" (it shares {passage['shared']} of its {len(passage['tags'])} tags with the claim)"
 
 
-def _run_summary(run: Run, claims: Mapping[str, Claim], rows: list[dict], labelled: bool) -> dict:
+def _run_summary(run: Run, result: Evaluation | None, rows: list[dict]) -> dict:
+    """A run's agreement with the build's pipeline and, on a labelled split (``result``: the
+    course scorer's, computed once in :func:`compare`), its course scores."""
     answered = [r["runs"][run.name] for r in rows if r["runs"][run.name] is not None]
     summary = {
         "name": run.name,
@@ -276,8 +284,7 @@ def _run_summary(run: Run, claims: Mapping[str, Claim], rows: list[dict], labell
         "A": None,
         "HM": None,
     }
-    if labelled:
-        result = evaluate(run.predictions, claims, source=run.name, skip_missing=True)
+    if result is not None:
         summary.update({"F": result.F, "A": result.A, "HM": result.HM})
         summary["found_gold"] = sum(bool(e["found_gold"]) for e in answered)
         summary["right"] = sum(bool(e["correct"]) for e in answered)
