@@ -77,6 +77,41 @@ def check_bars(bars: list[dict], where: str) -> int:
     return len(bars)
 
 
+MEASURE_WHISKERS = """(selector) => Array.from(document.querySelectorAll(selector + ' g.whisker')).filter(g => {
+  const svg = g.ownerSVGElement; return svg && svg.getBoundingClientRect().width > 0;
+}).map(g => {
+  const svg = g.ownerSVGElement;
+  const box = svg.getBoundingClientRect();
+  const span = g.querySelector('line.span').getBoundingClientRect();
+  const d = k => parseFloat(g.dataset[k]);
+  return {
+    estimate: d('estimate'), lower: d('lower'), upper: d('upper'), min: d('min'), max: d('max'),
+    x0: d('x0'), length: d('length'), factor: box.width / svg.viewBox.baseVal.width,
+    svgLeft: box.left, left: span.left, width: span.width, name: g.querySelector('title').textContent,
+  };
+})"""
+
+
+def check_whiskers(page, selector: str, where: str) -> int:
+    """Every interval whisker under ``selector`` against its bounds: its line starts at the
+    lower bound and is as long as the interval on its panel's axis (within 1 px), the bounds
+    hold the estimate, and its title says the same figures. The number checked."""
+    whiskers = page.evaluate(MEASURE_WHISKERS, selector)
+    assert whiskers, f"{where}: no whisker drawn under {selector}"
+    for w in whiskers:
+        what = f"{where}: {w['name']}"
+        assert w["lower"] <= w["estimate"] + 1e-12 and w["estimate"] <= w["upper"] + 1e-12, what
+        per_unit = w["length"] / (w["max"] - w["min"]) * w["factor"]  # px per unit of the figure
+        expected_left = (
+            w["svgLeft"] + (w["x0"] + (w["lower"] - w["min"]) * w["length"] / (w["max"] - w["min"])) * w["factor"]
+        )
+        expected_width = (w["upper"] - w["lower"]) * per_unit
+        assert abs(w["left"] - expected_left) <= 1.0, f"{what}: starts at {w['left']:.1f}, expected {expected_left:.1f}"
+        assert abs(w["width"] - expected_width) <= 1.0, f"{what}: {w['width']:.1f} px, expected {expected_width:.1f}"
+        assert f"{w['lower']:.4f} to {w['upper']:.4f}" in w["name"], what
+    return len(whiskers)
+
+
 def check_sums(page, where: str) -> None:
     """The logit-sources chart adds up: bias + real tokens + [PAD]s = logit, row by row."""
     rows = page.eval_on_selector_all(

@@ -186,7 +186,9 @@ def never_predicted(matrix: Sequence[Sequence[int]]) -> list[str]:
 
 def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
     """HM, F and A of every scoreboard row, one panel each on its own scale (0 to the panel's
-    largest value), rows grouped by retrieval; the course's Table 2 as a dashed line."""
+    largest value or interval bound), rows grouped by retrieval; each row's 95% interval as a
+    whisker over its bar (when the rows carry ``intervals``); the course's Table 2 as a dashed
+    line."""
     if not rows:
         return Markup("")
     row_h, label_w, panel_w, gap, top = 18, 250, SCORE_PANEL, 18, 40
@@ -196,7 +198,8 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
     body = []
     for k, metric in enumerate(metrics):
         x0 = label_w + k * (panel_w + gap)
-        scale = max([r[metric] for r in rows] + ([anchor[metric]] if anchor else []))
+        bounds = [r["intervals"][metric]["upper"] for r in rows if r.get("intervals")]
+        scale = max([r[metric] for r in rows] + bounds + ([anchor[metric]] if anchor else []))
         body.append(_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle"))
         body.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 4}" y2="{height - 6}" class="axis"/>')
         for i, row in enumerate(rows):
@@ -207,7 +210,12 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
                 f'<rect x="{x0}" y="{y + 3}" width="{_f(length)}" height="{row_h - 6}" class="{cls}">'
                 f"<title>{escape(row['name'])}: {metric} {row[metric]:.4f}</title></rect>"
             )
-            body.append(_text(x0 + length + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
+            end = length
+            interval = (row.get("intervals") or {}).get(metric)
+            if interval and scale:
+                body.append(whisker(interval, (0.0, scale), x0, SCORE_BAR, y + row_h / 2, f"{row['name']}: {metric}"))
+                end = max(length, interval["upper"] / scale * SCORE_BAR)
+            body.append(_text(x0 + end + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
         if anchor:
             ax = x0 + anchor[metric] / scale * SCORE_BAR
             body.append(f'<line x1="{_f(ax)}" x2="{_f(ax)}" y1="{top - 4}" y2="{height - 6}" class="anchor"/>')
@@ -224,5 +232,112 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
         f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev; "
         f"the best HM is {best['name']} at {best['HM']:.3f}"
         + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
+        + ("; whiskers are 95% intervals" if any(r.get("intervals") for r in rows) else "")
     )
     return _svg(width, height, title, body, "scores")
+
+
+# --- intervals --------------------------------------------------------------------------------
+
+#: A whisker's end caps, half their height in user units.
+CAP = 4
+
+
+def whisker(interval: dict, domain: tuple[float, float], x0: float, length: float, y: float, name: str) -> str:
+    """An interval drawn as a whisker on a horizontal axis that maps ``domain`` (low, high) onto
+    ``length`` user units from ``x0``: a line from its lower to its upper bound with a cap at
+    each end.
+
+    The group carries what it stands for (``data-lower``, ``data-upper``, ``data-estimate``)
+    and the axis it is drawn on (``data-min``, ``data-max``, ``data-x0``, ``data-length``), so a
+    test in a browser can measure the drawn line against them.
+    """
+    low, high = domain
+
+    def x(value: float) -> float:
+        return x0 + (value - low) / (high - low) * length
+
+    lo, hi = x(interval["lower"]), x(interval["upper"])
+    said = f"{name} {interval['estimate']:.4f}, 95% interval {interval['lower']:.4f} to {interval['upper']:.4f}"
+    return (
+        f'<g class="whisker" data-estimate="{interval["estimate"]!r}" data-lower="{interval["lower"]!r}" '
+        f'data-upper="{interval["upper"]!r}" data-min="{low!r}" data-max="{high!r}" data-x0="{x0!r}" '
+        f'data-length="{length!r}"><title>{escape(said)}</title>'
+        f'<line class="span" x1="{lo:.2f}" x2="{hi:.2f}" y1="{_f(y)}" y2="{_f(y)}"/>'
+        f'<line class="cap" x1="{lo:.2f}" x2="{lo:.2f}" y1="{_f(y - CAP)}" y2="{_f(y + CAP)}"/>'
+        f'<line class="cap" x1="{hi:.2f}" x2="{hi:.2f}" y1="{_f(y - CAP)}" y2="{_f(y + CAP)}"/></g>'
+    )
+
+
+def _domain(rows: Sequence[dict], metric: str) -> tuple[float, float]:
+    """A panel's axis: 0 to the largest bound for figures, symmetric about 0 for differences
+    (when any bound is negative), widened to a round tick."""
+    bounds = [b for r in rows if r.get(metric) for b in (r[metric]["lower"], r[metric]["upper"], r[metric]["estimate"])]
+    largest = max((abs(b) for b in bounds), default=0.0) or 1.0
+    step = 0.05 if largest <= 0.5 else 0.1
+    top = min(1.0, round(-(-largest // step) * step, 10)) if largest <= 1 else largest
+    if any(b < 0 for b in bounds):
+        return (-top, top)
+    return (0.0, top)
+
+
+def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str) -> Markup:
+    """Figures with their 95% intervals, a panel per metric: a dot at each row's estimate and a
+    whisker from its lower to its upper bound, every panel on its stated axis (0 to its largest
+    bound, or symmetric about a marked 0 for differences).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        ``{"name": str, "kind": str, metric: {"estimate", "lower", "upper"} | None, ...}``;
+        ``kind`` ("run", "notebook", "baseline", "row") picks the dot's class.
+    metrics : sequence of str
+        The panels, left to right.
+    title : str
+        What the picture shows, said to a screen reader with every row's figures.
+    """
+    if not rows:
+        return Markup("")
+    row_h, label_w, panel_w, gap, top = 20, 230, 200, 22, 36
+    length = panel_w - 20
+    width = label_w + len(metrics) * (panel_w + gap)
+    height = top + row_h * len(rows) + 22
+    body = []
+    for k, metric in enumerate(metrics):
+        x0 = label_w + k * (panel_w + gap) + 10
+        low, high = _domain(rows, metric)
+        body.append(_text(x0 - 10, 14, f"{metric} ({low:g} to {high:g})", cls="ptitle"))
+        body.append(f'<line x1="{x0}" x2="{x0 + length}" y1="{height - 18}" y2="{height - 18}" class="axis"/>')
+        for value in (low, (low + high) / 2, high):
+            tx = x0 + (value - low) / (high - low) * length
+            body.append(_text(tx, height - 4, f"{value:g}", "middle", "tick"))
+        if low < 0:
+            zx = x0 + (0 - low) / (high - low) * length
+            body.append(f'<line x1="{_f(zx)}" x2="{_f(zx)}" y1="{top - 4}" y2="{height - 18}" class="zero"/>')
+        for i, row in enumerate(rows):
+            interval = row.get(metric)
+            if not interval:
+                continue
+            y = top + row_h * i + row_h / 2
+            body.append(whisker(interval, (low, high), x0, length, y, f"{row['name']}: {metric}"))
+            cx = x0 + (interval["estimate"] - low) / (high - low) * length
+            body.append(
+                f'<circle cx="{cx:.2f}" cy="{_f(y)}" r="3.5" class="dot dot-{escape(row.get("kind", "row"))}"/>'
+            )
+    for i, row in enumerate(rows):
+        y = top + row_h * i
+        body.append(_text(0, y + row_h - 6, _clip(row["name"], 34), cls="rowname"))
+    said = "; ".join(
+        f"{row['name']}: "
+        + ", ".join(
+            f"{m} {row[m]['estimate']:.3f} ({row[m]['lower']:.3f} to {row[m]['upper']:.3f})"
+            for m in metrics
+            if row.get(m)
+        )
+        for row in rows
+    )
+    return _svg(width, height, f"{title}: {said}", body, "intervals")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
