@@ -29,16 +29,46 @@ def test_cli_evaluate_text_and_json(data_dir):
     assert out["F"] == 0.3377705627705628 and out["claims"] == 154 and len(out["per_claim"]) == 154
 
 
-def test_cli_evaluate_bad_file_exits_2(data_dir, tmp_path):
+def test_cli_evaluate_refuses_only_what_the_course_scorer_cannot_score(data_dir, tmp_path):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": 5}}))
-    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
-    assert done.exit_code == 2
-    assert f"{path}: claim 'claim-1': evidences is int, expected a list of evidence ids" in done.output
+    for content, said in (
+        ("{", "not valid JSON"),
+        ("[]", "the course's scorer cannot score it: expected a JSON object"),
+    ):
+        path.write_text(content)
+        done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
+        assert done.exit_code == 2 and f"{path}: " in done.output and said in done.output, done.output
     test_file = str(data.course_file(data_dir, "test"))
     done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", test_file])
     assert done.exit_code == 2
-    assert "claim_label null" in done.output
+    assert "its claims are test claims, which are unlabelled" in done.output
+
+
+def test_cli_evaluate_scores_repeated_ids_as_the_course_does_and_says_so(data_dir, tmp_path):
+    """A file the strict reader used to refuse: repeated ids, a list that is not a list, a claim
+    left out. The course's number, the strict one beside it, and an audit line each; exit 0."""
+    dev = data.load_claims("dev", data_dir)
+    ids = sorted(dev)
+    value = {cid: {"claim_label": "SUPPORTS", "evidences": list(dev[cid].evidences) * 2} for cid in ids[1:]}
+    value[ids[1]]["evidences"] = 5
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(value))
+    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path)])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    f = float(lines[0].split("= ")[1])
+    repeated = [2 / 3 for _ in ids[2:]] + [0.0]  # precision 1/2, recall 1 on every claim but the non-list
+    assert f == pytest.approx(sum(repeated) / len(repeated), abs=1e-12)
+    assert "scored against dev: 153 of 154 claims, as the course's eval.py does" in done.output
+    assert "strict score (every claim counted)" in done.output and "skipping 1 claim raised A by" in done.output
+    assert "audit: ids repeated in a list, each counted in the precision; they cost 0.3312" in done.output
+    assert "audit: evidences that are not a list: F 0" in done.output
+    assert "audit: 1 of the 154 dev claims are missing" in done.output
+    out = json.loads(
+        CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", str(path), "--json"]).output
+    )
+    assert out["F"] == f and out["strict"]["claims"] == 154 and out["split"] == "dev"
+    assert {finding["code"] for finding in out["audit"]} >= {"repeated_ids", "not_a_list", "missing", "one_label"}
 
 
 def test_predict_scores_through_evaluate(demo_build, tmp_path, data_dir):

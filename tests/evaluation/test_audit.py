@@ -25,18 +25,18 @@ def codes(value, splits, source="run.json", **given) -> dict[str, dict]:
     [
         ("gold", "gold_labels", "the labels are the gold labels: not a prediction"),
         ("gold", "gold_evidences", "the evidences are the gold lists: not a prediction"),
-        ("repeated", "repeated_ids", "without the repeats the file's F would be +"),
+        ("repeated", "repeated_ids", "of the file's F (the same lists without repeats)"),
         ("null_labels", "odd_labels", "labels outside the four: null (154)"),
         ("odd_labels", "odd_labels", "'SUPPORT' (154)"),
         ("odd_labels", "one_label", "one label for every claim"),
         ("missing_half", "missing", "77 of the 154 dev claims are missing"),
-        ("evidence_key", "skipped", "154 entries skipped by the course's scorer: 154 lacks evidences"),
+        ("evidence_key", "skipped", "154 entries skipped by the course's scorer: lacking evidences (154)"),
         ("evidence_key", "other_key", "key 'evidence' where the course's shape has"),
         ("not_lists", "not_a_list", "evidences that are not a list: F 0"),
         ("with_train", "other_split", "121 claims of train: ignored by the course's scorer"),
         ("sixteen", "over_six", "more than 6 evidences (up to"),
         ("numbers_as_ids", "not_course_ids", "308 evidence ids are not course passage ids"),
-        ("strings_skipped", "skipped", "is a string, not an object"),
+        ("strings_skipped", "skipped", "a string, not an object"),
     ],
 )
 def test_each_oddity_is_named(splits, shape, code, said):
@@ -68,7 +68,7 @@ def test_more_than_six_costs_what_cutting_to_six_gives(splits):
     value = odd_shapes(dev, splits["train"])["sixteen"]
     cut = {cid: {**e, "evidences": e["evidences"][:6]} for cid, e in value.items()}
     cost = course_rules(cut, dev)[0] - course_rules(value, dev)[0]
-    assert f"the file's F would be {cost:+.4f}" in codes(value, splits)["over_six"]["text"]
+    assert f"the file's F would change by {cost:+.4f}" in codes(value, splits)["over_six"]["text"]
 
 
 def test_a_file_named_dev_holding_test_claims_is_scored_as_test_and_says_so(splits):

@@ -9,7 +9,6 @@ import click
 
 from claimtrace.cli.options import (
     ANY_SPLIT,
-    LABELLED_SPLIT,
     data_dir,
     open_build,
     print_json,
@@ -17,8 +16,9 @@ from claimtrace.cli.options import (
     workdir_option,
 )
 from claimtrace.data.files import parse_claims
-from claimtrace.errors import Missing
-from claimtrace.evaluation.scorer import evaluate, evaluate_file
+from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.audit import report_path
+from claimtrace.evaluation.scorer import evaluate
 from claimtrace.evaluation.significance import figures_of, labels_paired
 from claimtrace.evaluation.statistics import wilson
 from claimtrace.lib import store
@@ -36,12 +36,15 @@ from claimtrace.lib import store
 @workdir_option(
     "The build to report on when no --predictions is given (default: $CLAIMTRACE_WORKDIR, else ./work/demo)."
 )
-@split_option(LABELLED_SPLIT, "The labelled claims to score against.")
 @click.option(
-    "--skip-missing",
-    is_flag=True,
-    help="With --predictions: leave out gold claims without a prediction, as the course's eval.py does "
-    "(default: error).",
+    "--split",
+    type=ANY_SPLIT,
+    default=None,
+    help="The claims to score against (default: with --predictions, the split the file's claims belong to; "
+    "for a build, dev).",
+)
+@click.option(
+    "--skip-missing", is_flag=True, hidden=True, help="Kept for old scripts: the course's rule is the default."
 )
 @click.option(
     "--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label."
@@ -52,27 +55,45 @@ def evaluate_command(
     ctx: click.Context,
     predictions: str | None,
     workdir: str,
-    split: str,
+    split: str | None,
     skip_missing: bool,
     per_claim: bool,
     as_json: bool,
 ) -> None:
-    """Score predictions: evidence F, label accuracy A, harmonic mean (the course's eval.py).
+    """Score predictions: evidence F, label accuracy A, harmonic mean, as the course's eval.py does.
 
-    With --predictions, that file. Without, the build in --workdir: its own predictions (retrieved
-    evidence, notebook protocol), its fallback share and per-variant F table, and the classifier's
-    accuracy and confusion for {gold, retrieved} x {alone, notebook}."""
+    With --predictions, that file, scored against the split its claims belong to, with the
+    course's rules (a claim the file leaves out, or whose entry lacks claim_label or evidences,
+    is skipped; an id repeated in a list counts twice in the precision; claims of other splits
+    are ignored); the strict score beside it (every claim counted) and an audit of what is odd in
+    the file. Without, the build in --workdir: its own predictions (retrieved evidence, notebook
+    protocol), its fallback share and per-variant F table, and the classifier's accuracy and
+    confusion for {gold, retrieved} x {alone, notebook}."""
 
     if predictions is None:
-        for flag, given in (("--skip-missing", skip_missing), ("--per-claim", per_claim)):
-            if given:
-                raise click.UsageError(f"{flag} applies to --predictions FILE, not to a build's report")
-        _evaluate_build(open_build(ctx, workdir), split, as_json)
+        if per_claim:
+            raise click.UsageError("--per-claim applies to --predictions FILE, not to a build's report")
+        if split == "test":
+            raise click.UsageError("the test claims are unlabelled: a build's report is of dev or train")
+        _evaluate_build(open_build(ctx, workdir), split or "dev", as_json)
         return
-    result = evaluate_file(predictions, split, data_dir(ctx), skip_missing=skip_missing)
+    report = report_path(predictions, data_dir(ctx), split)
+    if report.scored is None:
+        for finding in report.findings:
+            click.echo(f"audit: {finding.text}", err=True)
+        raise DataError(
+            f"{predictions}: its claims are {report.found.split} claims, which are unlabelled: there is nothing "
+            "to score (claimtrace compare shows its agreement with the notebook's pipeline)"
+        )
+    _echo_file_report(predictions, report, per_claim, as_json)
+
+
+def _echo_file_report(predictions: str, report, per_claim: bool, as_json: bool) -> None:
+    """A scored file: the course's three lines, the strict score, the intervals, the audit."""
+    result = report.scored.course
     intervals = figures_of(result)
     if as_json:
-        out = {"predictions": predictions, "split": split, **result.summary(), "intervals": intervals}
+        out = {"predictions": predictions, **report.to_dict(), "intervals": intervals}
         if per_claim:
             out["per_claim"] = result.per_claim
         print_json(out)
@@ -86,11 +107,18 @@ def evaluate_command(
     click.echo(f"Evidence Retrieval F-score (F)    = {result.F}")
     click.echo(f"Claim Classification Accuracy (A) = {result.A}")
     click.echo(f"Harmonic Mean of F and A          = {result.HM}")
+    strict = report.scored.strict
+    click.echo(
+        f"scored against {report.found.split}: {result.claims} of {strict.claims} claims, as the course's eval.py does"
+    )
+    if report.scored.summary()["strict_note"]:
+        click.echo(
+            f"strict score (every claim counted): F = {strict.F:.4f}, A = {strict.A:.4f}, HM = {strict.HM:.4f}; "
+            f"{report.scored.summary()['strict_note']}"
+        )
     _echo_intervals(intervals)
-    if result.skipped:
-        click.echo(f"({len(result.skipped)} gold claims had no prediction and were skipped)", err=True)
-    if result.extra:
-        click.echo(f"({len(result.extra)} predicted claims are not {split} claims and were ignored)", err=True)
+    for finding in report.findings:
+        click.echo(f"audit: {finding.text}")
 
 
 def _evaluate_build(build, split: str, as_json: bool) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from claimtrace import constants as C
+from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
-from claimtrace.evaluation.scorer import evidence_f
+from claimtrace.evaluation.scorer import evidence_f, predictions_bytes
 from claimtrace.evaluation.submission import (
     Found,
     Scored,
@@ -60,6 +61,10 @@ def _named(ids) -> str:
     ids = list(ids)
     shown = ", ".join(ids[:SHOWN])
     return shown + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _finding(code: str, ids, text: str, count: int | None = None) -> Finding:
@@ -127,7 +132,7 @@ def _split_findings(read: Submission, context: Context) -> list[Finding]:
             out.append(_finding("other_split", ids, f"{count} claims of {split}: ignored by the course's scorer"))
     unknown = [cid for cid in read.raw if not any(cid in claims for claims in context.splits.values())]
     if unknown and found.renamed is None:
-        out.append(_finding("unknown_ids", unknown, f"{len(unknown)} ids are no course claim's: ignored"))
+        out.append(_finding("unknown_ids", unknown, f"{_count(len(unknown), 'id')} of no course claim: ignored"))
     return out
 
 
@@ -146,7 +151,7 @@ def _coverage_findings(read: Submission, context: Context) -> list[Finding]:
     skipped = [cid for cid in gold if cid in read.skipped]
     if skipped:
         reasons = Counter(read.skipped[cid] for cid in skipped)
-        said = "; ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+        said = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common())
         out.append(_finding("skipped", skipped, f"{len(skipped)} entries skipped by the course's scorer: {said}"))
     return out
 
@@ -181,13 +186,13 @@ def _list_findings(read: Submission, context: Context) -> list[Finding]:
     repeated = [cid for cid, claim in scored.items() if len(set(claim.evidences)) < len(claim.evidences)]
     if repeated:
         cost = _f_cost(scored, gold, lambda ids: tuple(dict.fromkeys(ids))) if labelled else None
-        said = "" if cost is None else f"; without the repeats the file's F would be {cost:+.4f}"
+        said = "" if cost is None else f"; they cost {cost:.4f} of the file's F (the same lists without repeats)"
         out.append(_finding("repeated_ids", repeated, f"ids repeated in a list, each counted in the precision{said}"))
     long = [cid for cid, claim in scored.items() if len(claim.evidences) > C.MAX_EVIDENCES]
     if long:
         most = max(len(scored[cid].evidences) for cid in long)
         cost = _f_cost(scored, gold, lambda ids: ids[: C.MAX_EVIDENCES]) if labelled else None
-        said = "" if cost is None else f"; cut to the first {C.MAX_EVIDENCES}, the file's F would be {cost:+.4f}"
+        said = "" if cost is None else f"; cut to the first {C.MAX_EVIDENCES}, the file's F would change by {cost:+.4f}"
         out.append(
             _finding(
                 "over_six",
@@ -364,3 +369,22 @@ def report_file(
     scored = score_of_record(read, gold, found.split) if _labelled(gold) else None
     findings = audit(read, Context(found, splits, baseline, stopwords))
     return FileReport(read, found, scored, findings)
+
+
+def course_context(data_dir) -> dict:
+    """What a file is read against, from the data folder: every split's claims, the course
+    baseline file's evidences and the stopwords (``report_file``'s keyword arguments)."""
+    splits = {split: data_layer.load_claims(split, data_dir) for split in ("dev", "test", "train")}
+    baseline_path = data_layer.course_file(Path(data_dir), "baseline")
+    baseline = None
+    if baseline_path.is_file():
+        raw = data_layer.json_from_bytes(baseline_path.read_bytes(), str(baseline_path))
+        baseline = {cid: tuple(entry.get("evidences") or ()) for cid, entry in raw.items() if isinstance(entry, dict)}
+    return {"splits": splits, "baseline": baseline, "stopwords": data_layer.load_stopwords(data_dir)}
+
+
+def report_path(path, data_dir, split: str | None = None) -> FileReport:
+    """:func:`report_file` of a predictions file on disk (refused, naming it, when missing, over
+    the size cap or not JSON)."""
+    value = data_layer.json_from_bytes(predictions_bytes(path), str(path))
+    return report_file(value, str(path), split=split, **course_context(data_dir))

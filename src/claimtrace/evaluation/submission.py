@@ -79,7 +79,7 @@ def _read_entry(read: Submission, claim_id: str, body: object) -> None:
     if isinstance(body, dict):
         lacking = [key for key in KEYS if key not in body]
         if lacking:
-            read.skipped[claim_id] = f"lacks {' and '.join(lacking)}"
+            read.skipped[claim_id] = f"lacking {' and '.join(lacking)}"
             return
         evidences, problem = _evidences(body["evidences"])
         if problem:
@@ -91,7 +91,7 @@ def _read_entry(read: Submission, claim_id: str, body: object) -> None:
         if all(key in body for key in KEYS):  # the scorer then indexes it by a key, and fails
             read.fails[claim_id] = f"is {_kind(body)} naming {' and '.join(KEYS)}"
         else:
-            read.skipped[claim_id] = f"is {_kind(body)}, not an object"
+            read.skipped[claim_id] = f"{_kind(body)}, not an object"
     else:  # "claim_label" in 5: the scorer fails
         read.fails[claim_id] = f"is {_kind(body)}"
 
