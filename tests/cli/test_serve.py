@@ -78,9 +78,9 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
 
 def test_serve_refuses_a_bad_predictions_file_before_serving(demo_build, data_dir, tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"claim-752": {"claim_label": "MAYBE", "evidences": []}}', encoding="utf-8")
+    bad.write_text('{"claim-752": 5}', encoding="utf-8")  # what the course's scorer fails on
     done = CliRunner().invoke(
         main, ["--data", str(data_dir), "serve", "--workdir", str(demo_build.root), "--predictions", str(bad)]
     )
     assert done.exit_code == 2
-    assert f"{bad}: claim 'claim-752' has claim_label" in done.output
+    assert f"{bad}: claim 'claim-752' is a number: the course's scorer fails on it" in done.output

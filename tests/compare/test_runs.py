@@ -9,7 +9,7 @@ import pytest
 from claimtrace.compare.runs import compare, explained_wins, load_run, pipeline_found_gold, read_run
 from claimtrace.data import files as data
 from claimtrace.data.files import DataError
-from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES, evaluate_file
+from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +24,14 @@ def dev_claims(demo_build):
 
 @pytest.fixture(scope="module")
 def baseline_report(demo_build, baseline_path, dev_claims):
-    run = load_run(baseline_path, "course baseline", dev_claims, "dev")
+    run = load_run(baseline_path, "course baseline", {"dev": dev_claims}, "dev")
     return compare(demo_build, [run], "dev")
 
 
 def test_scores_equal_evaluate(baseline_report, baseline_path, data_dir):
-    expected = evaluate_file(baseline_path, "dev", data_dir)
+    from claimtrace.evaluation.audit import report_path
+
+    expected = report_path(baseline_path, data_dir).scored.course
     (run,) = baseline_report["runs"]
     assert (run["F"], run["A"], run["HM"], run["claims"]) == (expected.F, expected.A, expected.HM, 154)
     # the course's published figures for its baseline
@@ -44,7 +46,7 @@ def test_scores_equal_evaluate(baseline_report, baseline_path, data_dir):
 def test_the_builds_own_export_reproduces_its_row_and_differs_nowhere(demo_build, dev_claims, tmp_path):
     path = tmp_path / "notebook.json"
     path.write_text(json.dumps(demo_build.course_predictions("dev")), encoding="utf-8")
-    report = compare(demo_build, [load_run(path, "export", dev_claims, "dev")], "dev")
+    report = compare(demo_build, [load_run(path, "export", {"dev": dev_claims}, "dev")], "dev")
     (run,) = report["runs"]
     row = next(r for r in demo_build.scoreboard()["rows"] if r["name"] == "notebook+notebook+notebook")
     assert (run["F"], run["A"], run["HM"]) == (row["F"], row["A"], row["HM"])
@@ -108,7 +110,10 @@ def test_several_runs_make_a_leaderboard(demo_build, baseline_path, dev_claims, 
         json.dumps({c.id: {"claim_label": c.label, "evidences": list(c.evidences)} for c in dev_claims.values()}),
         encoding="utf-8",
     )
-    runs = [load_run(baseline_path, "baseline", dev_claims, "dev"), load_run(gold, "oracle", dev_claims, "dev")]
+    runs = [
+        load_run(baseline_path, "baseline", {"dev": dev_claims}, "dev"),
+        load_run(gold, "oracle", {"dev": dev_claims}, "dev"),
+    ]
     report = compare(demo_build, runs, "dev", passages=False)
     assert report["leaderboard"] == ["oracle", "baseline"]
     assert report["nobody_right"] == []
@@ -123,7 +128,7 @@ def test_test_split_reports_agreement_not_scores(demo_build, tmp_path):
     path = tmp_path / "test.json"
     path.write_text(json.dumps(demo_build.course_predictions("test")), encoding="utf-8")
     claims = demo_build.claims("test")
-    report = compare(demo_build, [load_run(path, "export", claims, "test")], "test")
+    report = compare(demo_build, [load_run(path, "export", {"test": claims}, "test")], "test")
     (run,) = report["runs"]
     assert report["labelled"] is False and run["F"] is None and report["leaderboard"] == []
     assert run["same_label_as_notebook"] == run["claims"] == len(claims)
@@ -139,21 +144,25 @@ def _baseline(data_dir) -> dict:
     return json.loads(data.course_file(data_dir, "baseline").read_text(encoding="utf-8"))
 
 
-def test_a_missing_claim_is_scored_as_eval_py_with_skip_missing(demo_build, data_dir, dev_claims, tmp_path):
+def test_a_missing_claim_is_scored_as_eval_py(demo_build, data_dir, dev_claims, tmp_path):
+    from claimtrace.evaluation.audit import report_path
+
     raw = _baseline(data_dir)
     first = sorted(raw)[0]
     del raw[first]
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    run = load_run(path, None, dev_claims, "dev", skip_missing=True)
+    run = load_run(path, None, {"dev": dev_claims}, "dev")
     (summary,) = compare(demo_build, [run], "dev", passages=False)["runs"]
-    expected = evaluate_file(path, "dev", data_dir, skip_missing=True)
+    expected = report_path(path, data_dir).scored
     assert (summary["F"], summary["A"], summary["HM"], summary["claims"]) == (
-        expected.F,
-        expected.A,
-        expected.HM,
+        expected.course.F,
+        expected.course.A,
+        expected.course.HM,
         153,
     )
+    assert summary["strict"] == {key: getattr(expected.strict, key) for key in ("F", "A", "HM", "claims")}
+    assert summary["strict_note"].startswith("skipping 1 claim raised")
     assert run.missing == (first,)
 
 
@@ -162,6 +171,6 @@ def test_a_file_over_the_cap_is_refused_before_it_is_read(data_dir, dev_claims, 
     with path.open("wb") as out:
         out.truncate(MAX_PREDICTIONS_BYTES + 1)
     with pytest.raises(DataError, match=rf"{path}: 8,388,609 bytes, over the 8 MiB"):
-        load_run(path, None, dev_claims, "dev")
+        load_run(path, None, {"dev": dev_claims}, "dev")
     with pytest.raises(DataError, match=r"upload: 8,388,609 bytes, over the 8 MiB"):
-        read_run(b" " * (MAX_PREDICTIONS_BYTES + 1), "upload", None, dev_claims, "dev")
+        read_run(b" " * (MAX_PREDICTIONS_BYTES + 1), "upload", None, {"dev": dev_claims}, "dev")

@@ -115,12 +115,9 @@ def test_an_upload_is_kept_under_its_digest(client, data_dir):
     "body, status, message",
     [
         (b"{not json", 400, "the uploaded file: not valid JSON"),
-        (b"[1]", 400, "expected a JSON object mapping claim ids to predictions, got list"),
-        (b'{"claim-0": {"claim_label": "SUPPORTS", "evidences": []}}', 400, "claim 'claim-0' is not one of"),
-        (b'{"claim-752": {"claim_label": "TRUE", "evidences": []}}', 400, "claim 'claim-752' has claim_label"),
-        (b'{"claim-752": {"claim_label": "SUPPORTS", "evidences": "e"}}', 400, "evidences is str"),
-        (b'{"claim-752": {"claim_label": "SUPPORTS", "evidences": ["e", "e"]}}', 400, "repeats evidences[0]"),
-        (b'{"claim-752": {"claim_label": "SUPPORTS", "evidences": []}}', 400, "no prediction for 153 of the 154"),
+        (b"[1]", 400, "the course's scorer cannot score it: expected a JSON object mapping claim ids to predictions"),
+        (b'{"claim-x": {"claim_label": "SUPPORTS", "evidences": []}}', 400, "claim 'claim-x' is not a claim of"),
+        (b'{"claim-752": 5}', 400, "claim 'claim-752' is a number: the course's scorer fails on it"),
         (b" " * (MAX_PREDICTIONS_BYTES + 1), 413, "at most 8,388,608"),
     ],
 )
@@ -128,6 +125,22 @@ def test_a_bad_upload_is_a_400_naming_claim_and_field(client, body, status, mess
     answer = client.post("/api/compare", content=body)
     assert answer.status_code == status
     assert message in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "entry, said",
+    [
+        ({"claim_label": "TRUE", "evidences": []}, "labels outside the four: 'TRUE' (1)"),
+        ({"claim_label": "SUPPORTS", "evidences": "e"}, "evidences that are not a list: F 0"),
+        ({"claim_label": "SUPPORTS", "evidences": ["e", "e"]}, "ids repeated in a list"),
+        ({"claim_label": "SUPPORTS", "evidences": []}, "153 of the 154 dev claims are missing"),
+    ],
+)
+def test_an_odd_upload_the_course_scorer_scores_is_compared_and_audited(client, entry, said):
+    answer = client.post("/api/compare", content=json.dumps({"claim-752": entry}).encode())
+    assert answer.status_code == 201, answer.text
+    page = client.get("/" + answer.json()["url"].replace(".html", ".json")).json()
+    assert any(said in finding["text"] for finding in page["run"]["audit"]), page["run"]["audit"]
 
 
 def test_uploads_are_off_in_a_several_process_server(demo_build, data_dir):

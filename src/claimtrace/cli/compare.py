@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import click
 
-from claimtrace.cli.options import ANY_SPLIT, open_build, print_json, split_option, workdir_option
+from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, print_json, workdir_option
 from claimtrace.errors import DataError
+
+#: The splits in the order a tie between them is settled.
+PREFERRED = ("dev", "test", "train")
 
 
 @click.command("compare")
@@ -15,19 +18,28 @@ from claimtrace.errors import DataError
     "predictions",
     type=click.Path(dir_okay=False),
     multiple=True,
-    required=True,
-    help="A predictions file in the course's shape {claim_id: {claim_label, evidences}}; repeat it for "
-    "several runs (a class).",
+    help="A predictions file in the course's shape {claim_id: {claim_label, evidences}}; repeat it for several runs.",
+)
+@click.option(
+    "--class",
+    "class_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="A folder of predictions files (every *.json in it, each named by its file name): a class at once. "
+    "A file the course's scorer cannot score, or of another split, is set aside with a line saying why.",
 )
 @click.option(
     "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
 )
 @workdir_option()
-@split_option(ANY_SPLIT)
 @click.option(
-    "--skip-missing",
-    is_flag=True,
-    help="Leave out claims a file has no prediction for, as the course's eval.py does (default: error).",
+    "--split",
+    type=ANY_SPLIT,
+    default=None,
+    help="The claims to compare on (default: the split most files' claims belong to).",
+)
+@click.option(
+    "--skip-missing", is_flag=True, hidden=True, help="Kept for old scripts: the course's rule is the default."
 )
 @click.option("--claim", "claim_id", default=None, help="Also print every passage each run named for this claim.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole comparison as JSON.")
@@ -35,33 +47,72 @@ from claimtrace.errors import DataError
 def compare_command(
     ctx: click.Context,
     predictions: tuple[str, ...],
+    class_dir: str | None,
     names: tuple[str, ...],
     workdir: str,
-    split: str,
+    split: str | None,
     skip_missing: bool,
     claim_id: str | None,
     as_json: bool,
 ) -> None:
     """Your system beside the notebook's: each predictions file scored as `claimtrace evaluate
-    --predictions` scores it, beside the build's scoreboard and the course's Table 2, then claim
-    by claim, with the notebook retrieval's view of every passage the file named."""
-    from claimtrace.compare.runs import compare, load_run
+    --predictions` scores it (the course's number, the strict one beside it, an audit of what is
+    odd in the file), beside the build's scoreboard and the course's Table 2, then claim by claim,
+    with the notebook retrieval's view of every passage the file named."""
+    from claimtrace.compare.runs import compare
 
     if len(names) > len(predictions):
         raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
+    if not predictions and class_dir is None:
+        raise click.UsageError("give --predictions FILE (repeatable) or --class DIR")
     build = open_build(ctx, workdir)
+    runs, set_aside = _read_runs(ctx, predictions, names, class_dir, split)
+    split = runs[0].split
     claims = build.claims(split)
-    runs = [
-        load_run(path, names[i] if i < len(names) else None, claims, split, skip_missing)
-        for i, path in enumerate(predictions)
-    ]
     if claim_id is not None and claim_id not in claims:
         raise DataError(f"--claim {claim_id}: not a {split} claim")
     report = compare(build, runs, split)
+    report["set_aside"] = set_aside
     if as_json:
         print_json(report)
         return
+    for line in set_aside:
+        click.echo(f"set aside: {line['file']}: {line['why']}", err=True)
     _echo_comparison(report, claim_id)
+
+
+def _read_runs(ctx, predictions, names, class_dir, split) -> tuple[list, list[dict]]:
+    """Every file read as the course's scorer reads it, in the split asked for or the one most
+    files are of; the others set aside with why (a class), or refused (files named one by one)."""
+    from pathlib import Path
+
+    from claimtrace.compare.runs import load_run
+    from claimtrace.evaluation.audit import course_context
+
+    context = course_context(data_dir(ctx))
+    splits = context.pop("splits")
+    files = [(path, names[i] if i < len(names) else None) for i, path in enumerate(predictions)]
+    if class_dir is not None:
+        folder = Path(class_dir)
+        if not folder.is_dir():
+            raise DataError(f"{folder}: no such folder")
+        files += [(str(path), None) for path in sorted(folder.glob("*.json"))]
+    runs, set_aside = [], []
+    for path, name in files:
+        try:
+            runs.append(load_run(path, name, splits, split, **context))
+        except DataError as err:
+            if class_dir is None:
+                raise
+            set_aside.append({"file": path, "why": str(err)})
+    if not runs:
+        raise DataError(f"{class_dir}: no predictions file the course's scorer can score")
+    chosen = split or max(PREFERRED, key=lambda s: sum(run.split == s for run in runs))  # ties: dev first
+    for run in [run for run in runs if run.split != chosen]:
+        if class_dir is None:
+            raise DataError(f"{run.name}: holds {run.split} claims, the others {chosen}: compare one split at a time")
+        set_aside.append({"file": run.name, "why": f"holds {run.split} claims (compare them with --split {run.split})"})
+    return [run for run in runs if run.split == chosen], set_aside
 
 
 def _echo_comparison(report: dict, claim_id: str | None) -> None:
@@ -97,6 +148,7 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
             f"with the notebook's on {run['claims_sharing_a_passage_with_notebook']}/{n}, "
             f"with BM25's on {run['claims_sharing_a_passage_with_bm25']}/{n}"
         )
+    _echo_audits(report["runs"])
     if labelled and report["runs"]:
         nobody = report["nobody_right"]
         click.echo(
@@ -113,6 +165,19 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
                     click.echo(f"    - {line}")
     if claim_id is not None:
         _echo_claim(next(r for r in report["claims"] if r["claim_id"] == claim_id))
+
+
+def _echo_audits(runs: list[dict]) -> None:
+    """Each run's strict score where skipping changed it, and its audit, a line per finding."""
+    for run in runs:
+        if run.get("strict_note"):
+            strict = run["strict"]
+            click.echo(
+                f"  {run['name']}: strict score F = {strict['F']:.4f}, A = {strict['A']:.4f}, HM = {strict['HM']:.4f}; "
+                f"{run['strict_note']}"
+            )
+        for finding in run.get("audit", []):
+            click.echo(f"  audit of {run['name']}: {finding['text']}")
 
 
 def _interval(figure: dict) -> str:

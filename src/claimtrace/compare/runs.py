@@ -18,30 +18,26 @@ With several runs (a class): a leaderboard sorted by HM; per claim, how many run
 passage and how many got the label right; the claims no run got right. On test, which is
 unlabelled, each run's agreement with the notebook and with BM25 takes the scores' place.
 
-A missing claim follows ``claimtrace evaluate``'s rule: refused, unless ``skip_missing`` (then
-left out of the averages, as the course's eval.py does). A claim id that is not one of the
-split's is refused: it usually means the file is of another split.
+A file is read as ``claimtrace evaluate`` reads it (:mod:`claimtrace.evaluation.submission`):
+scored by the course's rules (a claim left out, or an entry lacking a key, is skipped; claims of
+other splits are ignored), placed in the split its claims belong to, and audited
+(:mod:`claimtrace.evaluation.audit`); the strict score (every claim counted) stands beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimtrace import course
 from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
-from claimtrace.evaluation.scorer import (
-    Evaluation,
-    check_predictions_size,
-    evaluate,
-    evidence_f,
-    parse_predictions,
-    predictions_bytes,
-)
+from claimtrace.evaluation.audit import report_file
+from claimtrace.evaluation.scorer import Evaluation, check_predictions_size, evaluate, evidence_f, predictions_bytes
+from claimtrace.evaluation.submission import strict_note, strict_score
 from claimtrace.explain.retrieval import RetrievalView
 from claimtrace.workdir.reader import Build
 
@@ -56,7 +52,10 @@ class Run:
     """One system's predictions on one split.
 
     ``digest`` is the sha256 of the file's bytes (its first 16 hex digits name the run on the
-    site: ``/compare/<digest>``); ``missing`` lists the split's claims the file left out.
+    site: ``/compare/<digest>``); ``predictions`` the entries the course's scorer scores (claims
+    of the split, both keys present); ``missing`` the split's claims it does not score (left out
+    of the file, or skipped); ``report`` what reading the file found (:meth:`FileReport.to_dict`
+    without the scores: the split, the claims of each split, the ids matched by text, the audit).
     """
 
     name: str
@@ -64,19 +63,30 @@ class Run:
     split: str
     predictions: dict[str, Claim]
     missing: tuple[str, ...]
+    report: dict = field(default_factory=dict)
+
+    @property
+    def audit(self) -> list[dict]:
+        return self.report.get("audit", [])
 
 
 def read_run(
-    raw: bytes, source: str, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
+    raw: bytes,
+    source: str,
+    name: str | None,
+    splits: Mapping[str, Mapping[str, Claim]],
+    split: str | None = None,
+    **context,
 ) -> Run:
-    """A run from a file's bytes, checked against the split's ``claims``.
+    """A run from a file's bytes, read as the course's scorer reads it and placed in the split
+    its claims belong to (or ``split``).
 
-    Raises DataError naming ``source`` (and the claim and field) for anything that is not the
-    course's shape, over the size cap, or names an unknown claim; and for a missing claim
-    unless ``skip_missing``.
+    Raises DataError naming ``source`` only for what the course's scorer cannot score (over the
+    size cap, not JSON, not an object, an entry its code fails on), or when no split holds the
+    file's claims. ``context``: the course baseline's evidences and the stopwords, for the audit.
     """
     check_predictions_size(len(raw), source)
-    return run_from_json(json_from_bytes(raw, source), raw, source, name, claims, split, skip_missing)
+    return run_from_json(json_from_bytes(raw, source), raw, source, name, splits, split, **context)
 
 
 def run_from_json(
@@ -84,28 +94,29 @@ def run_from_json(
     raw: bytes,
     source: str,
     name: str | None,
-    claims: Mapping[str, Claim],
-    split: str,
-    skip_missing: bool = False,
+    splits: Mapping[str, Mapping[str, Claim]],
+    split: str | None = None,
+    **context,
 ) -> Run:
     """:func:`read_run` of a file already parsed (``value``; ``raw`` its bytes, for the digest)."""
-    predictions = parse_predictions(value, source, known=claims)
-    missing = tuple(cid for cid in claims if cid not in predictions)
-    if missing and not skip_missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise DataError(
-            f"{source}: no prediction for {len(missing)} of the {len(claims)} {split} claims ({shown}); "
-            "--skip-missing leaves them out of the averages, as the course's eval.py does"
-        )
+    report = report_file(value, source, splits, split, **context)
+    gold = splits[report.found.split]
+    predictions = {cid: claim for cid, claim in report.read.entries.items() if cid in gold}
+    missing = tuple(cid for cid in gold if cid not in predictions)
     digest = hashlib.sha256(raw).hexdigest()[:16]
-    return Run(name or Path(source).stem, digest, split, predictions, missing)
+    found = {key: value for key, value in report.to_dict().items() if key in REPORT_KEYS}
+    return Run(name or Path(source).stem, digest, report.found.split, predictions, missing, found)
+
+
+#: What a run keeps of its file's report (its scores are computed in :func:`compare`).
+REPORT_KEYS = ("split", "claims_by_split", "matched_by_text", "audit")
 
 
 def load_run(
-    path: str | Path, name: str | None, claims: Mapping[str, Claim], split: str, skip_missing: bool = False
+    path: str | Path, name: str | None, splits: Mapping[str, Mapping[str, Claim]], split: str | None = None, **context
 ) -> Run:
     """:func:`read_run` of a file (refused before it is read when over the size cap)."""
-    return read_run(predictions_bytes(path), str(path), name, claims, split, skip_missing)
+    return read_run(predictions_bytes(path), str(path), name, splits, split, **context)
 
 
 def _unique_names(runs: Sequence[Run]) -> None:
@@ -159,7 +170,7 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
         if labelled
         else {}
     )
-    summaries = [_run_summary(run, results.get(run.name), rows) for run in runs]
+    summaries = [_run_summary(run, results.get(run.name), rows, claims) for run in runs]
     out = {
         "split": split,
         "labelled": labelled,
@@ -268,7 +279,7 @@ def _shared(passage: dict) -> str:
     return f" (it shares {passage['shared']} of its {len(passage['tags'])} tags with the claim)"
 
 
-def _run_summary(run: Run, result: Evaluation | None, rows: list[dict]) -> dict:
+def _run_summary(run: Run, result: Evaluation | None, rows: list[dict], claims: Mapping[str, Claim]) -> dict:
     """A run's agreement with the build's pipeline and, on a labelled split (``result``: the
     course scorer's, computed once in :func:`compare`), its course scores."""
     answered = [r["runs"][run.name] for r in rows if r["runs"][run.name] is not None]
@@ -284,8 +295,12 @@ def _run_summary(run: Run, result: Evaluation | None, rows: list[dict]) -> dict:
         "A": None,
         "HM": None,
     }
+    summary["audit"] = run.audit
     if result is not None:
         summary.update({"F": result.F, "A": result.A, "HM": result.HM})
+        strict = strict_score(run.predictions, claims, run.name)
+        summary["strict"] = {"F": strict.F, "A": strict.A, "HM": strict.HM, "claims": strict.claims}
+        summary["strict_note"] = strict_note(result, strict)
         summary["found_gold"] = sum(bool(e["found_gold"]) for e in answered)
         summary["right"] = sum(bool(e["correct"]) for e in answered)
     return summary

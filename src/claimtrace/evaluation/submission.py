@@ -209,9 +209,13 @@ def score_of_record(read: Submission, gold: Mapping[str, Claim], split: str) -> 
     scored = {cid: claim for cid, claim in read.entries.items() if cid in gold}
     course_score = evaluate(scored, gold, source=read.source, skip_missing=True)
     course_score.extra = sorted(set(read.raw) - set(gold))
+    return Scored(course_score, strict_score(scored, gold, read.source), split)
+
+
+def strict_score(scored: Mapping[str, Claim], gold: Mapping[str, Claim], source: str = "predictions") -> Evaluation:
+    """The strict score: every gold claim counted, one without a scored entry as wrong with F 0."""
     empty = {cid: Claim(cid, "", None, ()) for cid in gold if cid not in scored}
-    strict = evaluate({**scored, **empty}, gold, source=read.source)
-    return Scored(course_score, strict, split)
+    return evaluate({**scored, **empty}, gold, source=source)
 
 
 def strict_note(course_score: Evaluation, strict: Evaluation) -> str | None:

@@ -24,6 +24,7 @@ from claimtrace.compare.runs import (
     run_from_json,
     scoreboard_rows,
 )
+from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
@@ -31,17 +32,8 @@ from claimtrace.workdir.reader import Build
 
 #: Uploaded runs kept in memory at once (each is a few tens of KB).
 MAX_UPLOADS = 32
-#: The splits a run may be of, tried in this order (the split holding the file's first claim).
+#: The splits a run may be of on the site (a file's split is found from its claims).
 RUN_SPLITS = ("dev", "test")
-
-
-def run_split(build: Build, first_claim: str | None) -> str:
-    """The split whose claims include ``first_claim`` (dev when none does: its checks then name
-    the unknown id)."""
-    for split in RUN_SPLITS:
-        if first_claim in build.claims(split):
-            return split
-    return "dev"
 
 
 class Runs:
@@ -72,9 +64,10 @@ class Runs:
         ``source``, the claim and the field for anything the command line would refuse."""
         check_predictions_size(len(raw), source)
         value = json_from_bytes(raw, source)
-        first = next(iter(value), None) if isinstance(value, dict) else None
-        split = run_split(self.build, first)
-        return run_from_json(value, raw, source, name, self.build.claims(split), split)
+        run = run_from_json(value, raw, source, name, {split: self.build.claims(split) for split in SPLITS})
+        if run.split not in RUN_SPLITS:
+            raise DataError(f"{source}: holds {run.split} claims; the site compares {' and '.join(RUN_SPLITS)} files")
+        return run
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
         """Add a run from a file given at start (it stays while the server runs)."""
@@ -196,7 +189,7 @@ def with_runs(runs: Runs, explore: dict) -> dict:
 
 
 def _rest(run: Run) -> tuple:
-    return run.digest, run.split, run.predictions, run.missing
+    return run.digest, run.split, run.predictions, run.missing, run.report
 
 
 def _claim_line(row: dict, name: str) -> dict:
