@@ -388,7 +388,7 @@ def class_intervals(statistics: dict, summaries: list[dict]) -> dict:
         "method": method_text(
             statistics["method"],
             statistics["figures"][dev[0]["digest"]]["A"]["n"],
-            f"over all {len(statistics['pairs'])} pairs of dev runs (and, against each baseline, over the dev runs)",
+            f"over every pair of dev runs ({len(statistics['pairs'])}) and, against each baseline, over the dev runs",
         ),
         "told_apart": told_apart_words(len(dev), len(statistics["pairs"]), differ, statistics["method"]),
     }
@@ -396,10 +396,13 @@ def class_intervals(statistics: dict, summaries: list[dict]) -> dict:
 
 def told_apart_words(runs: int, pairs: int, differ: int, method: dict) -> str:
     """How many pairs of dev runs differ in HM by more than chance, of how many."""
+    test = f"paired bootstrap, {method['resamples']:,} resamples, seed {method['seed']}"
     if pairs == 0:
         return f"{runs} dev run: no pair of runs to compare."
+    if pairs == 1:
+        verdict = "differ in HM by more than chance" if differ else "cannot be told apart in HM"
+        return f"The two dev runs {verdict} ({test}; one pair, so Holm’s correction changes nothing)."
     return (
-        f"Of the {pairs} pair{'s' if pairs != 1 else ''} of dev runs, {differ} differ{'s' if differ == 1 else ''} "
-        f"in HM by more than chance (paired bootstrap, {method['resamples']:,} resamples, seed {method['seed']}; "
-        f"Holm-corrected over all {pairs} pair{'s' if pairs != 1 else ''})."
+        f"Of the {pairs} pairs of dev runs, {differ} differ{'s' if differ == 1 else ''} in HM by more than "
+        f"chance ({test}; Holm-corrected over all {pairs} pairs)."
     )
