@@ -51,3 +51,20 @@ def test_systems_on_other_claims_are_refused():
     other = S.PerClaim(GOLD[::-1], one.predicted, one.f, one.right)
     with pytest.raises(ValueError, match="same claims"):
         significance.against_reference({"a": one, "b": other}, "a")
+
+
+def test_one_resampling_for_runs_and_references_gives_each_comparison_s_bits():
+    """compared_together: one set of resamples gives what against_reference (one reference at a
+    time) and every_pair (the runs alone) give, to the bit."""
+    runs = {name: _system(share, 0.3, seed) for name, share, seed in (("a", 0.4, 4), ("b", 0.5, 5), ("c", 0.7, 6))}
+    refs = {"notebook": _system(0.3, 0.1, 1), "always": _system(0.44, 0.1, 7)}
+    together = significance.compared_together({**runs, **refs}, list(refs), resamples=500)
+    assert list(together["figures"]) == [*runs, *refs]
+    for reference in refs:
+        alone = significance.against_reference({**runs, reference: refs[reference]}, reference, resamples=500)
+        for name in runs:
+            assert repr(together["paired"][name][reference]) == repr(alone["paired"][name])
+        assert repr(together["figures"][reference]) == repr(alone["figures"][reference])
+    assert repr(together["pairs"]) == repr(significance.every_pair(runs, resamples=500))
+    single = significance.compared_together({"a": runs["a"], **refs}, list(refs), resamples=500)
+    assert single["pairs"] == [] and set(single["paired"]) == {"a"}

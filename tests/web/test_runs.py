@@ -10,6 +10,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from markupsafe import escape
 
 from claimtrace.cli.main import main
 from claimtrace.compare.runs import compare
@@ -60,7 +61,8 @@ def test_the_compare_page_scores_the_run_as_evaluate_does(client, baseline_path,
     )
     assert [r["name"] for r in index["scoreboard"]][0] == "notebook+notebook+notebook"
     page = client.get(f"/compare/{digest}.json").json()
-    assert {**page["run"], "split": "dev"} == run
+    assert {**page["run"], "split": "dev"} == {k: v for k, v in run.items() if k not in ("intervals", "next")}
+    assert run["intervals"]["HM"] == page["statistics"]["figures"][BASELINE]["HM"]
     assert len(page["claims"]) == 154
     html = client.get(f"/compare/{digest}.html")
     assert html.status_code == 200 and "0.3441" in html.text
@@ -141,6 +143,11 @@ def test_an_odd_upload_the_course_scorer_scores_is_compared_and_audited(client, 
     assert answer.status_code == 201, answer.text
     page = client.get("/" + answer.json()["url"].replace(".html", ".json")).json()
     assert any(said in finding["text"] for finding in page["run"]["audit"]), page["run"]["audit"]
+    html = client.get("/" + answer.json()["url"]).text
+    codes = [finding["code"] for finding in page["run"]["audit"]]
+    assert "What is odd in this file" in html and all(f'data-code="{code}"' in html for code in codes)
+    index = client.get("/compare/index.html").text
+    assert f"compare/{answer.json()['digest']}.html#audit" in index
 
 
 def test_uploads_are_off_in_a_several_process_server(demo_build, data_dir):
@@ -151,6 +158,155 @@ def test_uploads_are_off_in_a_several_process_server(demo_build, data_dir):
     with TestClient(create_app(tracer=tracer)) as client:
         answer = client.post("/api/compare", content=data.course_file(data_dir, "baseline").read_bytes())
     assert answer.status_code == 400 and "several processes" in answer.json()["error"]
+
+
+# --- intervals and paired tests ----------------------------------------------------------------
+
+
+def _cli_compare(data_dir, demo_build, path, name=None) -> dict:
+    args = ["--data", str(data_dir), "compare", "--predictions", str(path)] + (["--name", name] if name else [])
+    done = CliRunner().invoke(main, args + ["--workdir", str(demo_build.root), "--json"])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+def test_the_page_s_figures_are_the_command_line_s_statistics(client, demo_build, data_dir, baseline_path, digest):
+    expected = _cli_compare(data_dir, demo_build, baseline_path, BASELINE)["statistics"]
+    page = client.get(f"/compare/{digest}.json").json()
+    assert page["statistics"] == expected
+    iv = page["intervals"]
+    assert [f["key"] for f in iv["figures"]] == list(expected["figures"])
+    for row in iv["figures"]:
+        for metric in ("F", "A", "HM", "macro_f1"):
+            assert row[metric] == expected["figures"][row["key"]][metric]
+    assert [d["key"] for d in iv["against"]] == list(expected["paired"][BASELINE])
+    for row in iv["against"]:
+        comparison = expected["paired"][BASELINE][row["key"]]
+        assert row["HM"] == comparison["HM"]
+        assert (row["A"]["estimate"], row["A"]["p_holm"], row["A"]["verdict"]) == (
+            comparison["A"]["estimate"],
+            comparison["p_holm"],
+            comparison["verdict"],
+        )
+    assert "10,000 resamples, seed 2024" in iv["method"] and "Wilson" in iv["method"] and "Holm" in iv["method"]
+
+
+def test_the_words_follow_the_verdict(client, digest):
+    page = client.get(f"/compare/{digest}.json").json()
+    html = client.get(f"/compare/{digest}.html").text
+    for row in page["intervals"]["against"]:
+        hm, sentence = row["HM"], row["sentence"]
+        if hm["verdict"] == "more than chance":
+            assert sentence.endswith(": more than chance."), sentence
+        else:
+            assert sentence.endswith(": the two cannot be told apart."), sentence
+        side = "higher than" if hm["estimate"] > 0 else "lower than" if hm["estimate"] < 0 else "the same as"
+        assert side in sentence and f"{hm['lower']:+.3f} to {hm['upper']:+.3f}" in sentence
+        assert "Holm-corrected" in sentence
+        assert escape(sentence) in html
+    # the course's baseline file against itself: no difference, and the page says it cannot tell
+    itself = next(r for r in page["intervals"]["against"] if r["key"] == "baseline:course-file")
+    assert itself["HM"]["estimate"] == 0.0 and itself["sentence"].endswith("cannot be told apart.")
+    assert page["intervals"]["same_a"] is None  # 54 right, always SUPPORTS 68
+    assert "How sure these scores are" in html and 'class="picture intervals differences"' in html
+
+
+def test_a_run_as_accurate_as_always_supports_is_said_so(demo_build, data_dir, tmp_path):
+    raw = json.loads(data.course_file(data_dir, "baseline").read_text(encoding="utf-8"))
+    for claim in raw.values():
+        claim["claim_label"] = "SUPPORTS"
+    path = tmp_path / "supports.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    runs = Tracer(demo_build).runs
+    page = runs.report(runs.give(path, "supports"))
+    same = page["intervals"]["same_a"]
+    supports = page["statistics"]["figures"]["baseline:always-SUPPORTS"]["A"]["successes"]
+    assert same.startswith(f"A equals always answering SUPPORTS: both get {supports} of 154 claims right")
+    assert same.endswith("cannot be told apart).")
+
+
+def test_a_run_s_statistics_are_computed_once(demo_build, baseline_path, monkeypatch):
+    from claimtrace.compare import runs as compare_runs
+
+    calls = []
+    real = compare_runs.run_statistics
+    monkeypatch.setattr(compare_runs, "run_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    runs = Tracer(demo_build).runs
+    run = runs.give(baseline_path, BASELINE)
+    first = runs.report(run)
+    assert runs.report(run) is first and runs.box(run, "claim-752") is not None
+    runs.explore_rows("dev")
+    assert len(calls) == 1 and "statistics" in first
+
+
+def test_a_test_run_has_no_statistics(demo_build, tmp_path):
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(demo_build.course_predictions("test")), encoding="utf-8")
+    runs = Tracer(demo_build).runs
+    page = runs.report(runs.give(path, "test run"))
+    assert "statistics" not in page and "intervals" not in page
+    index = runs.index()
+    assert "statistics" not in index and "intervals" not in index["runs"][0]
+
+
+def test_the_index_ranks_dev_runs_with_intervals_and_neighbours_told_apart(
+    demo_build, baseline_path, data_dir, tmp_path, monkeypatch
+):
+    from claimtrace.web import runs as web_runs
+
+    calls = []
+    real = web_runs.class_statistics
+    monkeypatch.setattr(web_runs, "class_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    runs = Tracer(demo_build).runs
+    runs.give(baseline_path, BASELINE)
+    one = runs.index()
+    assert runs.index()["statistics"] is one["statistics"] and len(calls) == 1  # cached
+    assert one["told_apart"] == "1 dev run: no pair of runs to compare."
+    assert [r["kind"] for r in one["references"]] == ["notebook", "baseline", "baseline", "baseline"]
+    raw = json.loads(baseline_path.read_text(encoding="utf-8"))
+    for claim in list(raw.values())[::2]:
+        claim["claim_label"] = "REFUTES"
+    (tmp_path / "refutes.json").write_text(json.dumps(raw), encoding="utf-8")
+    (tmp_path / "gold.json").write_text(
+        json.dumps(
+            {c.id: {"claim_label": c.label, "evidences": list(c.evidences)} for c in runs.build.claims("dev").values()}
+        ),
+        encoding="utf-8",
+    )
+    runs.give(tmp_path / "refutes.json", "refutes")
+    runs.give(tmp_path / "gold.json", "gold")
+    index = runs.index()  # a run was added: computed again
+    assert len(calls) == 2 and len(index["statistics"]["pairs"]) == 3
+    assert [r["name"] for r in index["runs"]] == ["gold", BASELINE, "refutes"]
+    pairs = {(p["a"], p["b"]): p for p in index["statistics"]["pairs"]}
+    for upper, lower in zip(index["runs"], index["runs"][1:]):
+        assert upper["intervals"]["HM"] == index["statistics"]["figures"][upper["digest"]]["HM"]
+        pair = pairs.get((upper["digest"], lower["digest"]))
+        if pair is not None:
+            assert upper["next"]["HM"] == pair["HM"]
+        else:
+            flipped = pairs[(lower["digest"], upper["digest"])]["HM"]
+            assert upper["next"]["HM"]["estimate"] == -flipped["estimate"]
+            assert (upper["next"]["HM"]["lower"], upper["next"]["HM"]["upper"]) == (
+                -flipped["upper"],
+                -flipped["lower"],
+            )
+            assert upper["next"]["HM"]["verdict"] == flipped["verdict"]
+    assert "next" not in index["runs"][-1]
+    differ = sum(p["HM"]["verdict"] == "more than chance" for p in pairs.values())
+    assert index["told_apart"].startswith(f"Of the 3 pairs of dev runs, {differ} differ")
+    assert "Holm-corrected over all 3 pairs" in index["told_apart"]
+    # the class's figures are the run pages' (the same resamples), and the pairs are every_pair's
+    for run in runs.all():
+        assert index["statistics"]["figures"][run.digest] == runs.report(run)["statistics"]["figures"][run.name]
+
+
+def test_the_index_json_carries_the_statistics(client):
+    index = client.get("/compare/index.json").json()
+    assert index["statistics"]["method"]["resamples"] == 10_000
+    dev = [r for r in index["runs"] if r["split"] == "dev"]
+    assert all(r["intervals"]["HM"] == index["statistics"]["figures"][r["digest"]]["HM"] for r in dev)
+    assert index["told_apart"] in client.get("/compare/index.html").text
 
 
 # --- in Chromium ---------------------------------------------------------------------------------
@@ -248,7 +404,9 @@ def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client,
 
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
-@pytest.mark.parametrize("path", ["/compare/", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"])
+@pytest.mark.parametrize(
+    "path", ["/compare/", "/compare/index.html", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"]
+)
 def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width):
     from tests.web.conftest import AXE, violations
 
@@ -266,3 +424,61 @@ def test_the_runs_stay_when_the_server_reloads_a_completed_build(demo_build, bas
     reload_site(app, AnswerCache())
     assert app.state.tracer is not tracer and app.state.tracer.runs.get(BASELINE) is not None
     assert app.state.tracer.runs.build is app.state.tracer.build
+
+
+@pytest.fixture(scope="module")
+def compare_export(compare_tracer, tmp_path_factory):
+    """The static export of the compare tracer's runs (three claim pages: a preview)."""
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("compare-site")
+    write_site(None, out, splits=["dev"], tracer=compare_tracer, limit=3)
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_compare_pages_whiskers_are_drawn_to_scale_served_and_exported(
+    browser, compare_server, compare_export, digest, width
+):
+    from tests.web.conftest import ARTIFACTS
+    from tests.web.test_charts import check_whiskers
+
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    said = {}
+    for kind, base in (("served", compare_server + "/"), ("exported", compare_export.as_uri() + "/")):
+        for name, path, least in (("run", f"compare/{digest}.html", 23), ("index", "compare/index.html", 5)):
+            page.goto(base + path, wait_until="load")
+            where = f"{kind} {name} page at {width} px"
+            assert check_whiskers(page, "#intervals", where) >= least, where
+            said[kind, name] = page.locator("#intervals").inner_text()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.locator("#intervals").screenshot(path=str(ARTIFACTS / f"compare-{name}-{kind}-{width}.png"))
+    for name in ("run", "index"):
+        assert said["served", name] == said["exported", name], name  # the same words, served and exported
+    assert "more than chance" in said["served", "run"] and "10,000 resamples, seed 2024" in said["served", "run"]
+    page.close()
+    assert not problems, problems
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", ["compare/index.html", "compare/{digest}.html"])
+def test_axe_finds_nothing_on_exported_compare_pages(browser, compare_export, digest, path, width):
+    from tests.web.conftest import AXE, violations
+
+    url = (compare_export / path.format(digest=digest)).as_uri()
+    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width)
+    assert found == [], found
+
+
+def test_the_count_of_pairs_told_apart_reads_for_one_pair_and_many():
+    from claimtrace.web.runs import told_apart_words
+
+    method = {"resamples": 10_000, "seed": 2024}
+    assert told_apart_words(2, 1, 0, method).startswith("The two dev runs cannot be told apart in HM (paired")
+    assert told_apart_words(2, 1, 1, method).startswith("The two dev runs differ in HM by more than chance")
+    assert told_apart_words(4, 6, 1, method).startswith("Of the 6 pairs of dev runs, 1 differs in HM")
+    assert "10,000 resamples, seed 2024" in told_apart_words(4, 6, 2, method)

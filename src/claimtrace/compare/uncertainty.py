@@ -3,16 +3,27 @@ the notebook's pipeline and with the baselines, and, in a class, every pair of r
 comparisons Holm-corrected together (:mod:`claimtrace.evaluation.significance`).
 
 Runs are paired on every claim of the split: a claim a file left out (skipped by the course's
-scorer, with ``--skip-missing``) counts as wrong with F 0 here."""
+scorer, with ``--skip-missing``) counts as wrong with F 0 here. One set of bootstrap resamples
+serves every figure, every comparison and every pair
+(:func:`~claimtrace.evaluation.significance.compared_together`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from claimtrace.data.files import Claim
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, baseline_results, row_result
-from claimtrace.evaluation.scorer import Evaluation
-from claimtrace.evaluation.significance import against_reference, every_pair, method_note, strict_per_claim
+from claimtrace.evaluation.scorer import Evaluation, evaluate
+from claimtrace.evaluation.significance import compared_together, strict_per_claim
+
+
+def references(build, split: str, claims: Mapping[str, Claim]) -> dict[str, Evaluation]:
+    """What every run is set beside, scored on the split: the notebook's own pipeline (its
+    scoreboard row), then each baseline (always the majority label, a random label, the course's
+    baseline file)."""
+    out = {NOTEBOOK_ROW.name: row_result(build, split, NOTEBOOK_ROW)}
+    out.update({b.name: result for b, result in baseline_results(build, split, claims)})
+    return out
 
 
 def run_statistics(build, results: Mapping[str, Evaluation], claims: Mapping[str, Claim], split: str) -> dict:
@@ -25,18 +36,19 @@ def run_statistics(build, results: Mapping[str, Evaluation], claims: Mapping[str
         "pairs": [...]}``: ``figures`` for every run, the notebook's row and each baseline;
         ``paired[run][other]`` the run minus ``other`` (the notebook's row and each baseline),
         Holm-corrected over the runs compared with that reference; ``pairs`` every pair of runs
-        (:func:`every_pair`), corrected together.
+        (as :func:`~claimtrace.evaluation.significance.every_pair`), corrected together.
     """
-    runs = list(results)  # the runs' names, in their order
     systems = {name: strict_per_claim(result, claims) for name, result in results.items()}
-    references = {NOTEBOOK_ROW.name: row_result(build, split, NOTEBOOK_ROW)}
-    references.update({b.name: result for b, result in baseline_results(build, split, claims)})
-    systems.update({name: strict_per_claim(result, claims) for name, result in references.items()})
-    figures, paired = {}, {name: {} for name in runs}
-    for reference in references:
-        tested = against_reference({name: systems[name] for name in [*paired, reference]}, reference)
-        figures.update(tested["figures"])
-        for name in paired:
-            paired[name][reference] = tested["paired"][name]
-    pairs = every_pair({name: systems[name] for name in runs}) if len(runs) > 1 else []
-    return {"method": method_note(), "figures": figures, "paired": paired, "pairs": pairs}
+    against = references(build, split, claims)
+    systems.update({name: strict_per_claim(result, claims) for name, result in against.items()})
+    return compared_together(systems, list(against))
+
+
+def class_statistics(build, runs: Sequence, split: str) -> dict:
+    """:func:`run_statistics` of a class of runs (each with ``digest`` and ``predictions``, as
+    :class:`claimtrace.compare.runs.Run`), the runs named by their digests (two runs may share a
+    name): each scored by the course's scorer, left-out claims skipped as ``claimtrace compare``
+    skips them."""
+    claims = build.claims(split)
+    results = {run.digest: evaluate(run.predictions, claims, source=run.name, skip_missing=True) for run in runs}
+    return run_statistics(build, results, claims, split)

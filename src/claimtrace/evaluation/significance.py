@@ -72,16 +72,13 @@ def against_reference(
     _check_same_claims(systems)
     names = list(systems)
     resampled = S.Resampled([systems[n] for n in names], resamples, seed)
-    k_reference = names.index(reference)
-    figures = {name: resampled.figures(k) for k, name in enumerate(names)}
     others = [name for name in names if name != reference]
-    compared = [resampled.paired(names.index(name), k_reference) for name in others]
-    on_a = S.with_holm(compared)
-    on_hm = S.with_holm([c["HM"] for c in compared])
-    paired = {}
-    for name, comparison, hm in zip(others, on_a, on_hm, strict=True):
-        paired[name] = {**comparison, "HM": hm}
-    return {"method": method_note(resamples, seed), "reference": reference, "figures": figures, "paired": paired}
+    return {
+        "method": method_note(resamples, seed),
+        "reference": reference,
+        "figures": _figures(resampled, names),
+        "paired": _against(resampled, names, others, reference),
+    }
 
 
 def every_pair(systems: Mapping[str, S.PerClaim], resamples: int = S.RESAMPLES, seed: int = S.SEED) -> list[dict]:
@@ -98,8 +95,61 @@ def every_pair(systems: Mapping[str, S.PerClaim], resamples: int = S.RESAMPLES, 
     names = list(systems)
     if len(names) < 2:
         return []
+    return _pairs(S.Resampled([systems[n] for n in names], resamples, seed), names, names)
+
+
+def compared_together(
+    systems: Mapping[str, S.PerClaim], references: Sequence[str], resamples: int = S.RESAMPLES, seed: int = S.SEED
+) -> dict:
+    """Runs beside reference systems, from one set of resamples: every system's figures, every
+    run (a system that is not a reference) paired with each reference, and every pair of runs.
+
+    The bootstrap's claim indices depend only on the number of claims, ``resamples`` and
+    ``seed``, so each figure and each comparison is bit for bit what :func:`against_reference`
+    (one reference at a time) and :func:`every_pair` (the runs alone) give; the claims are
+    resampled once instead of once per reference and once more for the pairs.
+
+    Returns
+    -------
+    dict
+        ``{"method", "figures": {name: figures}, "paired": {run: {reference: comparison}},
+        "pairs": [...]}``: ``paired[run][reference]`` as :func:`against_reference`'s, Holm-corrected
+        over the runs compared with that reference; ``pairs`` as :func:`every_pair`'s over the
+        runs, corrected together (empty for fewer than two runs).
+    """
+    _check_same_claims(systems)
+    names = list(systems)
+    runs = [name for name in names if name not in references]
     resampled = S.Resampled([systems[n] for n in names], resamples, seed)
-    pairs = list(combinations(range(len(names)), 2))
+    paired: dict[str, dict] = {run: {} for run in runs}
+    for reference in references:
+        for run, comparison in _against(resampled, names, runs, reference).items():
+            paired[run][reference] = comparison
+    return {
+        "method": method_note(resamples, seed),
+        "figures": _figures(resampled, names),
+        "paired": paired,
+        "pairs": _pairs(resampled, names, runs) if len(runs) > 1 else [],
+    }
+
+
+def _figures(resampled: S.Resampled, names: Sequence[str]) -> dict:
+    return {name: resampled.figures(k) for k, name in enumerate(names)}
+
+
+def _against(resampled: S.Resampled, names: Sequence[str], others: Sequence[str], reference: str) -> dict:
+    """Each of ``others`` minus ``reference``, Holm-corrected over ``others`` (on A by McNemar's
+    p, on HM by the bootstrap p)."""
+    k_reference = names.index(reference)
+    compared = [resampled.paired(names.index(name), k_reference) for name in others]
+    on_a = S.with_holm(compared)
+    on_hm = S.with_holm([c["HM"] for c in compared])
+    return {name: {**comparison, "HM": hm} for name, comparison, hm in zip(others, on_a, on_hm, strict=True)}
+
+
+def _pairs(resampled: S.Resampled, names: Sequence[str], among: Sequence[str]) -> list[dict]:
+    """Every pair of ``among`` (``a`` before ``b`` in their order), Holm-corrected over the pairs."""
+    pairs = list(combinations([names.index(name) for name in among], 2))
     compared = [resampled.paired(i, j) for i, j in pairs]
     on_hm = S.with_holm([c["HM"] for c in compared])
     on_a = S.with_holm([{**c["A"], "p": c["p"]} for c in compared])
