@@ -75,7 +75,7 @@ def against_reference(
     k_reference = names.index(reference)
     figures = {name: resampled.figures(k) for k, name in enumerate(names)}
     others = [name for name in names if name != reference]
-    compared = [resampled.paired(names.index(name), k_reference) for name in others]
+    compared = resampled.paired_many([(names.index(name), k_reference) for name in others])
     on_a = S.with_holm(compared)
     on_hm = S.with_holm([c["HM"] for c in compared])
     paired = {}
@@ -100,7 +100,7 @@ def every_pair(systems: Mapping[str, S.PerClaim], resamples: int = S.RESAMPLES, 
         return []
     resampled = S.Resampled([systems[n] for n in names], resamples, seed)
     pairs = list(combinations(range(len(names)), 2))
-    compared = [resampled.paired(i, j) for i, j in pairs]
+    compared = resampled.paired_many(pairs)
     on_hm = S.with_holm([c["HM"] for c in compared])
     on_a = S.with_holm([{**c["A"], "p": c["p"]} for c in compared])
     return [
