@@ -211,6 +211,7 @@ def test_a_typed_claims_summary_quotes_the_claim_alone_row(web_client, demo_buil
     assert record["baseline"]["test"] == {"tested": False, "against": "notebook+notebook+notebook"}
     page = web_client.get("/live.html", params={"text": "Glaciers are melting faster than ever."}).text
     assert 'class="summary-card"' in page and "the claim alone" in page and "not against these verdicts" in page
+    assert "a typed claim has no label" in page
 
 
 def test_the_summary_waits_for_the_scoreboard(demo_build, tmp_path):
