@@ -216,3 +216,41 @@ def test_a_label_never_predicted_has_recall_zero_and_says_so():
     )
     assert recall["REFUTES"]["recall"]["estimate"] == 0.0 and recall["REFUTES"]["predicted"] == 0
     assert recall["SUPPORTS"]["recall"]["estimate"] == 1.0 and recall["SUPPORTS"]["predicted"] == 3
+
+
+# --- the same bits, faster ------------------------------------------------------------------------
+
+
+def test_several_systems_means_are_numpys_sum_of_the_whole_gather():
+    """Several systems' resampled means, a claim's draws at a time, are bit for bit numpy's sum
+    over the whole (systems, resamples, n) gather (which adds claim after claim); one system's
+    are numpy's pairwise sum of its own gather; right/wrong shares come from counts."""
+    rng = np.random.default_rng(3)
+    for systems, n, resamples in ((2, 154, 2000), (9, 154, 500), (70, 154, 200), (5, 1000, 100), (3, 7, 50)):
+        values = rng.random((systems, n)) * rng.integers(0, 2, (systems, n))
+        indices = S.resample_indices(n, resamples, seed=systems)
+        assert np.array_equal(S.resampled_means(values, indices), values[..., indices].sum(axis=-1) / n)
+        assert np.array_equal(S.resampled_means(values[0], indices), values[0][indices].sum(axis=-1) / n)
+        right = rng.random((systems, n)) < 0.4
+        shares = S.resampled_shares(right, S.multiplicities(indices))
+        assert np.array_equal(shares, right.astype(np.float64)[..., indices].sum(axis=-1) / n)
+
+
+def test_pairs_compared_in_blocks_are_each_pair_compared_alone():
+    """paired_many's blocks give each pair what its own quantile, bootstrap p and McNemar give."""
+    systems = [_system(154, k) for k in range(5)]
+    gold = systems[0].gold
+    systems = [
+        S.PerClaim(gold, s.predicted, s.f, np.array([p == g for p, g in zip(s.predicted, gold)])) for s in systems
+    ]
+    resampled = S.Resampled(systems, resamples=400, seed=11)
+    pairs = [(i, j) for i in range(5) for j in range(5) if i != j]
+    for (i, j), paired in zip(pairs, resampled.paired_many(pairs), strict=True):
+        one, other = systems[i], systems[j]
+        assert paired["mcnemar"] == S.mcnemar(one.right, other.right).__dict__
+        gap = resampled.hm[i] - resampled.hm[j]
+        alone = S.percentile_interval(paired["HM"]["estimate"], gap, 400, 11).to_dict()
+        assert {k: v for k, v in paired["HM"].items() if k != "p"} == alone and paired["HM"]["p"] == S.bootstrap_p(gap)
+        a_gap = resampled.a[i] - resampled.a[j]
+        assert paired["A"] == S.percentile_interval(one.right.mean() - other.right.mean(), a_gap, 400, 11).to_dict()
+    assert S.mcnemar_of_counts(np.array([0, 3]), np.array([0, 5]))[0] == S.McNemar(0, 0, 1.0, 0.0, 1.0)

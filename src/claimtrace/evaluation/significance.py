@@ -141,7 +141,7 @@ def _against(resampled: S.Resampled, names: Sequence[str], others: Sequence[str]
     """Each of ``others`` minus ``reference``, Holm-corrected over ``others`` (on A by McNemar's
     p, on HM by the bootstrap p)."""
     k_reference = names.index(reference)
-    compared = [resampled.paired(names.index(name), k_reference) for name in others]
+    compared = resampled.paired_many([(names.index(name), k_reference) for name in others])
     on_a = S.with_holm(compared)
     on_hm = S.with_holm([c["HM"] for c in compared])
     return {name: {**comparison, "HM": hm} for name, comparison, hm in zip(others, on_a, on_hm, strict=True)}
@@ -150,7 +150,7 @@ def _against(resampled: S.Resampled, names: Sequence[str], others: Sequence[str]
 def _pairs(resampled: S.Resampled, names: Sequence[str], among: Sequence[str]) -> list[dict]:
     """Every pair of ``among`` (``a`` before ``b`` in their order), Holm-corrected over the pairs."""
     pairs = list(combinations([names.index(name) for name in among], 2))
-    compared = [resampled.paired(i, j) for i, j in pairs]
+    compared = resampled.paired_many(pairs)
     on_hm = S.with_holm([c["HM"] for c in compared])
     on_a = S.with_holm([{**c["A"], "p": c["p"]} for c in compared])
     return [

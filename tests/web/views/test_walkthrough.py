@@ -13,6 +13,7 @@ from claimtrace.web.views import walkthrough
 from claimtrace.web.views.walkthrough.claim import PassageStems, Section
 from claimtrace.web.views.walkthrough.classifier import ALL_UNKNOWN, classifier_section
 from claimtrace.web.views.walkthrough.fixes import COURSE_CLAIMS_ONLY, fixes_section
+from claimtrace.web.views.walkthrough.record import ALONE_ROW, MAJORITY_PREFIX, record_section
 from claimtrace.web.views.walkthrough.retrieval import FALLBACK
 from claimtrace.web.views.walkthrough.words import NO_TAGS, preprocess_section
 
@@ -168,3 +169,60 @@ def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
         assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
         assert "not computed yet" in client.get("/claim/claim-752.html").text
         assert client.get("/explore/dev.json").json()["scoreboard"]["status"] == "missing"
+
+
+def test_the_summary_quotes_the_verdicts_dev_record_from_the_scoreboard(web_client, demo_build):
+    """A claim page's "In short" quotes the notebook row's dev accuracy and its Wilson interval,
+    and always SUPPORTS beside it with the build's paired test (the baseline minus the
+    notebook's row), all read from scoreboard.json."""
+    board = demo_build.scoreboard()
+    row = next(r for r in board["rows"] if r["name"] == "notebook+notebook+notebook")
+    majority = next(b for b in board["baselines"] if b["name"].startswith(MAJORITY_PREFIX))
+    record = web_client.get("/claim/claim-752.json").json()["record"]
+    assert record["status"] == "ok" and record["row"] == row["name"] and record["A"] == row["intervals"]["A"]
+    test = record["baseline"]["test"]
+    assert record["baseline"]["A"] == majority["intervals"]["A"] and test["tested"]
+    assert (test["p"], test["p_holm"], test["verdict"]) == (
+        majority["paired"]["p"],
+        majority["paired"]["p_holm"],
+        majority["paired"]["verdict"],
+    )
+    assert test["difference"] == majority["paired"]["A"]["estimate"]  # baseline minus the notebook's row
+    assert test["comparisons"] == len(board["rows"]) - 1 + len(board["baselines"])
+    gold = demo_build.classifier_summary()["dev"]["gold"]["notebook"]
+    assert (record["gold"]["successes"], record["gold"]["n"]) == (gold["correct"], gold["claims"])
+    a = row["intervals"]["A"]
+    page = web_client.get("/claim/claim-752.html").text
+    sentence = page[page.index('class="summary-record"') : page.index("</p>", page.index('class="summary-record"'))]
+    assert f"right on {a['successes']} of {a['n']} dev claims: {100 * a['estimate']:.1f}%" in sentence
+    assert f"95% Wilson interval {100 * a['lower']:.1f}% to {100 * a['upper']:.1f}%" in sentence
+    words = "by more than chance" if test["verdict"] == "more than chance" else "cannot be told apart"
+    assert words in sentence and "McNemar’s exact p" in sentence and "Holm-corrected" in sentence
+    more = "more" if test["difference"] > 0 else "less"
+    assert test["verdict"] != "more than chance" or f"right {more} often than the pipeline" in sentence
+
+
+def test_a_typed_claims_summary_quotes_the_claim_alone_row(web_client, demo_build):
+    """A typed claim has only a claim-alone verdict: its summary quotes that row, and says the
+    build's paired test of always SUPPORTS is against the batches, not these verdicts."""
+    row = next(r for r in demo_build.scoreboard()["rows"] if r["name"] == ALONE_ROW)
+    record = record_section(demo_build, typed=True).data
+    assert record["row"] == ALONE_ROW and record["A"] == row["intervals"]["A"] and record["gold"] is None
+    assert record["baseline"]["test"] == {"tested": False, "against": "notebook+notebook+notebook"}
+    page = web_client.get("/live.html", params={"text": "Glaciers are melting faster than ever."}).text
+    assert 'class="summary-card"' in page and "the claim alone" in page and "not against these verdicts" in page
+    assert "a typed claim has no label" in page
+
+
+def test_the_summary_waits_for_the_scoreboard(demo_build, tmp_path):
+    """Before the classifier stage the record is missing, naming what is not built, and the
+    card says nothing of it."""
+    from claimtrace.workdir.reader import Build
+
+    root = tmp_path / "work"
+    root.mkdir()
+    for entry in demo_build.root.iterdir():
+        if entry.name not in ("classifier", "scoreboard.json"):
+            (root / entry.name).symlink_to(entry)
+    record = record_section(Build(root, demo_build.data_dir), typed=False).data
+    assert record["status"] == "missing" and record["stage"] == "classifier" and "claimtrace build" in record["reason"]
