@@ -52,7 +52,7 @@ def test_the_splits_figures_are_counted_from_its_rows(dev, demo_build):
         "returned": len(returned),
         "outside_course": sum(e.startswith(OUTSIDE_COURSE_PREFIX) for e in returned),
     }
-    assert dev["course_scores"]["notebook"].keys() == {"F", "A", "HM"}
+    assert {"F", "A", "HM", "intervals"} <= dev["course_scores"]["notebook"].keys()
     assert dev["scoreboard"]["rows"] and dev["retrieval_variants"] is not None
 
 
