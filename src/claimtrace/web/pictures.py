@@ -366,7 +366,8 @@ def scoreboard_with_baselines(rows: Sequence[dict], baselines: Sequence[dict], a
     chart = str(scoreboard_chart(list(rows) + extra, anchor))
     for baseline in extra:
         chart = chart.replace(
-            f'class="bar"><title>{escape(baseline["name"])}: ', f'class="bar bar-base"><title>{escape(baseline["name"])}: '
+            f'class="bar"><title>{escape(baseline["name"])}: ',
+            f'class="bar bar-base"><title>{escape(baseline["name"])}: ',
         )
     best = max(rows, key=lambda r: r["HM"])
     title = escape(

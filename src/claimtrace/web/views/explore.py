@@ -331,21 +331,23 @@ def told_apart(rows: list[dict], baselines: list[dict]) -> dict:
 
 def with_intervals(page: dict) -> None:
     """Give every figure of an Explore page its 95% interval, in place: each accuracy its Wilson
-    interval; on dev, the figures the build's scoreboard already has (the course's scores, the
-    retrieval variants' F, the notebook row's per-label recall), the paired difference of gold
-    and retrieved evidence, and the accuracy chart's rows."""
+    interval; on dev, the figures the build's scoreboard already has (the course's scores'
+    intervals beside them, the retrieval variants' F, the notebook row's per-label recall), the
+    paired difference of gold and retrieved evidence, and the accuracy chart's rows."""
     for protocols in page["accuracy"].values():
         for figures in (protocols or {}).values():
             figures["interval"] = S.wilson(figures["correct"], figures["claims"]).to_dict()
     board = page["scoreboard"] or {}
     rows = {r["name"]: r for r in board.get("rows") or []}
-    page["gold_vs_retrieved"] = page["accuracy_chart"] = page["notebook_row"] = None
+    page["gold_vs_retrieved"] = page["accuracy_chart"] = page["notebook_row"] = page["course_score_intervals"] = None
     if NOTEBOOK_ROW.name not in rows:
         return
     page["notebook_row"] = rows[NOTEBOOK_ROW.name]
-    for protocol, scores in (page["course_scores"] or {}).items():
-        row = rows[f"notebook+notebook+{protocol}"]
-        scores["intervals"], scores["paired"] = row["intervals"], row.get("paired")
+    page["course_score_intervals"] = {
+        protocol: {"intervals": rows[name]["intervals"], "paired": rows[name].get("paired")}
+        for protocol in (page["course_scores"] or {})
+        for name in [f"{NOTEBOOK_ROW.retrieval}+{NOTEBOOK_ROW.model}+{protocol}"]
+    }
     _course_intervals(page["course"], rows[NOTEBOOK_ROW.name], len(page["claims"]))
     if page["retrieval_variants"]:
         page["retrieval_variants"] = variants_tested(page["retrieval_variants"], rows)
