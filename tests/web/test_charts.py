@@ -294,6 +294,74 @@ def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, web_trace
     table.locator("thead th", has_text="retrieval").click()
     names = table.locator("tbody tr th").all_inner_texts()
     assert names == sorted(names)
-    assert page.locator("svg.picture.scores rect").count() == 3 * len(board)
+    baselines = web_tracer.explore("dev")["scoreboard"]["baselines"]  # drawn below the rows
+    assert page.locator("svg.picture.scores rect").count() == 3 * (len(board) + len(baselines))
     page.locator("#scoreboard").scroll_into_view_if_needed()
+    assert not page.problems, page.problems
+
+
+# --- Explore's intervals -----------------------------------------------------------------------------
+
+#: Every scoreboard bar: its drawn width against its width attribute (the value on the panel's scale).
+MEASURE_SCORE_BARS = """() => Array.from(document.querySelectorAll('svg.picture.scores rect')).map(r => {
+  const svg = r.ownerSVGElement;
+  return { drawn: r.getBoundingClientRect().width, width: r.width.baseVal.value,
+           factor: svg.getBoundingClientRect().width / svg.viewBox.baseVal.width,
+           name: r.querySelector('title').textContent, cls: r.getAttribute('class') };
+})"""
+
+
+def _explore_dev_pages(web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("site")
+    write_site(None, out, tracer=web_tracer, splits=("dev",), only=("claim-871",))
+    return {"served": f"{web_server}/explore/dev.html", "exported": (out / "explore" / "dev.html").as_uri()}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_explores_whiskers_and_bars_are_drawn_to_scale(viewport_page, web_server, web_tracer, tmp_path_factory, width):
+    """Explore's dev page, served and exported, at 1280 and 390 px: every whisker of the
+    scoreboard chart (its rows and its baselines) and of the accuracy chart measured against its
+    bounds, and every scoreboard bar as long as its value on its panel's scale."""
+    board = web_tracer.explore("dev")["scoreboard"]
+    page = viewport_page(width)
+    for kind, url in _explore_dev_pages(web_server, web_tracer, tmp_path_factory).items():
+        page.goto(url, wait_until="load")
+        where = f"{kind} Explore dev at {width} px"
+        shown = len(board["rows"]) + len(board["baselines"])
+        assert check_whiskers(page, "#scoreboard", where) == 3 * shown
+        assert check_whiskers(page, "#accuracy .accuracy-picture", where) == 6  # 4 accuracies, always SUPPORTS, the gap
+        bars = page.evaluate(MEASURE_SCORE_BARS)
+        assert len(bars) == 3 * shown, where
+        for bar in bars:
+            assert abs(bar["drawn"] - bar["width"] * bar["factor"]) <= 1.0, f"{where}: {bar['name']} {bar}"
+        assert sum("bar-base" in bar["cls"] for bar in bars) == 3 * len(board["baselines"]), where
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.locator("#scoreboard").screenshot(path=str(ARTIFACTS / f"explore-scoreboard-{kind}-{width}.png"))
+    assert not page.problems, page.problems
+
+
+def test_explores_interval_sections_say_the_same_words_served_and_exported(
+    viewport_page, web_server, web_tracer, tmp_path_factory
+):
+    """The accuracy section and the scoreboard, with their intervals and tests, in the same words
+    on the served page and the exported one; the scoreboard still sorts, its baselines staying
+    below the rows."""
+    page = viewport_page(1280)
+    texts = {}
+    for kind, url in _explore_dev_pages(web_server, web_tracer, tmp_path_factory).items():
+        page.goto(url, wait_until="load")
+        texts[kind] = {selector: page.locator(selector).inner_text() for selector in ("#accuracy", "#scoreboard")}
+        assert (
+            "more than chance" in texts[kind]["#scoreboard"]
+            and "10,000 resamples, seed 2024" in texts[kind]["#accuracy"]
+        )
+        table = page.locator("#scoreboard-table")
+        table.locator("thead th", has_text="HM").click()
+        table.locator("thead th", has_text="HM").click()  # descending
+        first = table.locator("tbody tr").first.get_attribute("data-row")
+        assert first == max(web_tracer.explore("dev")["scoreboard"]["rows"], key=lambda r: r["HM"])["name"]
+        assert table.locator("tfoot tr.baseline").count() == 3
+    assert texts["exported"] == texts["served"]
     assert not page.problems, page.problems

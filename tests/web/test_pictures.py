@@ -11,7 +11,7 @@ from claimtrace import constants as C
 
 def test_explore_pictures_are_drawn_from_the_data(web_client):
     """Dev's Explore: the training curves, a heat map per confusion matrix that names the verdicts
-    never predicted, and the scoreboard as a chart whose bars are its rows' values to scale; the
+    never predicted, and the scoreboard as a chart whose bars are its rows' and baselines' values to scale; the
     scoreboard comes before the claims and the page's head links to it."""
     from claimtrace.web.pictures import SCORE_BAR, never_predicted
 
@@ -29,7 +29,7 @@ def test_explore_pictures_are_drawn_from_the_data(web_client):
     assert "never predicted" in page.lower()
     chart = page[page.index('<svg class="picture scores"') :]
     chart = chart[: chart.index("</svg>")]
-    rows = x["scoreboard"]["rows"]
+    rows = x["scoreboard"]["rows"] + x["scoreboard"]["baselines"]  # the baselines drawn below the rows
     widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"', chart)]
     assert len(widths) == 3 * len(rows)
     for k, metric in enumerate(("HM", "F", "A")):

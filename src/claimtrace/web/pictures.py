@@ -396,3 +396,41 @@ def differences_chart(rows: Sequence[dict], metrics: Sequence[str], title: str) 
         for row in rows
     )
     return _svg(label_w + len(metrics) * (panel_w + gap), height, f"{title}: {said}", body, "intervals differences")
+
+
+# --- the scoreboard with its baselines ----------------------------------------------------------
+
+#: How a baseline is named in the scoreboard chart's row labels (after "baseline · ").
+BASELINE_LABELS = {
+    "baseline:always-SUPPORTS": "always SUPPORTS",
+    "baseline:random-label": "random label",
+    "baseline:course-file": "the course’s file",
+}
+
+
+def scoreboard_with_baselines(rows: Sequence[dict], baselines: Sequence[dict], anchor: dict | None) -> Markup:
+    """:func:`scoreboard_chart` with the baselines as rows below the scoreboard's, on the same
+    scales, their bars outlined (class ``bar-base``) so they read apart from the pipeline's rows,
+    and a title that counts rows and baselines apart."""
+    if not rows:
+        return Markup("")
+    extra = []
+    for baseline in baselines:
+        what = BASELINE_LABELS.get(baseline["name"], baseline["name"].split(":")[-1])
+        extra.append({**baseline, "retrieval": "baseline", "model": what, "protocol": "—", "changes": ["baseline"]})
+    chart = str(scoreboard_chart(list(rows) + extra, anchor))
+    for baseline in extra:
+        chart = chart.replace(
+            f'class="bar"><title>{escape(baseline["name"])}: ',
+            f'class="bar bar-base"><title>{escape(baseline["name"])}: ',
+        )
+    best = max(rows, key=lambda r: r["HM"])
+    title = escape(
+        f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev and of "
+        f"{len(extra)} baselines below them, each with its 95% interval as a whisker; the best HM of the "
+        f"combinations is {best['name']} at {best['HM']:.3f}"
+        + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
+    )
+    head, rest = chart.split("<title>", 1)
+    head = head[: head.index('aria-label="')] + f'aria-label="{title}"' + head[head.index('" xmlns=') + 1 :]
+    return Markup(head + f"<title>{title}</title>" + rest.split("</title>", 1)[1])

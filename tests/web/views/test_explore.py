@@ -3,6 +3,8 @@ build's records and verdicts, and the split's figures counted from those rows.""
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from claimtrace import constants as C
 from claimtrace.course import TABLE2
 from claimtrace.evaluation.scorer import evidence_f
+from claimtrace.evaluation.statistics import holm, wilson
 from claimtrace.web.views.explore import OUTSIDE_COURSE_PREFIX, UnknownRow, explore, row_predictions
 from claimtrace.workdir.reader import Build
 
@@ -109,3 +112,96 @@ def test_explore_scoreboard_and_its_downloads(web_client, demo_build):
     assert served.json() == demo_build.predictions("test", "unpadded-tags", "intended", "notebook")
     assert web_client.get("/predictions/test/nothing.json").status_code == 404
     assert web_client.get("/predictions/train/bm25+intended+alone.json").status_code == 404
+
+
+# --- every figure with its interval, every comparison tested ---------------------------------------
+
+
+def test_every_scoreboard_figure_has_the_builds_interval_in_the_pages_json(web_client, demo_build):
+    """/explore/dev.json carries each row's and each baseline's intervals and tests exactly as
+    the build's scoreboard.json holds them, and the method they were made by."""
+    board = web_client.get("/explore/dev.json").json()["scoreboard"]
+    built = json.loads((demo_build.root / "scoreboard.json").read_text(encoding="utf-8"))
+    assert [r["intervals"] for r in board["rows"]] == [r["intervals"] for r in built["rows"]]
+    assert [r.get("paired") for r in board["rows"]] == [r.get("paired") for r in built["rows"]]
+    assert board["baselines"] == built["baselines"] and len(board["baselines"]) == 3
+    assert board["statistics"] == built["statistics"]
+    assert all({"A", "F", "HM", "macro_f1", "recall"} <= r["intervals"].keys() for r in board["rows"])
+    assert all(r.get("paired") for r in board["rows"] if r["name"] != NOTEBOOK_ROW)
+
+
+def test_the_more_than_chance_sentence_counts_the_builds_verdicts(web_client, demo_build):
+    """The page's sentence "N of the M other rows differ ... by more than chance" says what the
+    build's verdicts say, row by row."""
+    built = demo_build.scoreboard()
+    compared = [r for r in built["rows"] if r["name"] != NOTEBOOK_ROW]
+    differ = [r["name"] for r in compared if r["paired"]["HM"]["verdict"] == "more than chance"]
+    told = web_client.get("/explore/dev.json").json()["scoreboard"]["told_apart"]
+    assert told["rows"] == len(compared) and told["rows_hm_names"] == differ and told["rows_hm"] == len(differ)
+    assert told["rows_a"] == sum(r["paired"]["verdict"] == "more than chance" for r in compared)
+    assert told["baselines_hm"] == sum(b["paired"]["HM"]["verdict"] == "more than chance" for b in built["baselines"])
+    assert told["tested"] == len(compared) + len(built["baselines"])
+    page = web_client.get("/explore/dev.html").text
+    sentence = re.search(r'id="told-apart"><strong>(\d+) of the (\d+) other rows differ', page)
+    assert sentence and (int(sentence.group(1)), int(sentence.group(2))) == (len(differ), len(compared))
+    method = re.search(r'id="scoreboard-method">(.*?)</p>', page, re.S).group(1)
+    assert "10,000 resamples, seed 2024" in method and "Wilson" in method and "Holm" in method
+    assert f"over the {told['tested']} comparisons" in method
+
+
+def test_each_accuracy_has_its_wilson_interval_and_gold_minus_retrieved_is_the_reports(dev):
+    """Each accuracy carries its Wilson interval; gold minus retrieved evidence is the build's two
+    verdicts paired; the chart's rows hold them, always SUPPORTS's accuracy beside them."""
+    for source in ("gold", "retrieved"):
+        for protocol in C.PROTOCOLS:
+            figures = dev["accuracy"][source][protocol]
+            assert figures["interval"] == wilson(figures["correct"], figures["claims"]).to_dict()
+    chart = {row["name"]: row for row in dev["accuracy_chart"]}
+    assert chart["always SUPPORTS (baseline)"]["kind"] == "baseline"
+    assert chart["retrieved evidence, notebook"]["A"] == dev["accuracy"]["retrieved"]["notebook"]["interval"]
+    assert chart["gold − retrieved, notebook"]["gold − retrieved"] == dev["gold_vs_retrieved"]["A"]
+
+
+def test_gold_minus_retrieved_is_what_claimtrace_evaluate_reports(dev, demo_build):
+    """The page's paired figure is the one ``claimtrace evaluate`` reports for the same build."""
+    from claimtrace.cli.evaluate import _gold_vs_retrieved
+
+    assert dev["gold_vs_retrieved"] == _gold_vs_retrieved(demo_build, "dev")
+    assert dev["gold_vs_retrieved"]["verdict"] == "more than chance"  # 52 claims against 1 on the demo build
+
+
+def test_the_course_figures_and_the_variants_carry_the_scoreboards_intervals(dev):
+    """The course's scores and this build's Table 2 row read the scoreboard's intervals; each
+    retrieval variant's F its row's, and its test against the notebook retrieval is Holm-corrected
+    over the variants."""
+    rows = {r["name"]: r for r in dev["scoreboard"]["rows"]}
+    notebook = rows[NOTEBOOK_ROW]
+    for protocol in C.PROTOCOLS:
+        row = rows[f"notebook+notebook+{protocol}"]
+        assert dev["course_score_intervals"][protocol]["intervals"] is row["intervals"]
+        assert dev["course_scores"][protocol]["A"] == pytest.approx(row["A"])
+    assert dev["course_score_intervals"]["alone"]["paired"] == rows["notebook+notebook+alone"]["paired"]
+    table2 = dev["course"]["table2"]
+    assert {m: table2[m]["interval"] for m in ("F", "A", "HM")} == {
+        m: notebook["intervals"][m] for m in ("F", "A", "HM")
+    }
+    assert table2["A"]["course_interval"]["successes"] == 86  # Table 2's A = 0.55844 = 86/154
+    variants = {v["variant"]: v for v in dev["retrieval_variants"]}
+    assert "paired" not in variants["notebook"]
+    tested = [v for v in dev["retrieval_variants"] if "paired" in v]
+    assert [v["paired"]["p_holm"] for v in tested] == pytest.approx(holm([v["paired"]["p"] for v in tested]))
+    for name, variant in variants.items():
+        assert variant["interval"] == rows[f"{name}+notebook+notebook"]["intervals"]["F"]
+        assert variant["F"] == pytest.approx(variant["interval"]["estimate"])
+    assert variants["bm25"]["paired"]["verdict"] == "more than chance"
+    assert dev["notebook_row"] is notebook
+
+
+def test_the_test_split_shows_no_scores_nor_their_intervals(web_client):
+    """Test labels are not public: no figure, so no interval and no test."""
+    test = web_client.get("/explore/test.json").json()
+    assert test["gold_vs_retrieved"] is None and test["accuracy_chart"] is None and test["notebook_row"] is None
+    assert test["course_score_intervals"] is None
+    assert test["scoreboard"]["baselines"] == [] and "told_apart" not in test["scoreboard"]
+    page = web_client.get("/explore/test.html").text
+    assert 'id="told-apart"' not in page and "95% interval" not in page

@@ -12,7 +12,8 @@ from claimtrace import course
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError, Missing
-from claimtrace.evaluation.scoreboard import scoreboard_row, scoreboard_rows
+from claimtrace.evaluation import statistics as S
+from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.evaluation.significance import labels_paired
 from claimtrace.models.predict import protocol_figures
@@ -58,6 +59,7 @@ def explore(build: Build, split: str) -> dict:
         out["course_scores"] = _course_scores(claims, out["claims"], records)
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
+    with_intervals(out)
     return out
 
 
@@ -201,10 +203,14 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
     if split not in PREDICTION_SPLITS:
         return None
-    section: dict[str, Any] = {"status": "ok", "anchor": course.TABLE2[split], "rows": None}
+    section: dict[str, Any] = {"status": "ok", "anchor": course.TABLE2[split], "rows": None, "baselines": []}
     try:
         if split == "dev":
-            section["rows"] = build.scoreboard()["rows"]
+            board = build.scoreboard()
+            section["rows"] = board["rows"]
+            section["baselines"] = board.get("baselines") or []
+            section["statistics"] = board.get("statistics")
+            section["told_apart"] = told_apart(section["rows"], section["baselines"])
     except Missing as err:
         return missing(err.stage, err.reason)
     # both splits' files from either page: the test predictions are what one would submit
@@ -284,3 +290,135 @@ def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
     except DataError as err:
         raise UnknownRow(str(err)) from None
     return build.predictions(split, row.retrieval, row.model, row.protocol)
+
+
+# --- every figure with its interval, every comparison tested ---------------------------------------
+
+#: The baseline whose accuracy the accuracy chart shows beside the classifier's.
+ALWAYS_SUPPORTS = "baseline:always-SUPPORTS"
+#: The verdict of a comparison whose Holm-corrected p is below the significance level.
+MORE = S.verdict(0.0)
+
+
+def told_apart(rows: list[dict], baselines: list[dict]) -> dict:
+    """How many of the scoreboard's rows and baselines differ from the notebook's row by more
+    than chance, in HM (paired bootstrap) and in A (McNemar's exact test), each Holm-corrected
+    by the build over every comparison it tested together: counted from the build's verdicts.
+
+    Returns
+    -------
+    dict
+        ``{"rows", "baselines", "tested", "rows_hm", "rows_a", "baselines_hm", "baselines_a",
+        "rows_hm_names"}``: counts, and the names of the rows whose HM differs.
+    """
+    rows = [r for r in rows if r.get("paired")]
+    baselines = [b for b in baselines if b.get("paired")]
+
+    def count(entries: list[dict], on_hm: bool) -> int:
+        return sum((e["paired"]["HM"] if on_hm else e["paired"])["verdict"] == MORE for e in entries)
+
+    return {
+        "rows": len(rows),
+        "baselines": len(baselines),
+        "tested": len(rows) + len(baselines),
+        "rows_hm": count(rows, True),
+        "rows_a": count(rows, False),
+        "baselines_hm": count(baselines, True),
+        "baselines_a": count(baselines, False),
+        "rows_hm_names": [r["name"] for r in rows if r["paired"]["HM"]["verdict"] == MORE],
+    }
+
+
+def with_intervals(page: dict) -> None:
+    """Give every figure of an Explore page its 95% interval, in place: each accuracy its Wilson
+    interval; on dev, the figures the build's scoreboard already has (the course's scores'
+    intervals beside them, the retrieval variants' F, the notebook row's per-label recall), the
+    paired difference of gold and retrieved evidence, and the accuracy chart's rows."""
+    for protocols in page["accuracy"].values():
+        for figures in (protocols or {}).values():
+            figures["interval"] = S.wilson(figures["correct"], figures["claims"]).to_dict()
+    board = page["scoreboard"] or {}
+    rows = {r["name"]: r for r in board.get("rows") or []}
+    page["gold_vs_retrieved"] = page["accuracy_chart"] = page["notebook_row"] = page["course_score_intervals"] = None
+    if NOTEBOOK_ROW.name not in rows:
+        return
+    page["notebook_row"] = rows[NOTEBOOK_ROW.name]
+    page["course_score_intervals"] = {
+        protocol: {"intervals": rows[name]["intervals"], "paired": rows[name].get("paired")}
+        for protocol in (page["course_scores"] or {})
+        for name in [f"{NOTEBOOK_ROW.retrieval}+{NOTEBOOK_ROW.model}+{protocol}"]
+    }
+    _course_intervals(page["course"], rows[NOTEBOOK_ROW.name], len(page["claims"]))
+    if page["retrieval_variants"]:
+        page["retrieval_variants"] = variants_tested(page["retrieval_variants"], rows)
+    if page["accuracy"]["gold"] and page["accuracy"]["retrieved"]:
+        page["gold_vs_retrieved"] = gold_minus_retrieved(page["claims"])
+        page["accuracy_chart"] = accuracy_chart_rows(page["accuracy"], board["baselines"], page["gold_vs_retrieved"])
+
+
+def _course_intervals(figures: dict, notebook_row: dict, claims: int) -> None:
+    """The course block's figures with their intervals: this build's F, A and HM beside Table 2
+    (the scoreboard's notebook row), Table 2's A as a count of claims (Wilson; the course
+    published no per-claim results, so its F and HM have none), and each accuracy count."""
+    table2 = figures.get("table2")
+    if table2:
+        for metric, pair in table2.items():
+            pair["interval"] = notebook_row["intervals"][metric]
+        table2["A"]["course_interval"] = S.wilson(round(table2["A"]["course"] * claims), claims).to_dict()
+    for pair in (figures.get("accuracy") or {}).values():
+        pair["course_interval"] = S.wilson(pair["course"], claims).to_dict()
+        pair["build_interval"] = None if pair["build"] is None else S.wilson(pair["build"], claims).to_dict()
+
+
+def variants_tested(variants: list[dict], rows: dict[str, dict]) -> list[dict]:
+    """Each retrieval variant's F with its interval, and its F minus the notebook retrieval's on
+    the same claims (the build's paired bootstrap, read off the variant's row with the notebook's
+    model and protocol: F depends on the retrieval only), Holm-corrected over the variants."""
+    out = [dict(v) for v in variants]
+    compared = []
+    for variant in out:
+        row = rows[f"{variant['variant']}+{NOTEBOOK_ROW.model}+{NOTEBOOK_ROW.protocol}"]
+        variant["interval"] = row["intervals"]["F"]
+        if row.get("paired"):
+            compared.append((variant, row["paired"]["F"]))
+    for (variant, _), tested in zip(compared, S.with_holm([gap for _, gap in compared]), strict=True):
+        variant["paired"] = tested
+    return out
+
+
+def gold_minus_retrieved(claims: list[dict]) -> dict:
+    """The notebook's model (notebook protocol) with gold evidence minus with retrieved, on the
+    same claims: the build's two stored verdicts paired and tested, claims in sorted order (as
+    ``claimtrace evaluate`` reports it)."""
+    ordered = sorted(claims, key=lambda row: row["id"])
+    return labels_paired(
+        [row["label"] for row in ordered],
+        [row["gold"]["notebook"] for row in ordered],
+        [row["retrieved"]["notebook"] for row in ordered],
+    )
+
+
+#: The accuracy chart's panels: each accuracy, and the paired difference.
+ACCURACY_PANELS = ("A", "gold − retrieved")
+
+
+def accuracy_chart_rows(accuracy: dict, baselines: list[dict], gap: dict) -> list[dict]:
+    """The accuracy chart's rows (:func:`claimtrace.web.pictures.interval_chart`): each
+    accuracy with its Wilson interval, always-SUPPORTS's beside them, and gold minus retrieved
+    evidence with its paired interval in a panel of its own."""
+    rows = [
+        {
+            "name": f"{source} evidence, {protocol}",
+            "kind": "notebook" if (source, protocol) == ("retrieved", NOTEBOOK_ROW.protocol) else "row",
+            "A": accuracy[source][protocol]["interval"],
+        }
+        for source in ("gold", "retrieved")
+        for protocol in C.PROTOCOLS
+    ]
+    rows += [
+        {"name": "always SUPPORTS (baseline)", "kind": "baseline", "A": b["intervals"]["A"]}
+        for b in baselines
+        if b["name"] == ALWAYS_SUPPORTS
+    ]
+    rows.append({"name": "gold − retrieved, notebook", "kind": "row", ACCURACY_PANELS[1]: gap["A"]})
+    return rows
