@@ -224,13 +224,17 @@ def test_a_label_never_predicted_has_recall_zero_and_says_so():
 def test_several_systems_means_are_numpys_sum_of_the_whole_gather():
     """Several systems' resampled means, a claim's draws at a time, are bit for bit numpy's sum
     over the whole (systems, resamples, n) gather (which adds claim after claim); one system's
-    are numpy's pairwise sum of its own gather; right/wrong shares come from counts."""
+    are summed the same way (not numpy's pairwise sum of its own 2-d gather); right/wrong shares
+    come from counts."""
     rng = np.random.default_rng(3)
     for systems, n, resamples in ((2, 154, 2000), (9, 154, 500), (70, 154, 200), (5, 1000, 100), (3, 7, 50)):
         values = rng.random((systems, n)) * rng.integers(0, 2, (systems, n))
         indices = S.resample_indices(n, resamples, seed=systems)
         assert np.array_equal(S.resampled_means(values, indices), values[..., indices].sum(axis=-1) / n)
-        assert np.array_equal(S.resampled_means(values[0], indices), values[0][indices].sum(axis=-1) / n)
+        alone = np.zeros(resamples)
+        for column in indices.T:  # claim after claim
+            alone += values[0][column]
+        assert np.array_equal(S.resampled_means(values[0], indices), alone / n)
         right = rng.random((systems, n)) < 0.4
         shares = S.resampled_shares(right, S.multiplicities(indices))
         assert np.array_equal(shares, right.astype(np.float64)[..., indices].sum(axis=-1) / n)
@@ -254,3 +258,15 @@ def test_pairs_compared_in_blocks_are_each_pair_compared_alone():
         a_gap = resampled.a[i] - resampled.a[j]
         assert paired["A"] == S.percentile_interval(one.right.mean() - other.right.mean(), a_gap, 400, 11).to_dict()
     assert S.mcnemar_of_counts(np.array([0, 3]), np.array([0, 5]))[0] == S.McNemar(0, 0, 1.0, 0.0, 1.0)
+
+
+def test_a_system_s_resampled_means_are_the_same_bits_alone_or_among_others():
+    """One summation for every system: a run's intervals do not depend on which other systems
+    they were computed beside (``evaluate``'s alone, a class's together)."""
+    rng = np.random.default_rng(7)
+    values = rng.random((4, 154))
+    indices = S.resample_indices(154, 500)
+    together = S.resampled_means(values, indices)
+    for k in range(4):
+        assert np.array_equal(S.resampled_means(values[k], indices), together[k])
+        assert np.array_equal(S.resampled_means(values[k : k + 1], indices)[0], together[k])

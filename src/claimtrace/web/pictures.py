@@ -184,44 +184,23 @@ def never_predicted(matrix: Sequence[Sequence[int]]) -> list[str]:
 # --- the scoreboard --------------------------------------------------------------------------------
 
 
-def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
+def scoreboard_chart(rows: Sequence[dict], anchor: dict | None, baselines: Sequence[dict] = ()) -> Markup:
     """HM, F and A of every scoreboard row, one panel each on its own scale (0 to the panel's
-    largest value or interval bound), rows grouped by retrieval; each row's 95% interval as a
-    whisker over its bar (when the rows carry ``intervals``); the course's Table 2 as a dashed
-    line."""
+    largest value or interval bound), rows grouped by retrieval, then the baselines (their bars
+    outlined, class ``bar-base``); each row's 95% interval as a whisker over its bar (when the
+    rows carry ``intervals``); the course's Table 2 as a dashed line."""
     if not rows:
         return Markup("")
+    drawn = list(rows) + [_baseline_row(b) for b in baselines]
     row_h, label_w, panel_w, gap, top = 18, 250, SCORE_PANEL, 18, 40
     metrics = ("HM", "F", "A")
     width = label_w + len(metrics) * (panel_w + gap)
-    height = top + row_h * len(rows) + 8
+    height = top + row_h * len(drawn) + 8
     body = []
     for k, metric in enumerate(metrics):
-        x0 = label_w + k * (panel_w + gap)
-        bounds = [r["intervals"][metric]["upper"] for r in rows if r.get("intervals")]
-        scale = max([r[metric] for r in rows] + bounds + ([anchor[metric]] if anchor else []))
-        body.append(_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle"))
-        body.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 4}" y2="{height - 6}" class="axis"/>')
-        for i, row in enumerate(rows):
-            y = top + row_h * i
-            length = row[metric] / scale * SCORE_BAR if scale else 0
-            cls = "bar-ref" if row.get("reference") else ("bar-nb" if not row.get("changes") else "bar")
-            body.append(
-                f'<rect x="{x0}" y="{y + 3}" width="{_f(length)}" height="{row_h - 6}" class="{cls}">'
-                f"<title>{escape(row['name'])}: {metric} {row[metric]:.4f}</title></rect>"
-            )
-            end = length
-            interval = (row.get("intervals") or {}).get(metric)
-            if interval and scale:
-                body.append(whisker(interval, (0.0, scale), x0, SCORE_BAR, y + row_h / 2, f"{row['name']}: {metric}"))
-                end = max(length, interval["upper"] / scale * SCORE_BAR)
-            body.append(_text(x0 + end + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
-        if anchor:
-            ax = x0 + anchor[metric] / scale * SCORE_BAR
-            body.append(f'<line x1="{_f(ax)}" x2="{_f(ax)}" y1="{top - 4}" y2="{height - 6}" class="anchor"/>')
-            body.append(_text(ax, top - 8, "Table 2", "middle", "anchor-label"))
+        body += _score_panel(drawn, metric, anchor, label_w + k * (panel_w + gap), top, row_h, height)
     previous = None
-    for i, row in enumerate(rows):
+    for i, row in enumerate(drawn):
         y = top + row_h * i
         if row["retrieval"] != previous and i:
             body.append(f'<line x1="0" x2="{width}" y1="{y}" y2="{y}" class="grid"/>')
@@ -229,12 +208,54 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None) -> Markup:
         body.append(_text(0, y + row_h - 5, f"{row['retrieval']} · {row['model']} · {row['protocol']}", cls="rowname"))
     best = max(rows, key=lambda r: r["HM"])
     title = (
-        f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev; "
-        f"the best HM is {best['name']} at {best['HM']:.3f}"
+        f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev"
+        + (f" and of {len(baselines)} baselines below them" if baselines else "")
+        + f"; the best HM of the combinations is {best['name']} at {best['HM']:.3f}"
         + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
         + ("; whiskers are 95% intervals" if any(r.get("intervals") for r in rows) else "")
     )
     return _svg(width, height, title, body, "scores")
+
+
+#: How a baseline is named in the scoreboard chart's row labels (after "baseline · ").
+BASELINE_LABELS = {
+    "baseline:always-SUPPORTS": "always SUPPORTS",
+    "baseline:random-label": "random label",
+    "baseline:course-file": "the course’s file",
+}
+
+
+def _baseline_row(baseline: dict) -> dict:
+    what = BASELINE_LABELS.get(baseline["name"], baseline["name"].split(":")[-1])
+    return {**baseline, "retrieval": "baseline", "model": what, "protocol": "—", "changes": ["baseline"]}
+
+
+def _score_panel(rows: Sequence[dict], metric: str, anchor: dict | None, x0: int, top: int, row_h: int, height: int):
+    """One panel of the scoreboard chart: its title and axis, a bar and a whisker per row, the anchor."""
+    bounds = [r["intervals"][metric]["upper"] for r in rows if r.get("intervals")]
+    scale = max([r[metric] for r in rows] + bounds + ([anchor[metric]] if anchor else []))
+    body = [_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle")]
+    body.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 4}" y2="{height - 6}" class="axis"/>')
+    for i, row in enumerate(rows):
+        y = top + row_h * i
+        length = row[metric] / scale * SCORE_BAR if scale else 0
+        cls = "bar-ref" if row.get("reference") else ("bar-nb" if not row.get("changes") else "bar")
+        cls += " bar-base" if row.get("baseline") else ""
+        body.append(
+            f'<rect x="{x0}" y="{y + 3}" width="{_f(length)}" height="{row_h - 6}" class="{cls}">'
+            f"<title>{escape(row['name'])}: {metric} {row[metric]:.4f}</title></rect>"
+        )
+        end = length
+        interval = (row.get("intervals") or {}).get(metric)
+        if interval and scale:
+            body.append(whisker(interval, (0.0, scale), x0, SCORE_BAR, y + row_h / 2, f"{row['name']}: {metric}"))
+            end = max(length, interval["upper"] / scale * SCORE_BAR)
+        body.append(_text(x0 + end + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
+    if anchor:
+        ax = x0 + anchor[metric] / scale * SCORE_BAR
+        body.append(f'<line x1="{_f(ax)}" x2="{_f(ax)}" y1="{top - 4}" y2="{height - 6}" class="anchor"/>')
+        body.append(_text(ax, top - 8, "Table 2", "middle", "anchor-label"))
+    return body
 
 
 # --- intervals --------------------------------------------------------------------------------
@@ -281,10 +302,10 @@ def _domain(rows: Sequence[dict], metric: str) -> tuple[float, float]:
     return (0.0, top)
 
 
-def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str) -> Markup:
+def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str, differences: bool = False) -> Markup:
     """Figures with their 95% intervals, a panel per metric: a dot at each row's estimate and a
     whisker from its lower to its upper bound, every panel on its stated axis (0 to its largest
-    bound, or symmetric about a marked 0 for differences).
+    bound, or symmetric about a marked 0 when a bound is negative or for ``differences``).
 
     Parameters
     ----------
@@ -295,142 +316,64 @@ def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str) -> 
         The panels, left to right.
     title : str
         What the picture shows, said to a screen reader with every row's figures.
+    differences : bool
+        The rows are differences (a system minus another): every axis symmetric about 0, and
+        the figures signed.
     """
     if not rows:
         return Markup("")
     row_h, label_w, panel_w, gap, top = 20, 230, 200, 22, 36
-    length = panel_w - 20
-    width = label_w + len(metrics) * (panel_w + gap)
     height = top + row_h * len(rows) + 22
     body = []
     for k, metric in enumerate(metrics):
-        x0 = label_w + k * (panel_w + gap) + 10
         low, high = _domain(rows, metric)
-        body.append(_text(x0 - 10, 14, f"{metric} ({low:g} to {high:g})", cls="ptitle"))
-        body.append(f'<line x1="{x0}" x2="{x0 + length}" y1="{height - 18}" y2="{height - 18}" class="axis"/>')
-        for value in (low, (low + high) / 2, high):
-            tx = x0 + (value - low) / (high - low) * length
-            body.append(_text(tx, height - 4, f"{value:g}", "middle", "tick"))
-        if low < 0:
-            zx = x0 + (0 - low) / (high - low) * length
-            body.append(f'<line x1="{_f(zx)}" x2="{_f(zx)}" y1="{top - 4}" y2="{height - 18}" class="zero"/>')
-        for i, row in enumerate(rows):
-            interval = row.get(metric)
-            if not interval:
-                continue
-            y = top + row_h * i + row_h / 2
-            body.append(whisker(interval, (low, high), x0, length, y, f"{row['name']}: {metric}"))
-            cx = x0 + (interval["estimate"] - low) / (high - low) * length
-            body.append(
-                f'<circle cx="{cx:.2f}" cy="{_f(y)}" r="3.5" class="dot dot-{escape(row.get("kind", "row"))}"/>'
-            )
+        if differences:
+            low = -high
+        body += _interval_panel(
+            rows, metric, (low, high), label_w + k * (panel_w + gap) + 10, panel_w - 20, top, row_h, height, differences
+        )
     for i, row in enumerate(rows):
-        y = top + row_h * i
-        body.append(_text(0, y + row_h - 6, _clip(row["name"], 34), cls="rowname"))
+        body.append(_text(0, top + row_h * i + row_h - 6, _clip(row["name"], 34), cls="rowname"))
+    sign = "+" if differences else ""
     said = "; ".join(
         f"{row['name']}: "
         + ", ".join(
-            f"{m} {row[m]['estimate']:.3f} ({row[m]['lower']:.3f} to {row[m]['upper']:.3f})"
+            f"{m} {row[m]['estimate']:{sign}.3f} ({row[m]['lower']:{sign}.3f} to {row[m]['upper']:{sign}.3f})"
             for m in metrics
             if row.get(m)
         )
         for row in rows
     )
-    return _svg(width, height, f"{title}: {said}", body, "intervals")
+    cls = "intervals differences" if differences else "intervals"
+    return _svg(label_w + len(metrics) * (panel_w + gap), height, f"{title}: {said}", body, cls)
+
+
+def _interval_panel(
+    rows, metric: str, domain, x0: float, length: float, top: int, row_h: int, height: int, differences: bool
+):
+    """One panel of :func:`interval_chart`: its title and axis with three ticks, 0 marked when
+    the axis crosses it, and a whisker and a dot per row."""
+    low, high = domain
+    sign = "+" if differences else ""
+    what = f"{metric} difference" if differences else metric
+    body = [_text(x0 - 10, 14, f"{what} ({low:{sign}g} to {high:{sign}g})", cls="ptitle")]
+    body.append(f'<line x1="{x0}" x2="{x0 + length}" y1="{height - 18}" y2="{height - 18}" class="axis"/>')
+    for value in (low, (low + high) / 2, high):
+        tx = x0 + (value - low) / (high - low) * length
+        body.append(_text(tx, height - 4, f"{value:{sign}g}", "middle", "tick"))
+    if low < 0:
+        zx = x0 + (0 - low) / (high - low) * length
+        body.append(f'<line x1="{_f(zx)}" x2="{_f(zx)}" y1="{top - 4}" y2="{height - 18}" class="zero"/>')
+    for i, row in enumerate(rows):
+        interval = row.get(metric)
+        if not interval:
+            continue
+        y = top + row_h * i + row_h / 2
+        body.append(whisker(interval, (low, high), x0, length, y, f"{row['name']}: {metric}"))
+        cx = x0 + (interval["estimate"] - low) / (high - low) * length
+        body.append(f'<circle cx="{cx:.2f}" cy="{_f(y)}" r="3.5" class="dot dot-{escape(row.get("kind", "row"))}"/>')
+    return body
 
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def differences_chart(rows: Sequence[dict], metrics: Sequence[str], title: str) -> Markup:
-    """Differences with their 95% intervals (a system minus each reference), a panel per metric,
-    each panel's axis symmetric about a marked 0 (whichever side the differences fall on), so
-    that a whisker's distance from 0 reads the same on every row: the dot and whisker of
-    :func:`interval_chart`.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        ``{"name": str, "kind": str, metric: {"estimate", "lower", "upper"} | None, ...}``.
-    metrics : sequence of str
-        The panels, left to right.
-    title : str
-        What the picture shows, said to a screen reader with every row's figures.
-    """
-    if not rows:
-        return Markup("")
-    row_h, label_w, panel_w, gap, top = 20, 230, 200, 22, 36
-    length = panel_w - 20
-    height = top + row_h * len(rows) + 22
-    body = []
-    for k, metric in enumerate(metrics):
-        x0 = label_w + k * (panel_w + gap) + 10
-        high = _domain(rows, metric)[1]
-        low = -high
-        body.append(_text(x0 - 10, 14, f"{metric} difference ({low:+g} to {high:+g})", cls="ptitle"))
-        body.append(f'<line x1="{x0}" x2="{x0 + length}" y1="{height - 18}" y2="{height - 18}" class="axis"/>')
-        for value in (low, 0.0, high):
-            body.append(_text(x0 + (value - low) / (high - low) * length, height - 4, f"{value:+g}", "middle", "tick"))
-        zx = x0 + length / 2
-        body.append(f'<line x1="{_f(zx)}" x2="{_f(zx)}" y1="{top - 4}" y2="{height - 18}" class="zero"/>')
-        for i, row in enumerate(rows):
-            interval = row.get(metric)
-            if not interval:
-                continue
-            y = top + row_h * i + row_h / 2
-            body.append(whisker(interval, (low, high), x0, length, y, f"{row['name']}: {metric}"))
-            cx = x0 + (interval["estimate"] - low) / (high - low) * length
-            body.append(
-                f'<circle cx="{cx:.2f}" cy="{_f(y)}" r="3.5" class="dot dot-{escape(row.get("kind", "row"))}"/>'
-            )
-    for i, row in enumerate(rows):
-        body.append(_text(0, top + row_h * i + row_h - 6, _clip(row["name"], 34), cls="rowname"))
-    said = "; ".join(
-        f"{row['name']}: "
-        + ", ".join(
-            f"{m} {row[m]['estimate']:+.3f} ({row[m]['lower']:+.3f} to {row[m]['upper']:+.3f})"
-            for m in metrics
-            if row.get(m)
-        )
-        for row in rows
-    )
-    return _svg(label_w + len(metrics) * (panel_w + gap), height, f"{title}: {said}", body, "intervals differences")
-
-
-# --- the scoreboard with its baselines ----------------------------------------------------------
-
-#: How a baseline is named in the scoreboard chart's row labels (after "baseline · ").
-BASELINE_LABELS = {
-    "baseline:always-SUPPORTS": "always SUPPORTS",
-    "baseline:random-label": "random label",
-    "baseline:course-file": "the course’s file",
-}
-
-
-def scoreboard_with_baselines(rows: Sequence[dict], baselines: Sequence[dict], anchor: dict | None) -> Markup:
-    """:func:`scoreboard_chart` with the baselines as rows below the scoreboard's, on the same
-    scales, their bars outlined (class ``bar-base``) so they read apart from the pipeline's rows,
-    and a title that counts rows and baselines apart."""
-    if not rows:
-        return Markup("")
-    extra = []
-    for baseline in baselines:
-        what = BASELINE_LABELS.get(baseline["name"], baseline["name"].split(":")[-1])
-        extra.append({**baseline, "retrieval": "baseline", "model": what, "protocol": "—", "changes": ["baseline"]})
-    chart = str(scoreboard_chart(list(rows) + extra, anchor))
-    for baseline in extra:
-        chart = chart.replace(
-            f'class="bar"><title>{escape(baseline["name"])}: ',
-            f'class="bar bar-base"><title>{escape(baseline["name"])}: ',
-        )
-    best = max(rows, key=lambda r: r["HM"])
-    title = escape(
-        f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev and of "
-        f"{len(extra)} baselines below them, each with its 95% interval as a whisker; the best HM of the "
-        f"combinations is {best['name']} at {best['HM']:.3f}"
-        + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
-    )
-    head, rest = chart.split("<title>", 1)
-    head = head[: head.index('aria-label="')] + f'aria-label="{title}"' + head[head.index('" xmlns=') + 1 :]
-    return Markup(head + f"<title>{title}</title>" + rest.split("</title>", 1)[1])
