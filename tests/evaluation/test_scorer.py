@@ -9,14 +9,8 @@ import pytest
 from claimtrace.data import files as data
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
-from claimtrace.evaluation.scorer import (
-    evaluate,
-    evaluate_file,
-    evidence_f,
-    evidence_scores,
-    harmonic_mean,
-    load_predictions,
-)
+from claimtrace.evaluation.audit import report_path
+from claimtrace.evaluation.scorer import evaluate, evidence_f, evidence_scores, harmonic_mean
 
 
 def _claim(evidences, label="SUPPORTS", claim_id="claim-1"):
@@ -54,7 +48,7 @@ def test_gold_against_itself_scores_one(data_dir):
 
 def test_baseline_file_figures(data_dir):
     """dev-claims-baseline.json scored as the course's eval.py scores it."""
-    result = evaluate_file(data.course_file(data_dir, "baseline"), "dev", data_dir)
+    result = report_path(data.course_file(data_dir, "baseline"), data_dir).scored.course
     assert result.claims == 154
     assert result.F == 0.3377705627705628
     assert result.A == 0.35064935064935066
@@ -62,62 +56,28 @@ def test_baseline_file_figures(data_dir):
 
 
 def test_missing_claims_are_an_error_unless_skipped(data_dir, tmp_path):
+    gold = data.load_claims("dev", data_dir)
     raw = json.loads(data.course_file(data_dir, "baseline").read_text(encoding="utf-8"))
     dropped = sorted(raw)[:3]
-    for claim_id in dropped:
-        del raw[claim_id]
-    path = tmp_path / "partial.json"
-    path.write_text(json.dumps(raw), encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{path}: no prediction for 3 of the 154 claims \({dropped[0]}"):
-        evaluate_file(path, "dev", data_dir)
-    skipped = evaluate_file(path, "dev", data_dir, skip_missing=True)
+    predictions = {
+        cid: Claim(cid, "", e["claim_label"], tuple(e["evidences"])) for cid, e in raw.items() if cid not in dropped
+    }
+    with pytest.raises(DataError, match=rf"p.json: no prediction for 3 of the 154 claims \({dropped[0]}"):
+        evaluate(predictions, gold, source="p.json")
+    skipped = evaluate(predictions, gold, skip_missing=True)
     assert skipped.claims == 151 and skipped.skipped == dropped
     # eval.py's averages are over the claims it kept
-    kept = {k: v for k, v in data.load_claims("dev", data_dir).items() if k not in dropped}
-    assert skipped.F == evaluate(load_predictions(path), kept).F
+    kept = {k: v for k, v in gold.items() if k not in dropped}
+    assert skipped.F == evaluate(predictions, kept).F
 
 
-@pytest.mark.parametrize(
-    "body, message",
-    [
-        ([1, 2], "expected a JSON object mapping claim ids to predictions, got list"),
-        ({"claim-1": "x"}, "claim 'claim-1' is str, expected an object"),
-        (
-            {"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": "evidence-1"}},
-            "evidences is str, expected a list of evidence ids",
-        ),
-        ({"claim-1": {"claim_text": "t", "claim_label": "SUPPORTS", "evidences": [3]}}, r"evidences\[0\] is 3"),
-        ({"claim-1": {"claim_text": "t", "claim_label": "MAYBE", "evidences": []}}, r'has claim_label "MAYBE"'),
-        ({"claim-1": {"claim_label": "SUPPORTS"}}, "evidences is missing, expected a list"),
-        (
-            {"claim-1": {"claim_label": "SUPPORTS", "evidences": ["e1", "e1"]}},
-            r"evidences\[1\] 'e1' repeats evidences\[0\]",
-        ),
-    ],
-)
-def test_bad_prediction_files_name_file_and_field(tmp_path, body, message):
-    path = tmp_path / "predictions.json"
-    path.write_text(json.dumps(body), encoding="utf-8")
-    with pytest.raises(DataError, match=message) as caught:
-        load_predictions(path)
-    assert str(path) in str(caught.value)
-
-
-def test_claim_text_may_be_left_out(tmp_path):
-    """The course's scorer reads only claim_label and evidences."""
-    path = tmp_path / "predictions.json"
-    path.write_text(json.dumps({"claim-1": {"claim_label": "SUPPORTS", "evidences": ["e1"]}}), encoding="utf-8")
-    (claim,) = load_predictions(path).values()
-    assert (claim.label, claim.evidences) == ("SUPPORTS", ("e1",))
-
-
-def test_unreadable_prediction_file(tmp_path):
+def test_unreadable_prediction_file(data_dir, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="not valid JSON"):
-        load_predictions(path)
+        report_path(path, data_dir)
     with pytest.raises(DataError, match="file is missing"):
-        load_predictions(tmp_path / "absent.json")
+        report_path(tmp_path / "absent.json", data_dir)
 
 
 def test_extra_claims_are_ignored():

@@ -15,7 +15,8 @@ from markupsafe import escape
 from claimtrace.cli.main import main
 from claimtrace.compare.runs import compare
 from claimtrace.data import files as data
-from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES, evaluate_file
+from claimtrace.evaluation.audit import report_path
+from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import Tracer
 
@@ -49,7 +50,7 @@ def digest(compare_tracer):
 
 
 def test_the_compare_page_scores_the_run_as_evaluate_does(client, baseline_path, data_dir, digest):
-    expected = evaluate_file(baseline_path, "dev", data_dir)
+    expected = report_path(baseline_path, data_dir).scored.course
     index = client.get("/compare/index.json").json()
     (run,) = index["runs"]
     assert (run["name"], run["digest"], run["F"], run["A"], run["HM"]) == (

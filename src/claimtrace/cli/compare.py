@@ -104,7 +104,7 @@ def _read_runs(ctx, predictions, names, class_dir, split) -> tuple[list, list[di
         except DataError as err:
             if class_dir is None:
                 raise
-            set_aside.append({"file": path, "why": str(err)})
+            set_aside.append({"file": path, "why": str(err).removeprefix(f"{path}: ")})
     if not runs:
         raise DataError(f"{class_dir}: no predictions file the course's scorer can score")
     chosen = split or max(PREFERRED, key=lambda s: sum(run.split == s for run in runs))  # ties: dev first
@@ -190,7 +190,10 @@ def _echo_statistics(statistics: dict | None) -> None:
     if not statistics:
         return
     method = statistics["method"]
-    click.echo(f"95% intervals (A: {method['proportions']}; F, HM: {method['means']}):")
+    click.echo(
+        f"95% intervals (A: {method['proportions']}; F, HM: {method['means']}), every claim of the split counted "
+        "(a claim a file left out as wrong with F 0, the strict score):"
+    )
     for name, figures in statistics["figures"].items():
         click.echo(
             f"  {name:40s} F {_interval(figures['F'])}  A {_interval(figures['A'])}  HM {_interval(figures['HM'])}"

@@ -10,23 +10,20 @@ Per gold claim, taken in sorted claim-id order:
 
 F and A are ``np.mean`` over the claims; the headline is ``2FA / (F + A)`` (0 when both are 0).
 
-One deliberate difference: ``eval.py`` silently skips a gold claim that is missing from the
-predictions (which raises the averages over the claims it kept). Here a missing claim is an error
-unless ``skip_missing`` is set, which reproduces ``eval.py``. Prediction files are validated with
-:func:`claimtrace.data.files.parse_claims` (every problem names the file and the field).
+``eval.py`` silently skips a gold claim that is missing from the predictions (the averages are
+then over the claims it kept); :func:`evaluate` raises instead unless ``skip_missing`` is set. A
+predictions file is read as ``eval.py`` reads it by :mod:`claimtrace.evaluation.submission`, which
+scores it here; :mod:`claimtrace.evaluation.audit` says what is odd in it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from claimtrace import constants as C
-from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
 
@@ -35,10 +32,8 @@ __all__ = [
     "evidence_f",
     "Evaluation",
     "evaluate",
-    "parse_predictions",
-    "read_predictions",
-    "load_predictions",
-    "evaluate_file",
+    "check_predictions_size",
+    "predictions_bytes",
 ]
 
 
@@ -145,69 +140,12 @@ def evaluate(
 MAX_PREDICTIONS_BYTES = 8 * 2**20
 
 
-def parse_predictions(raw: object, source: str, known: Mapping[str, Claim] | None = None) -> dict[str, Claim]:
-    """Validate predictions in the course's shape ``{claim_id: {claim_label, evidences}}``.
-
-    ``claim_text`` may be left out (the course's scorer never reads it; the claim's own text is
-    used). Every problem is a DataError naming ``source``, the claim and the field: a label
-    outside the four, evidences that are not a list of strings, an id named twice in one list
-    (the course's scorer would count it twice in the precision), and, when ``known`` (a split's
-    claims) is given, a claim id that is not one of them.
-    """
-    if not isinstance(raw, dict):
-        raise DataError(f"{source}: expected a JSON object mapping claim ids to predictions, got {_kind(raw)}")
-    out: dict[str, Claim] = {}
-    for claim_id, body in raw.items():
-        where = f"{source}: claim {claim_id!r}"
-        if known is not None and claim_id not in known:
-            raise DataError(f"{where} is not one of the {len(known)} claims it is scored against")
-        if not isinstance(body, dict):
-            raise DataError(f"{where} is {_kind(body)}, expected an object with claim_label and evidences")
-        label = body.get("claim_label")
-        if label not in C.LABELS:
-            raise DataError(f"{where} has claim_label {json.dumps(label)}, expected one of {', '.join(C.LABELS)}")
-        evidences = body.get("evidences")
-        if not isinstance(evidences, list):
-            raise DataError(f"{where}: evidences is {_kind(evidences)}, expected a list of evidence ids")
-        seen: dict[str, int] = {}
-        for position, evidence_id in enumerate(evidences):
-            if not isinstance(evidence_id, str):
-                raise DataError(f"{where}: evidences[{position}] is {json.dumps(evidence_id)}, not an evidence id")
-            if evidence_id in seen:
-                raise DataError(
-                    f"{where}: evidences[{position}] {evidence_id!r} repeats evidences[{seen[evidence_id]}] "
-                    "(the course's scorer would count it twice in the precision)"
-                )
-            seen[evidence_id] = position
-        text = body.get("claim_text")
-        if text is None and known is not None:
-            text = known[claim_id].text
-        out[claim_id] = Claim(claim_id, text if isinstance(text, str) else "", label, tuple(evidences))
-    return out
-
-
-def _kind(value: object) -> str:
-    return "missing" if value is None else type(value).__name__
-
-
 def check_predictions_size(size: int, source: str) -> None:
     """DataError naming ``source`` when a predictions file is over :data:`MAX_PREDICTIONS_BYTES`."""
     if size > MAX_PREDICTIONS_BYTES:
         raise DataError(
             f"{source}: {size:,} bytes, over the {MAX_PREDICTIONS_BYTES // 2**20} MiB a predictions file may hold"
         )
-
-
-def read_predictions(raw: bytes, source: str, known: Mapping[str, Claim] | None = None) -> dict[str, Claim]:
-    """:func:`parse_predictions` of a file's bytes, refused over :data:`MAX_PREDICTIONS_BYTES`."""
-    check_predictions_size(len(raw), source)
-    return parse_predictions(data_layer.json_from_bytes(raw, source), source, known)
-
-
-def load_predictions(path: str | Path, known: Mapping[str, Claim] | None = None) -> dict[str, Claim]:
-    """Read and validate a prediction file in the course's shape (:func:`parse_predictions`),
-    refused over the size cap before it is read."""
-    return read_predictions(predictions_bytes(path), str(path), known)
 
 
 def predictions_bytes(path: str | Path) -> bytes:
@@ -217,16 +155,3 @@ def predictions_bytes(path: str | Path) -> bytes:
         raise DataError(f"{path}: file is missing")
     check_predictions_size(path.stat().st_size, str(path))
     return path.read_bytes()
-
-
-def evaluate_file(
-    path: str | Path, split: str = "dev", data_dir: Path | None = None, *, skip_missing: bool = False
-) -> Evaluation:
-    """Score a prediction file against a labelled course split (train or dev)."""
-    if split == "test":
-        raise DataError("the test claims are unlabelled: evaluate against dev (or train)")
-    if split not in ("train", "dev"):
-        raise DataError(f"unknown split {split!r}: expected dev or train")
-    gold = data_layer.load_claims(split, data_dir)
-    predictions = load_predictions(path)
-    return evaluate(predictions, gold, source=str(path), skip_missing=skip_missing)
