@@ -68,6 +68,10 @@ class _Build:
         self.asked.append((split, retrieval, model, protocol))
         return PREDICTED
 
+    def verdict_of(self, split: str, model: str, source: str, protocol: str) -> dict[str, str]:
+        """Each claim's verdict: the predictions' labels, whichever model and evidence."""
+        return {cid: entry["claim_label"] for cid, entry in PREDICTED.items()}
+
 
 def test_the_rows_are_every_retrieval_model_and_protocol_the_notebooks_own_first():
     rows = scoreboard_rows()

@@ -19,7 +19,7 @@ from claimtrace.data.files import parse_claims
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.audit import report_path
 from claimtrace.evaluation.scorer import evaluate
-from claimtrace.evaluation.significance import figures_of, labels_paired
+from claimtrace.evaluation.significance import figures_of
 from claimtrace.evaluation.statistics import wilson
 from claimtrace.lib import store
 
@@ -138,7 +138,7 @@ def _evaluate_build(build, split: str, as_json: bool) -> None:
         "variants": build.retrieval_variants() if split == "dev" else None,
         "checkpoint": classifier["checkpoint"],
         "classifier": _with_wilson(classifier[split]),
-        "gold_vs_retrieved": _gold_vs_retrieved(build, split),
+        "gold_vs_retrieved": classifier["gold_minus_retrieved"][split],
         "scoreboard": _build_scoreboard(build, split),
     }
     if as_json:
@@ -208,15 +208,6 @@ def _with_wilson(classifier: dict) -> dict:
         evidence: {p: {**f, "interval": wilson(f["correct"], f["claims"]).to_dict()} for p, f in protocols.items()}
         for evidence, protocols in classifier.items()
     }
-
-
-def _gold_vs_retrieved(build, split: str) -> dict:
-    """The notebook's model (notebook protocol) on gold evidence minus on retrieved, paired."""
-    verdicts = build.verdicts(split)
-    ids = sorted(verdicts)
-    gold = [build.claims(split)[cid].label for cid in ids]
-    on = {source: [verdicts[cid][source]["notebook"]["verdict"] for cid in ids] for source in ("gold", "retrieved")}
-    return labels_paired(gold, on["gold"], on["retrieved"])
 
 
 def _echo_scoreboard(board: dict | None) -> None:

@@ -15,7 +15,7 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
 from claimtrace.evaluation.baselines import Baseline, course_baseline, label_baselines
 from claimtrace.evaluation.scorer import Evaluation, evaluate, evidence_f
-from claimtrace.evaluation.significance import against_reference, strict_per_claim
+from claimtrace.evaluation.significance import against_reference, strict_per_claim, verdicts_paired
 from claimtrace.pipeline.retrieval import VARIANTS
 
 #: The retrievals a row can use: the notebook's as designed, each quirk variant, and BM25.
@@ -150,7 +150,9 @@ def scoreboard(build, split: str = "dev") -> dict:
         ``reference`` (BM25's rows), ``F``, ``A``, ``HM``, ``claims``, ``intervals`` (A, F, HM,
         macro-F1, per-label recall) and, but for the notebook's row, ``paired`` (the row minus
         the notebook's, tested); ``baselines`` the same for each baseline (``"baseline": true``,
-        ``description``); ``statistics`` how the intervals and tests were made.
+        ``description``); ``statistics`` how the intervals and tests were made;
+        ``intended_minus_notebook_on_gold`` the intended model minus the notebook's on the same
+        claims with gold evidence, batches of 16 (:func:`verdicts_paired`).
     """
     gold = build.claims(split)
     results = {row.name: (row, row_result(build, split, row)) for row in scoreboard_rows()}
@@ -172,6 +174,11 @@ def scoreboard(build, split: str = "dev") -> dict:
         "rows": rows,
         "baselines": extra,
         "statistics": tested["method"],
+        "intended_minus_notebook_on_gold": verdicts_paired(
+            gold,
+            build.verdict_of(split, "intended", "gold", "notebook"),
+            build.verdict_of(split, "notebook", "gold", "notebook"),
+        ),
     }
 
 

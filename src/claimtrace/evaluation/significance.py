@@ -197,3 +197,10 @@ def labels_paired(
     paired = S.Resampled(systems, resamples, seed).paired(0, 1)
     out = {key: paired[key] for key in ("A", "mcnemar", "cohens_h", "p")}
     return {**out, "verdict": S.verdict(paired["p"]), "method": method_note(resamples, seed)}
+
+
+def verdicts_paired(gold: Mapping[str, Claim], one: Mapping[str, str], other: Mapping[str, str]) -> dict:
+    """Two stored verdict sets on the same labelled claims (claim id -> label), ``one`` minus
+    ``other`` in accuracy, paired over the claims in sorted order (:func:`labels_paired`)."""
+    ids = sorted(gold)
+    return labels_paired([gold[cid].label for cid in ids], [one[cid] for cid in ids], [other[cid] for cid in ids])

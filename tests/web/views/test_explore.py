@@ -162,11 +162,20 @@ def test_each_accuracy_has_its_wilson_interval_and_gold_minus_retrieved_is_the_r
     assert chart["gold − retrieved, notebook"]["gold − retrieved"] == dev["gold_vs_retrieved"]["A"]
 
 
-def test_gold_minus_retrieved_is_what_claimtrace_evaluate_reports(dev, demo_build):
-    """The page's paired figure is the one ``claimtrace evaluate`` reports for the same build."""
-    from claimtrace.cli.evaluate import _gold_vs_retrieved
+def test_gold_minus_retrieved_is_the_classifier_stages_as_evaluate_reports_it(dev, demo_build):
+    """The page's paired figure is the one the classifier stage stored, and ``claimtrace
+    evaluate`` reports the same; both equal the test made afresh on the stored verdicts."""
+    from claimtrace.evaluation.significance import labels_paired
 
-    assert dev["gold_vs_retrieved"] == _gold_vs_retrieved(demo_build, "dev")
+    verdicts, gold = demo_build.verdicts("dev"), demo_build.claims("dev")
+    ids = sorted(verdicts)
+    direct = labels_paired(
+        [gold[c].label for c in ids],
+        [verdicts[c]["gold"]["notebook"]["verdict"] for c in ids],
+        [verdicts[c]["retrieved"]["notebook"]["verdict"] for c in ids],
+    )
+    stored = demo_build.classifier_summary()["gold_minus_retrieved"]["dev"]
+    assert dev["gold_vs_retrieved"] == stored == direct
     assert dev["gold_vs_retrieved"]["verdict"] == "more than chance"  # 52 claims against 1 on the demo build
 
 

@@ -78,7 +78,7 @@ def test_intended_verdicts_are_those_of_its_own_calls(demo_build):
     print(f"{near_ties} near ties checked")
 
 
-def test_explore_reports_the_intended_models_training_measured(web_client):
+def test_explore_reports_the_intended_models_training_measured(web_client, demo_build):
     """The intended model's dev accuracy and curve come from its provenance; the page says
     whether the fix's difference is more than chance, paired on the same claims (88/154 against
     90/154 for the shipped pair: it is not)."""
@@ -89,4 +89,5 @@ def test_explore_reports_the_intended_models_training_measured(web_client):
     page = web_client.get("/explore/dev.html").text
     assert "The intended model, measured" in page and "cannot be told apart" in page
     paired = web_client.get("/explore/dev.json").json()["scoreboard"]["intended_on_gold"]
+    assert paired == demo_build.scoreboard()["intended_minus_notebook_on_gold"]
     assert paired["verdict"] == "cannot be told apart" and f"McNemar’s exact p = {paired['p']:.2f}" in page

@@ -15,7 +15,6 @@ from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
-from claimtrace.evaluation.significance import labels_paired
 from claimtrace.models.predict import protocol_figures
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import Build, protocol_verdicts
@@ -38,6 +37,10 @@ def explore(build: Build, split: str) -> dict:
     }
     records, out["retrieval"] = _read(lambda: build.retrieval(split), {"status": "ok", "source": "build"})
     verdicts, out["classifier"] = _read(lambda: build.verdicts(split), {"status": "ok"})
+    out["classifier_paired"] = None  # gold minus retrieved evidence, as the classifier stage tested it
+    if labelled and verdicts is not None:
+        summary, _ = _read(build.classifier_summary, {})
+        out["classifier_paired"] = (summary or {}).get("gold_minus_retrieved", {}).get(split)
     sources = ["gold", "retrieved"] if labelled else ["retrieved"]
     out["claims"] = [
         _claim_row(position, claim, labelled, records, verdicts, sources)
@@ -204,6 +207,7 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     if split not in PREDICTION_SPLITS:
         return None
     section: dict[str, Any] = {"status": "ok", "anchor": course.TABLE2[split], "rows": None, "baselines": []}
+    board: dict = {}
     try:
         if split == "dev":
             board = build.scoreboard()
@@ -220,22 +224,8 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
     section["intended_training"] = intended_training()
     if split == "dev":
-        section["intended_on_gold"] = intended_on_gold(build)
+        section["intended_on_gold"] = board.get("intended_minus_notebook_on_gold")
     return section
-
-
-def intended_on_gold(build: Build) -> dict | None:
-    """The intended model minus the notebook's on the same dev claims with gold evidence
-    (batches of 16), paired and tested: whether the fix's difference is more than chance.
-    None before the classifier stage."""
-    try:
-        gold = {cid: claim.label for cid, claim in build.claims("dev").items()}
-        intended = build.verdict_of("dev", "intended", "gold", "notebook")
-        notebook = build.verdict_of("dev", "notebook", "gold", "notebook")
-    except Missing:
-        return None
-    ids = sorted(gold)
-    return labels_paired([gold[c] for c in ids], [intended[c] for c in ids], [notebook[c] for c in ids])
 
 
 def intended_training() -> dict:
@@ -352,7 +342,7 @@ def with_intervals(page: dict) -> None:
     if page["retrieval_variants"]:
         page["retrieval_variants"] = variants_tested(page["retrieval_variants"], rows)
     if page["accuracy"]["gold"] and page["accuracy"]["retrieved"]:
-        page["gold_vs_retrieved"] = gold_minus_retrieved(page["claims"])
+        page["gold_vs_retrieved"] = page["classifier_paired"]
         page["accuracy_chart"] = accuracy_chart_rows(page["accuracy"], board["baselines"], page["gold_vs_retrieved"])
 
 
@@ -384,18 +374,6 @@ def variants_tested(variants: list[dict], rows: dict[str, dict]) -> list[dict]:
     for (variant, _), tested in zip(compared, S.with_holm([gap for _, gap in compared]), strict=True):
         variant["paired"] = tested
     return out
-
-
-def gold_minus_retrieved(claims: list[dict]) -> dict:
-    """The notebook's model (notebook protocol) with gold evidence minus with retrieved, on the
-    same claims: the build's two stored verdicts paired and tested, claims in sorted order (as
-    ``claimtrace evaluate`` reports it)."""
-    ordered = sorted(claims, key=lambda row: row["id"])
-    return labels_paired(
-        [row["label"] for row in ordered],
-        [row["gold"]["notebook"] for row in ordered],
-        [row["retrieved"]["notebook"] for row in ordered],
-    )
 
 
 #: The accuracy chart's panels: each accuracy, and the paired difference.

@@ -11,6 +11,7 @@ import numpy as np
 
 from claimtrace import constants as C
 from claimtrace.errors import DataError
+from claimtrace.evaluation.significance import verdicts_paired
 from claimtrace.lib.store import read_json, write_atomic
 from claimtrace.models.inputs import Encoded, encode, evidence_texts, make_rows
 from claimtrace.models.predict import predict
@@ -56,6 +57,9 @@ def _classify_every_split(reader: Build) -> dict:
             work.classifier_part(split, source).unlink(missing_ok=True)
             if split != "test":
                 summary.setdefault(split, {})[source] = source_figures(claims, verdicts, source)
+        if split != "test":  # the model's two readings of each claim, paired and tested once, here
+            on = {s: {cid: v[s]["notebook"]["verdict"] for cid, v in verdicts.items()} for s in ("gold", "retrieved")}
+            summary.setdefault("gold_minus_retrieved", {})[split] = verdicts_paired(claims, on["gold"], on["retrieved"])
     if work.classifier_parts.is_dir() and not any(work.classifier_parts.iterdir()):
         work.classifier_parts.rmdir()
     if work.classifier_summary.is_file():
