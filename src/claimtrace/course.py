@@ -57,6 +57,17 @@ FIGURES: dict[str, Figure] = {
     # the 2026 explainer's retrained weights, notebook protocol (batches of 16 in file order)
     "dev_gold_notebook_correct": Figure(89, "89/154", NOTEBOOK_TRAINING),
     "dev_retrieved_notebook_correct": Figure(59, "59/154", NOTEBOOK_TRAINING),
+    # the notebook's own final dev run, which passed the raw claim text to retrieval
+    "final_cell_raw_claim_F": Figure(0.011, "0.011", NOTEBOOK_RETRIEVAL),
+}
+
+#: The 2026 explainer's 95% Wilson intervals of three dev accuracies (its site's figures), as
+#: (successes, claims) -> (lower, upper): a check of the definition, reproduced exactly.
+EXPLAINER_SITE = "the 2026 explainer's site"
+EXPLAINER_WILSON: dict[tuple[int, int], tuple[float, float]] = {
+    (59, 154): (0.310, 0.462),  # its classifier, retrieved evidence
+    (89, 154): (0.499, 0.653),  # its classifier, gold evidence
+    (68, 154): (0.366, 0.520),  # always SUPPORTS
 }
 
 #: The report's Table 2: the course's scores of the pipeline as designed (retrieved evidence).

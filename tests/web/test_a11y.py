@@ -23,9 +23,18 @@ SERVED = [
     "/explore/train.html",
     "/live.html",
     "/live.html?text=Greenland+is+gaining+ice",
+    "/parity.html",
     "/nowhere.html",
 ]
-EXPORTED = ["index.html", "claim/claim-871.html", "explore/dev.html", "explore/test.html", "live.html", "404.html"]
+EXPORTED = [
+    "index.html",
+    "claim/claim-871.html",
+    "explore/dev.html",
+    "explore/test.html",
+    "live.html",
+    "parity.html",
+    "404.html",
+]
 
 
 @pytest.fixture(scope="module")

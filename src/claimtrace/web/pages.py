@@ -24,6 +24,7 @@ from claimtrace.web.render import Renderer, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
+from claimtrace.web.views.parity import parity
 
 
 class Asked(NamedTuple):
@@ -223,9 +224,18 @@ COMPARE = Page(
     template=lambda renderer, data, root: renderer.compare_page(data, root),
     keys=_run_keys,
 )
+#: Every figure the course printed beside this build's, with its status and the reason.
+PARITY = Page(
+    "parity",
+    "parity.html",
+    "parity.json",
+    data=lambda tracer, key: parity(tracer),
+    template=lambda renderer, data, root: renderer.parity_page(data, root),
+    aliases=(Address("/parity", None, "html"),),
+)
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
 
 #: Every page, in the order the export writes them and the server tries their routes (a page's
 #: file before another's route that would also match it: compare/index.html before compare/{name}).
-PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, COMPARE_INDEX, COMPARE, CLAIM)
+PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, PARITY, COMPARE_INDEX, COMPARE, CLAIM)

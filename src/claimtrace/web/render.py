@@ -316,6 +316,11 @@ class Renderer:
         key = ("claim", head["id"], root, id(trace), tuple(b["digest"] for b in boxes))
         return self._cached(key, make)
 
+    def parity_page(self, data: dict, root: str) -> str:
+        return self._render(
+            "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
+        )
+
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(
             "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"
