@@ -157,10 +157,13 @@ def test_no_page_of_the_class_answers_500(class_client, class_tracer):
         assert answer.status_code == 200, (path, answer.status_code)
 
 
-def test_a_server_without_runs_has_an_empty_class_page(web_client):
-    page = web_client.get("/compare/class.json").json()
-    assert page["totals"]["runs"] == 0 and page["claims"] == []
-    assert "No dev run yet" in web_client.get("/compare/class.html").text
+def test_a_server_without_runs_has_an_empty_class_page(demo_build):
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(tracer=Tracer(demo_build))) as client:
+        page = client.get("/compare/class.json").json()
+        assert page["totals"]["runs"] == 0 and page["claims"] == []
+        assert "No dev run yet" in client.get("/compare/class.html").text
 
 
 def _main_words(html: str) -> str:
@@ -182,10 +185,10 @@ def test_the_export_writes_the_class_page_with_the_same_words(class_tracer, clas
     assert json.loads((tmp_path / "compare" / "class.json").read_text(encoding="utf-8"))["totals"]["runs"] >= 3
 
 
-def test_an_export_without_dev_runs_writes_no_class_page(web_tracer, tmp_path):
+def test_an_export_without_dev_runs_writes_no_class_page(demo_build, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, splits=["test"], tracer=web_tracer, limit=1)
+    write_site(None, tmp_path, splits=["test"], tracer=Tracer(demo_build), limit=1)
     assert not (tmp_path / "compare" / "class.html").exists()
 
 

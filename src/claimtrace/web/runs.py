@@ -29,6 +29,7 @@ from claimtrace.compare.uncertainty import class_statistics
 from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
 from claimtrace.errors import DataError
+from claimtrace.evaluation.audit import course_context
 from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
 from claimtrace.web.views.classroom import class_page
 from claimtrace.workdir.reader import Build
@@ -54,6 +55,7 @@ class Runs:
         self._class_page: tuple[tuple[str, ...], dict] | None = None
         #: The files of a class folder set aside (``{"file", "why"}``, the file by its name).
         self.set_aside: list[dict] = []
+        self._audit_context: dict | None = None
         self._lock = threading.Lock()
         #: Whether uploads are taken (off in a several-process server: each would keep its own).
         self.uploads = True
@@ -75,10 +77,21 @@ class Runs:
         ``source``, the claim and the field for anything the command line would refuse."""
         check_predictions_size(len(raw), source)
         value = json_from_bytes(raw, source)
-        run = run_from_json(value, raw, source, name, {split: self.build.claims(split) for split in SPLITS})
+        run = run_from_json(value, raw, source, name, self._splits(), **self._context())
         if run.split not in RUN_SPLITS:
             raise DataError(f"{source}: holds {run.split} claims; the site compares {' and '.join(RUN_SPLITS)} files")
         return run
+
+    def _splits(self) -> dict:
+        return {split: self.build.claims(split) for split in SPLITS}
+
+    def _context(self) -> dict:
+        """What a file is audited against beside the claims, as the command line audits it: the
+        course baseline file's evidences and the stopwords (read once)."""
+        if self._audit_context is None:
+            context = course_context(self.build.data_dir)
+            self._audit_context = {key: context[key] for key in ("baseline", "stopwords")}
+        return self._audit_context
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
         """Add a run from a file given at start (it stays while the server runs)."""
@@ -104,8 +117,7 @@ class Runs:
         (:func:`claimtrace.compare.runs.read_class`); a file the course's scorer cannot score, of
         train, or named as a run already given is set aside (:attr:`set_aside`, the file by its
         name: no machine path on a page), not refused. Returns what this folder set aside."""
-        splits = {split: self.build.claims(split) for split in SPLITS}
-        runs, aside = read_class(folder, splits)
+        runs, aside = read_class(folder, self._splits(), **self._context())
         aside = [{"file": Path(line["file"]).name, "why": line["why"]} for line in aside]
         for run in runs:
             file = f"{run.name}.json"  # read_class names a run by its file's stem
