@@ -84,3 +84,61 @@ def test_serve_refuses_a_bad_predictions_file_before_serving(demo_build, data_di
     )
     assert done.exit_code == 2
     assert f"{bad}: claim 'claim-752' is a number: the course's scorer fails on it" in done.output
+
+
+def test_serve_and_site_take_a_class_setting_aside_what_they_cannot_compare(demo_build, data_dir, tmp_path):
+    """``--class DIR``: every *.json a run named by its file; a file the course's scorer cannot
+    score, or of train, set aside with a line on stderr each (not a refusal); ``site`` writes the
+    class page and lists the set-aside files on the compare index."""
+    from tests.web.test_class import write_class
+
+    folder = write_class(tmp_path / "class", data_dir, demo_build)
+    train = next(iter(demo_build.claims("train").values()))
+    (folder / "erin-train.json").write_text(
+        json.dumps({train.id: {"claim_label": "SUPPORTS", "evidences": []}}), encoding="utf-8"
+    )
+    out = tmp_path / "site"
+    args = ["--data", str(data_dir), "site", "--workdir", str(demo_build.root), "--out", str(out)]
+    done = CliRunner().invoke(main, args + ["--split", "dev", "--limit", "1", "--class", str(folder)])
+    assert done.exit_code == 0, done.output
+    lines = [line for line in done.stderr.splitlines() if line.startswith("set aside: ")]
+    assert sorted(line.split(":")[1].strip() for line in lines) == ["erin-train.json", "notes.json", "words.json"]
+    assert "holds train claims" in next(line for line in lines if "erin-train" in line)
+    index = (out / "compare" / "index.html").read_text(encoding="utf-8")
+    assert "set aside: <code>notes.json</code>: not valid JSON" in index
+    page = json.loads((out / "compare" / "class.json").read_text(encoding="utf-8"))
+    assert [run["name"] for run in page["runs"]] and {run["name"] for run in page["runs"]} == {"alice", "bob", "carol"}
+    missing = CliRunner().invoke(main, args + ["--class", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no such folder" in missing.output
+
+
+def test_serve_class_answers_every_compare_page(demo_build, data_dir, tmp_path):
+    """``claimtrace serve --class DIR`` in a process of its own: the set-aside lines on stderr, the
+    class page and the index answer."""
+    from tests.web.test_class import write_class
+
+    folder = write_class(tmp_path / "class", data_dir, demo_build)
+    port = _free_port()
+    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
+    command += ["--workdir", str(demo_build.root), "--port", str(port), "--class", str(folder)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, server.stderr.read()
+            assert time.monotonic() < deadline, "the server did not start"
+            try:
+                if httpx.get(f"{base}/api/build.json", timeout=10).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        index = httpx.get(f"{base}/compare/index.json", timeout=120).json()
+        assert {line["file"] for line in index["set_aside"]} == {"notes.json", "words.json"}
+        assert sorted(run["name"] for run in index["runs"]) == ["alice", "bob", "carol", "dave-test"]
+        for path in ("/compare/class.html", "/compare/class.json", "/compare/index.html"):
+            assert httpx.get(base + path, timeout=120).status_code == 200, path
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert "set aside: notes.json: not valid JSON" in stderr and "set aside: words.json: " in stderr

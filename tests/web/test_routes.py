@@ -33,6 +33,8 @@ PAGE_ROUTES = [
     "/compare/",
     "/compare/index.html",
     "/compare/index.json",
+    "/compare/class.html",
+    "/compare/class.json",
     "/compare/{name}",
     "/claim/{name}",
 ]

@@ -83,28 +83,21 @@ def compare_command(
 
 def _read_runs(ctx, predictions, names, class_dir, split) -> tuple[list, list[dict]]:
     """Every file read as the course's scorer reads it, in the split asked for or the one most
-    files are of; the others set aside with why (a class), or refused (files named one by one)."""
-    from pathlib import Path
-
-    from claimtrace.compare.runs import load_run
+    files are of; the others set aside with why (a class, :func:`claimtrace.compare.runs.read_class`),
+    or refused (files named one by one)."""
+    from claimtrace.compare.runs import load_run, read_class
     from claimtrace.evaluation.audit import course_context
 
     context = course_context(data_dir(ctx))
     splits = context.pop("splits")
-    files = [(path, names[i] if i < len(names) else None) for i, path in enumerate(predictions)]
+    runs = [
+        load_run(path, names[i] if i < len(names) else None, splits, split, **context)
+        for i, path in enumerate(predictions)
+    ]
+    set_aside: list[dict] = []
     if class_dir is not None:
-        folder = Path(class_dir)
-        if not folder.is_dir():
-            raise DataError(f"{folder}: no such folder")
-        files += [(str(path), None) for path in sorted(folder.glob("*.json"))]
-    runs, set_aside = [], []
-    for path, name in files:
-        try:
-            runs.append(load_run(path, name, splits, split, **context))
-        except DataError as err:
-            if class_dir is None:
-                raise
-            set_aside.append({"file": path, "why": str(err).removeprefix(f"{path}: ")})
+        more, set_aside = read_class(class_dir, splits, split, **context)
+        runs += more
     if not runs:
         raise DataError(f"{class_dir}: no predictions file the course's scorer can score")
     chosen = split or max(PREFERRED, key=lambda s: sum(run.split == s for run in runs))  # ties: dev first

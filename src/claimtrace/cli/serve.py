@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -15,7 +16,17 @@ from claimtrace.errors import DataError
 
 
 def predictions_options(command: Callable) -> Callable:
-    """``--predictions FILE [--name NAME]... [--course-baseline]``: runs to set beside the build."""
+    """``--predictions FILE [--name NAME]... [--class DIR] [--course-baseline]``: runs to set
+    beside the build."""
+    command = click.option(
+        "--class",
+        "class_dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="A folder of predictions files (every *.json in it, each named by its file name): a class at once. "
+        "A file the course's scorer cannot score, or of train, is set aside with a line saying why, "
+        "also listed on the compare index; /compare/class.html shows the dev runs together.",
+    )(command)
     command = click.option(
         "--course-baseline",
         is_flag=True,
@@ -34,14 +45,29 @@ def predictions_options(command: Callable) -> Callable:
     )(command)
 
 
-def _given_runs(ctx: click.Context, predictions, names, course_baseline: bool) -> list[tuple[str, str | None]]:
-    """The runs a command was given, as (file, name) pairs; the course's baseline first."""
+def _given_runs(
+    ctx: click.Context, predictions, names, course_baseline: bool, class_dir: str | None = None
+) -> list[tuple[str, str | None]]:
+    """The runs a command was given, as (file, name) pairs: the course's baseline first, a class
+    folder last (a folder, which :meth:`claimtrace.web.runs.Runs.give_all` reads as a class)."""
     if len(names) > len(predictions):
         raise click.UsageError(f"{len(names)} --name given for {len(predictions)} --predictions")
     runs = [(str(path), names[i] if i < len(names) else None) for i, path in enumerate(predictions)]
     if course_baseline:
         runs.insert(0, (str(data_layer.course_file(data_dir(ctx), "baseline")), "course baseline"))
+    if class_dir is not None:
+        if not Path(class_dir).is_dir():
+            raise DataError(f"{class_dir}: no such folder")
+        runs.append((str(class_dir), None))
     return runs
+
+
+def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
+    """Give the tracer its runs (a bad file named one by one stops the command, naming it); each
+    file of a class set aside is said on stderr, one line each."""
+    tracer.runs.give_all(runs)
+    for line in tracer.runs.set_aside:
+        click.echo(f"set aside: {line['file']}: {line['why']}", err=True)
 
 
 @click.command("serve")
@@ -70,6 +96,7 @@ def serve_command(
     prerender: bool,
     predictions: tuple[str, ...],
     names: tuple[str, ...],
+    class_dir: str | None,
     course_baseline: bool,
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
@@ -83,9 +110,9 @@ def serve_command(
     folder = data_dir(ctx)
     stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
     build = open_build(ctx, workdir)
-    runs = _given_runs(ctx, predictions, names, course_baseline)
+    runs = _given_runs(ctx, predictions, names, course_baseline, class_dir)
     tracer = Tracer(build)
-    tracer.runs.give_all(runs)  # a bad file stops the server now, naming it
+    _give_runs(tracer, runs)  # a bad file stops the server now, naming it
     _check_port_free(port)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if workers == 1:
@@ -143,6 +170,7 @@ def site_command(
     json_twins: bool,
     predictions: tuple[str, ...],
     names: tuple[str, ...],
+    class_dir: str | None,
     course_baseline: bool,
 ) -> None:
     """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
@@ -150,7 +178,7 @@ def site_command(
     from claimtrace.web.tracer import Tracer
 
     tracer = Tracer(open_build(ctx, workdir))
-    tracer.runs.give_all(_given_runs(ctx, predictions, names, course_baseline))
+    _give_runs(tracer, _given_runs(ctx, predictions, names, course_baseline, class_dir))
     result = write_site(
         None,
         out,

@@ -41,7 +41,7 @@ from claimtrace.evaluation.submission import strict_note, strict_score
 from claimtrace.explain.retrieval import RetrievalView
 from claimtrace.workdir.reader import Build
 
-__all__ = ["Run", "read_run", "run_from_json", "load_run", "compare"]
+__all__ = ["Run", "read_run", "run_from_json", "load_run", "read_class", "compare"]
 
 #: The protocols the notebook's model is run under, in the order pages show them.
 PROTOCOLS = ("notebook", "alone")
@@ -117,6 +117,41 @@ def load_run(
 ) -> Run:
     """:func:`read_run` of a file (refused before it is read when over the size cap)."""
     return read_run(predictions_bytes(path), str(path), name, splits, split, **context)
+
+
+def read_class(
+    folder: str | Path, splits: Mapping[str, Mapping[str, Claim]], split: str | None = None, **context
+) -> tuple[list[Run], list[dict]]:
+    """Every ``*.json`` of a folder (a class), in name order, each named by its file's stem and
+    read as :func:`load_run` reads it.
+
+    Returns
+    -------
+    (runs, set_aside)
+        The runs read, of whatever split each is of (the caller keeps the splits it compares),
+        and ``{"file", "why"}`` for each file the course's scorer cannot score (or whose bytes
+        another file of the folder already holds), in name order.
+
+    Raises DataError when ``folder`` is not a folder.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"{folder}: no such folder")
+    runs: list[Run] = []
+    set_aside: list[dict] = []
+    seen: dict[str, str] = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            run = load_run(path, None, splits, split, **context)
+        except DataError as err:
+            set_aside.append({"file": str(path), "why": str(err).removeprefix(f"{path}: ")})
+            continue
+        if run.digest in seen:
+            set_aside.append({"file": str(path), "why": f"the same bytes as {seen[run.digest]}"})
+            continue
+        seen[run.digest] = path.name
+        runs.append(run)
+    return runs, set_aside
 
 
 def _unique_names(runs: Sequence[Run]) -> None:

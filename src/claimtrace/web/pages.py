@@ -233,9 +233,39 @@ PARITY = Page(
     template=lambda renderer, data, root: renderer.parity_page(data, root),
     aliases=(Address("/parity", None, "html"),),
 )
+
+
+def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
+    """The class page is exported when there is a dev run to show."""
+    return [None] if any(run.split == "dev" for run in tracer.runs.all()) else []
+
+
+#: Every dev run together: per claim how many runs got it right, the claims nobody got right,
+#: every file's audit (the leaderboard is the index's).
+COMPARE_CLASS = Page(
+    "compare-class",
+    "compare/class.html",
+    "compare/class.json",
+    data=lambda tracer, key: tracer.runs.class_view(),
+    template=lambda renderer, data, root: renderer.compare_class(data, root),
+    keys=_class_keys,
+)
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
 
 #: Every page, in the order the export writes them and the server tries their routes (a page's
 #: file before another's route that would also match it: compare/index.html before compare/{name}).
-PAGES = (WALKTHROUGH, TABLE, BUILD, LIVE, ROW_PREDICTIONS, EXPLORE, PREDICTIONS, PARITY, COMPARE_INDEX, COMPARE, CLAIM)
+PAGES = (
+    WALKTHROUGH,
+    TABLE,
+    BUILD,
+    LIVE,
+    ROW_PREDICTIONS,
+    EXPLORE,
+    PREDICTIONS,
+    PARITY,
+    COMPARE_INDEX,
+    COMPARE_CLASS,
+    COMPARE,
+    CLAIM,
+)

@@ -331,6 +331,9 @@ class Renderer:
             "compare.html", root, c=data, page="compare", title=f"{data['run']['name']} beside the notebook’s pipeline"
         )
 
+    def compare_class(self, data: dict, root: str) -> str:
+        return self._render("compare_class.html", root, c=data, page="compare", title="The class together")
+
     def explore_page(self, explore: dict, root: str) -> str:
         return self._cached(
             ("explore", explore["split"], root, id(explore)),

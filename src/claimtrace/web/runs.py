@@ -21,6 +21,7 @@ from claimtrace.compare.runs import (
     compare,
     explained_wins,
     pipeline_found_gold,
+    read_class,
     run_from_json,
     scoreboard_rows,
 )
@@ -28,7 +29,9 @@ from claimtrace.compare.uncertainty import class_statistics
 from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
 from claimtrace.errors import DataError
+from claimtrace.evaluation.audit import course_context
 from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
+from claimtrace.web.views.classroom import class_page
 from claimtrace.workdir.reader import Build
 
 #: Uploaded runs kept in memory at once (each is a few tens of KB).
@@ -48,6 +51,11 @@ class Runs:
         #: The class's statistics (every dev run, every pair of them), with the dev runs' digests
         #: they were computed for; dropped when a run is added or forgotten.
         self._class: tuple[tuple[str, ...], dict] | None = None
+        #: The class page's data, with the dev runs' digests it was computed for.
+        self._class_page: tuple[tuple[str, ...], dict] | None = None
+        #: The files of a class folder set aside (``{"file", "why"}``, the file by its name).
+        self.set_aside: list[dict] = []
+        self._audit_context: dict | None = None
         self._lock = threading.Lock()
         #: Whether uploads are taken (off in a several-process server: each would keep its own).
         self.uploads = True
@@ -58,6 +66,7 @@ class Runs:
         runs = Runs(build)
         with self._lock:
             runs._given, runs._uploads = OrderedDict(self._given), OrderedDict(self._uploads)
+            runs.set_aside = list(self.set_aside)
         runs.uploads = self.uploads
         return runs
 
@@ -68,10 +77,21 @@ class Runs:
         ``source``, the claim and the field for anything the command line would refuse."""
         check_predictions_size(len(raw), source)
         value = json_from_bytes(raw, source)
-        run = run_from_json(value, raw, source, name, {split: self.build.claims(split) for split in SPLITS})
+        run = run_from_json(value, raw, source, name, self._splits(), **self._context())
         if run.split not in RUN_SPLITS:
             raise DataError(f"{source}: holds {run.split} claims; the site compares {' and '.join(RUN_SPLITS)} files")
         return run
+
+    def _splits(self) -> dict:
+        return {split: self.build.claims(split) for split in SPLITS}
+
+    def _context(self) -> dict:
+        """What a file is audited against beside the claims, as the command line audits it: the
+        course baseline file's evidences and the stopwords (read once)."""
+        if self._audit_context is None:
+            context = course_context(self.build.data_dir)
+            self._audit_context = {key: context[key] for key in ("baseline", "stopwords")}
+        return self._audit_context
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
         """Add a run from a file given at start (it stays while the server runs)."""
@@ -85,9 +105,36 @@ class Runs:
         return run
 
     def give_all(self, files: Iterable[tuple[str, str | None]]) -> None:
-        """:meth:`give` each (file, name) pair, in order."""
+        """:meth:`give` each (file, name) pair, in order; a folder is a class (:meth:`give_class`)."""
         for path, name in files:
-            self.give(path, name)
+            if Path(path).is_dir():
+                self.give_class(path)
+            else:
+                self.give(path, name)
+
+    def give_class(self, folder: str | Path) -> list[dict]:
+        """Add every ``*.json`` of a folder as a run named by its file's stem
+        (:func:`claimtrace.compare.runs.read_class`); a file the course's scorer cannot score, of
+        train, or named as a run already given is set aside (:attr:`set_aside`, the file by its
+        name: no machine path on a page), not refused. Returns what this folder set aside."""
+        runs, aside = read_class(folder, self._splits(), **self._context())
+        aside = [{"file": Path(line["file"]).name, "why": line["why"]} for line in aside]
+        for run in runs:
+            file = f"{run.name}.json"  # read_class names a run by its file's stem
+            if run.split not in RUN_SPLITS:
+                aside.append({"file": file, "why": f"holds {run.split} claims; the site compares dev and test files"})
+                continue
+            with self._lock:
+                taken = any(other.name == run.name and other.digest != run.digest for other in self._given.values())
+                if not taken:
+                    self._given[run.digest] = run
+                    self._class = None
+            if taken:
+                aside.append({"file": file, "why": f"another run is already named {run.name!r}"})
+        aside.sort(key=lambda line: line["file"])
+        with self._lock:
+            self.set_aside += aside
+        return aside
 
     def upload(self, raw: bytes, name: str | None = None) -> Run:
         """Add an uploaded run (the same bytes give the same run, once)."""
@@ -140,7 +187,7 @@ class Runs:
             return cached
         report = compare(self.build, [run], run.split)
         page = {
-            "run": report["runs"][0],
+            "run": {"strict": None, "strict_note": None, **report["runs"][0]},  # none on an unlabelled split
             "split": run.split,
             "labelled": report["labelled"],
             "scoreboard": report["scoreboard"],
@@ -167,7 +214,13 @@ class Runs:
         for split, runs in by_split.items():
             summaries += [{**self.report(run)["run"], "split": split} for run in runs]
         summaries.sort(key=lambda s: (s["split"], -(s["HM"] if s["HM"] is not None else -1.0)))
-        out = {"runs": summaries, "scoreboard": scoreboard_rows(self.build), "table2": course.TABLE2["dev"]}
+        out = {
+            "runs": summaries,
+            "scoreboard": scoreboard_rows(self.build),
+            "table2": course.TABLE2["dev"],
+            "set_aside": list(self.set_aside),
+            "class_page": bool(by_split.get("dev")),
+        }
         statistics = self.class_statistics(by_split.get("dev", []))
         if statistics is not None:
             out.update(class_intervals(statistics, summaries))
@@ -188,6 +241,22 @@ class Runs:
         with self._lock:
             self._class = (key, statistics)
         return statistics
+
+    def class_view(self) -> dict:
+        """The class page (:func:`claimtrace.web.views.classroom.class_page`): every dev run
+        together, in the index's order, from each run's comparison; computed once per set of runs."""
+        dev = [run for run in self.index()["runs"] if run["split"] == "dev"]
+        key = tuple(run["digest"] for run in dev)
+        with self._lock:
+            cached = self._class_page
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        by_digest = {run.digest: run for run in self.all()}
+        rows = {digest: self._compared(by_digest[digest])[1] for digest in key}
+        page = class_page(self.build, dev, rows, list(self.set_aside))
+        with self._lock:
+            self._class_page = (key, page)
+        return page
 
     def box(self, run: Run | None, claim_id: str) -> dict | None:
         """A claim page's "your system" box (None when no run is chosen, or it is of another split)."""

@@ -89,25 +89,77 @@
     apply();
   }
 
-  /* Upload a predictions file: its bytes go to /api/compare, and its page opens. */
+  /* Upload predictions files: each file's bytes go to /api/compare, one after another. One file
+     opens its page; several are listed as they come back, each with its page's link or the
+     server's one-line error, and the status line (a live region) counts them. */
+  function postRun(form, file, name) {
+    var url = form.getAttribute("action") + (name ? "?name=" + encodeURIComponent(name) : "");
+    return fetch(url, { method: "POST", body: file, headers: { "Content-Type": "application/json" } })
+      .then(function (response) {
+        return response.json().then(function (body) { return { ok: response.ok, body: body }; },
+          function () { return { ok: false, body: { error: "the server answered " + response.status } }; });
+      })
+      .catch(function () { return { ok: false, body: { error: "the server did not answer" } }; });
+  }
+
+  function listResult(list, file, result) {
+    var item = document.createElement("li");
+    item.className = result.ok ? "upload-ok" : "upload-refused";
+    var name = document.createElement("code");
+    name.textContent = file.name;
+    item.appendChild(name);
+    item.appendChild(document.createTextNode(": "));
+    if (result.ok) {
+      var link = document.createElement("a");
+      link.href = claimtrace.root + result.body.url;
+      link.textContent = result.body.name;
+      item.appendChild(document.createTextNode("compared as "));
+      item.appendChild(link);
+      item.appendChild(document.createTextNode(" (" + result.body.split + ")"));
+    } else {
+      item.appendChild(document.createTextNode("refused: " + result.body.error));
+    }
+    list.appendChild(item);
+  }
+
+  function uploadAll(form, files, status, list) {
+    var done = 0, kept = 0, button = form.querySelector("button");
+    button.disabled = true;
+    list.textContent = "";
+    function next() {
+      if (done === files.length) {
+        button.disabled = false;
+        status.textContent = kept + " of " + files.length + " files compared; reload this page to see them ranked.";
+        return;
+      }
+      var file = files[done];
+      status.textContent = "Checking " + file.name + " (" + (done + 1) + " of " + files.length + ")…";
+      postRun(form, file, file.name.replace(/\.json$/i, "").slice(0, 80)).then(function (result) {
+        listResult(list, file, result);
+        done += 1;
+        if (result.ok) kept += 1;
+        next();
+      });
+    }
+    next();
+  }
+
   function startRunUpload() {
     var form = document.querySelector("form.run-upload");
     if (!form) return;
     var status = document.querySelector(".upload-status");
+    var list = document.querySelector(".upload-results");
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var file = form.querySelector("input[type=file]").files[0];
-      if (!file) return;
-      var name = form.querySelector("input[name=name]").value.trim();
-      var url = form.getAttribute("action") + (name ? "?name=" + encodeURIComponent(name) : "");
+      var files = Array.prototype.slice.call(form.querySelector("input[type=file]").files);
+      if (!files.length) return;
+      if (files.length > 1 && list) { uploadAll(form, files, status, list); return; }
+      var file = files[0];
       status.textContent = "Checking " + file.name + "…";
-      fetch(url, { method: "POST", body: file, headers: { "Content-Type": "application/json" } })
-        .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); })
-        .then(function (result) {
-          if (!result[0]) { status.textContent = file.name + ": " + result[1].error; return; }
-          window.location.href = claimtrace.root + result[1].url;
-        })
-        .catch(function () { status.textContent = "The server did not answer."; });
+      postRun(form, file, form.querySelector("input[name=name]").value.trim()).then(function (result) {
+        if (!result.ok) { status.textContent = file.name + ": " + result.body.error; return; }
+        window.location.href = claimtrace.root + result.body.url;
+      });
     });
   }
 
