@@ -72,7 +72,9 @@ def write_class(folder: Path, count: int, data_dir: Path, seed: int = SEED) -> l
     for k in range(count):
         rng = np.random.default_rng([seed, k])
         odd = {name: rng.random() < share for name, share in ODD.items()}
-        left_out = set(rng.choice(sorted(claims), rng.integers(1, 6), replace=False)) if odd["missing_claims"] else set()
+        left_out = (
+            set(rng.choice(sorted(claims), rng.integers(1, 6), replace=False)) if odd["missing_claims"] else set()
+        )
         body = {}
         for cid, claim in claims.items():
             if cid in left_out:
@@ -107,7 +109,9 @@ def ensure_build(workdir: Path) -> None:
     if (workdir / "build.json").is_file():
         return
     print(f"building the demo into {workdir} (about two minutes) ...", file=sys.stderr)
-    subprocess.run([str(CLAIMTRACE), "build", "--demo", "--workdir", str(workdir)], check=True, stdout=subprocess.DEVNULL, env=ENV)
+    subprocess.run(
+        [str(CLAIMTRACE), "build", "--demo", "--workdir", str(workdir)], check=True, stdout=subprocess.DEVNULL, env=ENV
+    )
 
 
 def end_to_end(folder: Path, workdir: Path, out: Path) -> dict:
@@ -146,7 +150,11 @@ def breakdown(folder: Path, workdir: Path) -> dict:
     def timed(name, step):
         started, cpu = time.perf_counter(), time.process_time()
         result = step()
-        steps[name] = {"seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu}
+        steps[name] = {
+            "seconds": time.perf_counter() - started,
+            "cpu_seconds": time.process_time() - cpu,
+            "rss_mb_after": _rss_mb(),
+        }
         return result
 
     with use_data_dir(data_dir):
@@ -169,13 +177,20 @@ def breakdown(folder: Path, workdir: Path) -> dict:
         compare_runs.run_statistics = statistics
         timed("json_text", lambda: json.dumps(report, ensure_ascii=False))
     rows = steps.pop("compare")
-    steps["rows_and_scores"] = {key: rows[key] - steps["statistics"][key] for key in rows}
+    steps["rows_and_scores"] = {key: rows[key] - steps["statistics"][key] for key in ("seconds", "cpu_seconds")}
+    steps["rows_and_scores"]["rss_mb_after"] = rows["rss_mb_after"]
     order = ("open_build", "read_and_audit", "rows_and_scores", "statistics", "json_text")
     return {
         "runs": len(runs),
         "steps": {name: steps[name] for name in order},
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now, in MB (``/proc/self/statm``)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def calibrate(data_dir: Path) -> float | None:
@@ -216,7 +231,10 @@ def report(results: dict) -> None:
             steps = result["breakdown"]["steps"]
             print(
                 "  breakdown (wall / CPU): "
-                + "; ".join(f"{name} {s['seconds']:.2f} / {s['cpu_seconds']:.2f} s" for name, s in steps.items())
+                + "; ".join(
+                    f"{name} {s['seconds']:.2f} / {s['cpu_seconds']:.2f} s (RSS after {s['rss_mb_after']:.0f} MB)"
+                    for name, s in steps.items()
+                )
                 + f"; max RSS {result['breakdown']['max_rss_mb']:.0f} MB"
             )
 
