@@ -1,6 +1,6 @@
 """Time a class: ``claimtrace compare --class DIR --json`` over N synthetic dev predictions files.
 
-    .venv/bin/python bench/bench_class.py [--workdir DIR] [--files 70 300] [--repeat 1] [--json]
+    .venv/bin/python bench/bench_class.py [--workdir DIR] [--files 70 300] [--repeat 1] [--src DIR] [--json]
 
 For each N it writes N dev predictions files in the course's shape into a temporary folder
 (:func:`write_class`: labels and evidences drawn with a fixed seed from the dev claims' gold
@@ -14,7 +14,12 @@ odd shapes: repeated ids, more than six evidences, a few claims left out, no cla
   auditing every file as the course's scorer reads it (``course_context`` and ``load_run``),
   the claim rows and course scores of ``compare`` (everything but its statistics), the
   statistics (``run_statistics``: every figure, every run against the notebook's row and three
-  baselines, every pair of runs), and the JSON text; with the peak memory of that process.
+  baselines, every pair of runs), and the JSON output, streamed (``json.dump``) and then made
+  whole as the command line makes it (``json.dumps``, a newline added, encoded); with the peak
+  memory of that process before the output and after each way of writing it.
+
+``--src DIR`` times another copy of the package (``git archive COMMIT src | tar -x -C DIR``
+then ``--src DIR/src``): the before and after of a change, on the same files.
 
 Both need a build: ``--workdir`` (default ``/tmp/e-demo``, built with ``claimtrace build
 --demo`` when missing: about two minutes). Before the figures it prints this machine's
@@ -37,9 +42,16 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
-#: The environment of every process the bench starts: this checkout's code first.
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+#: The environment of every process the bench starts: the code timed (``--src``) first.
+ENV = dict(os.environ)
+
+
+def use_source(src: Path) -> None:
+    """Time the claimtrace package under ``src`` (this checkout's, or another commit's export)."""
+    sys.path.insert(0, str(src))
+    ENV["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))
+
+
 CLAIMTRACE = REPO / ".venv" / "bin" / "claimtrace"
 SEED = 2024
 #: The odd shapes a file may have, each with the share of files that have it.
@@ -175,16 +187,23 @@ def breakdown(folder: Path, workdir: Path) -> dict:
         compare_runs.run_statistics = timed_statistics
         report = timed("compare", lambda: compare_runs.compare(build, runs, "dev"))
         compare_runs.run_statistics = statistics
-        timed("json_text", lambda: json.dumps(report, ensure_ascii=False))
+        peaks = {"before_output": _max_rss_mb()}
+        with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: PTH123
+            timed("json_streamed", lambda: json.dump(report, sink, ensure_ascii=False))
+        peaks["json_streamed"] = _max_rss_mb()
+        # what the command line does: the whole text, a newline added (a copy), encoded
+        timed("json_text", lambda: (json.dumps(report, ensure_ascii=False) + "\n").encode())
+        peaks["json_text"] = _max_rss_mb()
     rows = steps.pop("compare")
     steps["rows_and_scores"] = {key: rows[key] - steps["statistics"][key] for key in ("seconds", "cpu_seconds")}
     steps["rows_and_scores"]["rss_mb_after"] = rows["rss_mb_after"]
-    order = ("open_build", "read_and_audit", "rows_and_scores", "statistics", "json_text")
-    return {
-        "runs": len(runs),
-        "steps": {name: steps[name] for name in order},
-        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
+    order = ("open_build", "read_and_audit", "rows_and_scores", "statistics", "json_streamed", "json_text")
+    return {"runs": len(runs), "steps": {name: steps[name] for name in order}, "max_rss_mb": peaks}
+
+
+def _max_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _rss_mb() -> float:
@@ -212,6 +231,7 @@ def measure(count: int, args) -> dict:
         result = {"files": count, "end_to_end": min(runs, key=lambda run: run["seconds"])}
         if not args.no_breakdown:
             command = [sys.executable, __file__, "--one", str(folder), "--workdir", str(args.workdir)]
+            command += ["--src", str(args.src)]
             done = subprocess.run(command, check=True, capture_output=True, text=True, env=ENV)
             result["breakdown"] = json.loads(done.stdout)
     return result
@@ -235,7 +255,11 @@ def report(results: dict) -> None:
                     f"{name} {s['seconds']:.2f} / {s['cpu_seconds']:.2f} s (RSS after {s['rss_mb_after']:.0f} MB)"
                     for name, s in steps.items()
                 )
-                + f"; max RSS {result['breakdown']['max_rss_mb']:.0f} MB"
+            )
+            peaks = result["breakdown"]["max_rss_mb"]
+            print(
+                f"  peak RSS: {peaks['before_output']:.0f} MB before the output; {peaks['json_streamed']:.0f} MB "
+                f"with the JSON streamed; {peaks['json_text']:.0f} MB with it made whole, as the command line does"
             )
 
 
@@ -247,8 +271,10 @@ def main() -> None:
     parser.add_argument("--no-breakdown", action="store_true", help="time the end-to-end command only")
     parser.add_argument("--write", type=Path, default=None, help="only write --files[0] files into this folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--src", type=Path, default=REPO / "src", help="the code to time (default: this checkout's)")
     parser.add_argument("--one", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    use_source(args.src.resolve())
     if args.one:
         print(json.dumps(breakdown(args.one, args.workdir)))
         return
@@ -256,7 +282,7 @@ def main() -> None:
         write_class(args.write, args.files[0], _data_dir())
         return
     ensure_build(args.workdir)
-    results = {"calibrate": calibrate(_data_dir()), "load_average": os.getloadavg()}
+    results = {"calibrate": calibrate(_data_dir()), "load_average": os.getloadavg(), "src": str(args.src)}
     results["classes"] = [measure(count, args) for count in args.files]
     print(json.dumps(results, indent=2) if args.json else "", end="\n" if args.json else "")
     if not args.json:
