@@ -174,3 +174,53 @@ def test_a_file_over_the_cap_is_refused_before_it_is_read(data_dir, dev_claims, 
         load_run(path, None, {"dev": dev_claims}, "dev")
     with pytest.raises(DataError, match=r"upload: 8,388,609 bytes, over the 8 MiB"):
         read_run(b" " * (MAX_PREDICTIONS_BYTES + 1), "upload", None, {"dev": dev_claims}, "dev")
+
+
+# --- a class: each passage's view computed once per claim, the same rows -------------------------
+
+
+def _odd_runs(demo_build, data_dir, dev_claims, tmp_path) -> list:
+    """Four runs naming many of the same passages: the course baseline, its lists with a repeated
+    id and a passage outside the build, the gold lists past six ids, and the build's own."""
+    baseline = _baseline(data_dir)
+    odd = {
+        cid: {**entry, "evidences": [*entry["evidences"][:2], entry["evidences"][0], "evidence-1208000"]}
+        for cid, entry in list(baseline.items())[:120]
+    }
+    pool = list(baseline.values())
+    long = {
+        c.id: {"claim_label": c.label, "evidences": [*c.evidences, *pool[k]["evidences"]]}
+        for k, c in enumerate(dev_claims.values())
+    }
+    files = {"baseline": baseline, "odd": odd, "long": long, "notebook": demo_build.course_predictions("dev")}
+    runs = []
+    for name, body in files.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(body), encoding="utf-8")
+        runs.append(load_run(path, name, {"dev": dev_claims}, "dev"))
+    return runs
+
+
+def test_a_class_s_passage_views_are_each_run_s_own(demo_build, data_dir, dev_claims, tmp_path):
+    from claimtrace.explain.retrieval import RetrievalView
+
+    runs = _odd_runs(demo_build, data_dir, dev_claims, tmp_path)
+    report = compare(demo_build, runs, "dev")
+    records = demo_build.retrieval("dev")
+    fallbacks, shared = 0, 0
+    for row in report["claims"]:
+        record = records[row["claim_id"]]
+        fallbacks += bool(record["fallback"])
+        for run in runs:
+            entry = row["runs"][run.name]
+            if entry is None:
+                assert row["claim_id"] not in run.predictions
+                continue
+            # the straightforward path: the claim's view of this run's list alone
+            alone = RetrievalView(demo_build, record).passages(entry["evidences"], row["gold"])
+            assert json.dumps(entry["passages"]) == json.dumps(alone)
+            shared += len(entry["passages"])
+    assert fallbacks > 0 and shared > 4 * 154
+    for run in runs[:2]:  # a run alone gets the same rows as among others
+        (alone,) = compare(demo_build, [run], "dev")["claims"][:1]
+        assert json.dumps(alone["runs"][run.name]) == json.dumps(report["claims"][0]["runs"][run.name])

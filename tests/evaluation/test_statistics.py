@@ -4,6 +4,7 @@ same resample stream (every bootstrap)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -270,3 +271,74 @@ def test_a_system_s_resampled_means_are_the_same_bits_alone_or_among_others():
     for k in range(4):
         assert np.array_equal(S.resampled_means(values[k], indices), together[k])
         assert np.array_equal(S.resampled_means(values[k : k + 1], indices)[0], together[k])
+
+
+def test_tail_quantiles_are_numpys_quantile_to_the_bit():
+    """The bounds read from each row's tails are numpy.quantile's, whatever the row holds: ties
+    (accuracy differences), one value, a NaN or a negative zero (left to numpy), sorted rows,
+    lengths that are not a multiple of the groups, rows too short to gain."""
+    from claimtrace.evaluation.tails import tail_quantiles
+
+    rng = np.random.default_rng(5)
+    ties = (rng.integers(0, 155, (40, 10_000)) - rng.integers(0, 155, (40, 10_000))) / 154
+    odd = rng.normal(size=(6, 10_000))
+    odd[0, 17], odd[1, 9_999], odd[2] = np.nan, -0.0, 0.0
+    odd[2, 5] = -0.0
+    cases = [
+        rng.normal(size=(64, 10_000)),
+        ties,
+        np.zeros((3, 10_000)),
+        odd,
+        np.sort(rng.normal(size=(4, 10_000)))[:, ::-1],
+        rng.random((5, 10_007)),
+        rng.random((4, 2_000)),
+        rng.random((3, 37)),
+    ]
+    tail = (1 - S.LEVEL) / 2
+    for values in cases:
+        expected = np.quantile(values, [tail, 1 - tail], axis=-1).T
+        assert np.array_equal(tail_quantiles(values, S.LEVEL).view(np.int64), expected.view(np.int64)), values.shape
+
+
+def test_a_class_s_pairs_are_each_pair_compared_and_corrected_as_defined():
+    """Every pair of a class (10,000 resamples, so the bounds come from the rows' tails), its
+    dicts built from columns: each is the pair's own quantiles, bootstrap p, McNemar's exact p
+    and Cohen's h, Holm-corrected over the pairs, key for key and bit for bit."""
+    from itertools import combinations
+
+    from claimtrace.evaluation.significance import every_pair
+
+    gold = _system(154, 0).gold
+    systems = {}
+    for k in range(9):
+        s = _system(154, k + 1)
+        systems[f"run-{k}"] = S.PerClaim(gold, s.predicted, s.f, np.array([p == g for p, g in zip(s.predicted, gold)]))
+    pairs = every_pair(systems)
+    resampled = S.Resampled(list(systems.values()))
+    names = list(systems)
+    expected = []
+    for i, j in combinations(range(len(names)), 2):
+        one, other = systems[names[i]], systems[names[j]]
+        hm = [float(S.harmonic_means(np.array(s.f.mean()), np.array(s.right.mean()))) for s in (one, other)]
+        hm_gap, a_gap = resampled.hm[i] - resampled.hm[j], resampled.a[i] - resampled.a[j]
+        a = one.right.mean() - other.right.mean()
+        expected.append(
+            {
+                "a": names[i],
+                "b": names[j],
+                "HM": {
+                    **S.percentile_interval(hm[0] - hm[1], hm_gap, S.RESAMPLES, S.SEED).to_dict(),
+                    "p": S.bootstrap_p(hm_gap),
+                },
+                "A": {
+                    **S.percentile_interval(a, a_gap, S.RESAMPLES, S.SEED).to_dict(),
+                    "p": S.mcnemar(one.right, other.right).exact_p,
+                },
+                "cohens_h": S.cohens_h(one.right.mean(), other.right.mean()),
+            }
+        )
+    for key in ("HM", "A"):
+        for pair, corrected in zip(expected, S.with_holm([pair[key] for pair in expected]), strict=True):
+            pair[key] = corrected
+    assert [json.dumps(pair) for pair in pairs] == [json.dumps(pair) for pair in expected]
+    assert "F" not in pairs[0] and len(pairs) == 36

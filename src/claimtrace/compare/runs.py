@@ -250,7 +250,7 @@ def _claim_row(
         "verdicts": {p: verdict["retrieved"][p]["verdict"] for p in PROTOCOLS},
         "fallback": bool(record["fallback"]),
     }
-    view = RetrievalView(build, record)
+    views = _passage_views(RetrievalView(build, record), runs, claim.id, gold) if passages else {}
     row = {
         "claim_id": claim.id,
         "claim_text": claim.text,
@@ -279,13 +279,30 @@ def _claim_row(
             "shared_with_bm25": None if bm25_ids is None else len(set(ids) & set(bm25_ids)),
         }
         if passages:
-            entry["passages"] = view.passages(ids, gold)
+            entry["passages"] = [views[pid] for pid in ids]
             entry["why"] = _why(entry, notebook, claim, labelled)
         row["runs"][run.name] = entry
     answered = [e for e in row["runs"].values() if e is not None]
     row["runs_found_gold"] = sum(bool(e["found_gold"]) for e in answered) if labelled else None
     row["runs_right"] = sum(bool(e["correct"]) for e in answered) if labelled else None
     return row
+
+
+def _passage_views(view: RetrievalView, runs: Sequence[Run], claim_id: str, gold: list[str]) -> dict[str, dict]:
+    """The notebook retrieval's view of every passage any run named for the claim, each computed
+    once, by id (a class names the same passages again and again: the course baseline's, the gold
+    ones). A passage's view depends only on the claim and the passage (its figures are computed
+    passage by passage), so it is the row :meth:`RetrievalView.passages` gives for one run's list;
+    runs naming the same passage share its row, which readers never change."""
+    named: dict[str, None] = {}
+    for run in runs:
+        predicted = run.predictions.get(claim_id)
+        if predicted is not None:
+            named.update(dict.fromkeys(predicted.evidences))
+    ids = list(named)
+    if not ids:
+        return {}
+    return dict(zip(ids, view.passages(ids, gold), strict=True))
 
 
 def _why(entry: dict, notebook: dict, claim: Claim, labelled: bool) -> list[str]:
