@@ -239,3 +239,22 @@ def test_a_missing_build_json_is_named_and_rebuilt_from_the_manifest(demo_build,
     assert result.exit_code == 0, result.output
     assert (work / "build.json").read_bytes() == recorded
     assert _run(data_dir, ["verify", "--workdir", str(work)]).exit_code == 0
+
+
+def test_json_is_written_in_pieces_with_the_same_bytes():
+    """print_json's pieces join to json.dumps's text, whatever the nesting, keys or emptiness."""
+    import json
+
+    from claimtrace.cli.options import json_pieces
+
+    values = [
+        {"runs": [{"name": "a", "audit": []}, {"name": "b ≤ ’"}], "claims": [[1, 2], [], {}], "x": None},
+        {1: "int key", "a": {"b": {"c": [1.5, float("nan")]}}},
+        [],
+        {},
+        "text",
+        [{"a": [1, {"b": 2}]}, 3],
+    ]
+    for value in values:
+        for depth in (0, 1, 2, 3):
+            assert "".join(json_pieces(value, depth)) == json.dumps(value, ensure_ascii=False)

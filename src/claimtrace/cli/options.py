@@ -82,7 +82,36 @@ def data_dir(ctx: click.Context) -> Path:
 
 
 def print_json(value: object) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False))
+    """``json.dumps(value, ensure_ascii=False)`` and a newline on stdout, the same bytes, written
+    a piece at a time: a class's report is over 100 MB of JSON, which as one string (and click's
+    copy of it) would cost several times that in memory."""
+    for piece in json_pieces(value, depth=2):
+        click.echo(piece, nl=False)
+    click.echo("")
+
+
+def json_pieces(value: object, depth: int):
+    """The text of ``json.dumps(value, ensure_ascii=False)`` in pieces: an object's or array's
+    members one by one, ``depth`` levels down."""
+    if depth == 0 or not isinstance(value, (dict, list)) or not value:
+        yield json.dumps(value, ensure_ascii=False)
+        return
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):  # json.dumps's own key conversions
+            yield json.dumps(value, ensure_ascii=False)
+            return
+        yield "{"
+        for position, (key, member) in enumerate(value.items()):
+            yield (", " if position else "") + json.dumps(key, ensure_ascii=False) + ": "
+            yield from json_pieces(member, depth - 1)
+        yield "}"
+        return
+    yield "["
+    for position, member in enumerate(value):
+        if position:
+            yield ", "
+        yield from json_pieces(member, depth - 1)
+    yield "]"
 
 
 # --- the two folder options: one meaning each --------------------------------------------------
