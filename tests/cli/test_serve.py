@@ -41,6 +41,21 @@ def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monk
     assert (tmp_path / "s" / "explore" / "test.html").is_file()
 
 
+def _serving(command: list[str], port: int) -> tuple[subprocess.Popen, str]:
+    """``claimtrace serve`` started as its own process, once it answers: the process and its URL."""
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        assert server.poll() is None, server.stderr.read()
+        assert time.monotonic() < deadline, "the server did not start"
+        try:
+            if httpx.get(f"{base}/api/build.json", timeout=10).status_code == 200:
+                return server, base
+        except httpx.HTTPError:
+            time.sleep(0.3)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -53,18 +68,8 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
     port = _free_port()
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server, base = _serving(command, port)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.stderr.read()
-            assert time.monotonic() < deadline, "the server did not start"
-            try:
-                if httpx.get(f"{base}/api/build.json", timeout=10).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
         children = open(f"/proc/{server.pid}/task/{server.pid}/children").read().split()
         assert len(children) >= 2, children  # the workers (and multiprocessing's helper)
         for path in ("/", "/claim/claim-375.html", "/claim/claim-375.json"):
@@ -121,18 +126,8 @@ def test_serve_class_answers_every_compare_page(demo_build, data_dir, tmp_path):
     port = _free_port()
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--class", str(folder)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server, base = _serving(command, port)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.stderr.read()
-            assert time.monotonic() < deadline, "the server did not start"
-            try:
-                if httpx.get(f"{base}/api/build.json", timeout=10).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
         index = httpx.get(f"{base}/compare/index.json", timeout=120).json()
         assert {line["file"] for line in index["set_aside"]} == {"notes.json", "words.json"}
         assert sorted(run["name"] for run in index["runs"]) == ["alice", "bob", "carol", "dave-test"]

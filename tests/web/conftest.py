@@ -7,6 +7,10 @@ under test only.
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -63,3 +67,24 @@ def violations(browser, url: str, axe_source: str, width: int) -> list[dict]:
         return page.evaluate(RUN)
     finally:
         context.close()
+
+
+@contextmanager
+def serving(app):
+    """The site ``app`` served by uvicorn on a free loopback port, in a thread: its base URL."""
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

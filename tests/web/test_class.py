@@ -4,9 +4,6 @@ class page (every dev run together) served and exported, and several files uploa
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from claimtrace.data import files as data
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import Tracer
+from tests.web.conftest import serving
 
 #: What the class folder's odd files are set aside for (file -> the start of its line).
 SET_ASIDE = {
@@ -197,22 +195,8 @@ def test_an_export_without_dev_runs_writes_no_class_page(demo_build, tmp_path):
 
 @pytest.fixture(scope="module")
 def class_server(class_tracer):
-    import uvicorn
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(tracer=class_tracer), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serving(create_app(tracer=class_tracer)) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -19,6 +16,7 @@ from claimtrace.evaluation.audit import report_path
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web.app import create_app
 from claimtrace.web.tracer import Tracer
+from tests.web.conftest import serving
 
 BASELINE = "course baseline"
 
@@ -315,22 +313,8 @@ def test_the_index_json_carries_the_statistics(client):
 
 @pytest.fixture(scope="module")
 def compare_server(compare_tracer):
-    import uvicorn
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(tracer=compare_tracer), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serving(create_app(tracer=compare_tracer)) as base:
+        yield base
 
 
 @pytest.mark.browser
