@@ -103,6 +103,24 @@ def test_the_index_lists_the_set_aside_files_and_links_the_class_page(class_clie
     assert 'href="../compare/class.html"' in html or 'href="class.html"' in html or "compare/class.html" in html
 
 
+def test_the_index_says_which_runs_cannot_be_told_apart_from_the_leader_or_always_supports(class_client):
+    """Each dev run below the leader: its HM against the leader's (every pair Holm-corrected
+    together) and against always SUPPORTS (Holm over the runs), each verdict from the statistics."""
+    index = class_client.get("/compare/index.json").json()
+    dev = [run for run in index["runs"] if run["split"] == "dev"]
+    statistics = index["statistics"]
+    pairs = {frozenset((p["a"], p["b"])): p for p in statistics["pairs"]}
+    assert dev[0]["told_apart"]["leader"] is None
+    for run in dev[1:]:
+        pair = pairs[frozenset((run["digest"], dev[0]["digest"]))]
+        assert run["told_apart"]["leader"] == pair["HM"]["verdict"]
+    for run in dev:
+        against = statistics["paired"][run["digest"]]["baseline:always-SUPPORTS"]["HM"]["verdict"]
+        assert run["told_apart"]["always_supports"] == against
+    page = class_client.get("/compare/index.html").text
+    assert "HM told apart from the leader? from always SUPPORTS?" in page and "always SUPPORTS: " in page
+
+
 def test_the_class_page_counts_equal_a_direct_count_from_the_files(class_client, class_folder, demo_build):
     page = class_client.get("/compare/class.json").json()
     expected = direct_counts(class_folder, demo_build)

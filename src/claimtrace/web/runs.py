@@ -424,6 +424,22 @@ def _oriented(pair: dict, first: str) -> dict:
     return {**hm, "estimate": -hm["estimate"], "lower": -hm["upper"], "upper": -hm["lower"]}
 
 
+#: The baseline every run of a class is told apart from (or not), on HM.
+ALWAYS_SUPPORTS = "baseline:always-SUPPORTS"
+
+
+def _told_apart(statistics: dict, pairs: dict, digest: str, leader: str) -> dict:
+    """Whether a dev run's HM can be told apart from the leader's (every pair Holm-corrected
+    together) and from always answering SUPPORTS (Holm over the runs): each verdict."""
+    out = {"leader": None, "always_supports": None}
+    if digest != leader:
+        out["leader"] = pairs[frozenset((digest, leader))]["HM"]["verdict"]
+    against = statistics["paired"].get(digest, {}).get(ALWAYS_SUPPORTS)
+    if against is not None:
+        out["always_supports"] = against["HM"]["verdict"]
+    return out
+
+
 def class_intervals(statistics: dict, summaries: list[dict]) -> dict:
     """The compare index: each dev run's intervals and its HM against the next run in the
     ranking (from every pair of dev runs, Holm-corrected together), the references' rows, the
@@ -439,6 +455,7 @@ def class_intervals(statistics: dict, summaries: list[dict]) -> dict:
         }
     for summary in dev:
         summary["intervals"] = {m: statistics["figures"][summary["digest"]][m] for m in ("F", "A", "HM")}
+        summary["told_apart"] = _told_apart(statistics, pairs, summary["digest"], dev[0]["digest"])
     keys = [key for key in statistics["figures"] if key not in statistics["paired"]]  # the references
     references = [_figure_row(statistics, key, *reference_words(key)[::2]) for key in keys]
     chart = [{"name": s["name"], "kind": "run", "HM": s["intervals"]["HM"]} for s in dev]
