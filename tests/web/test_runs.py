@@ -60,7 +60,9 @@ def test_the_compare_page_scores_the_run_as_evaluate_does(client, baseline_path,
     )
     assert [r["name"] for r in index["scoreboard"]][0] == "notebook+notebook+notebook"
     page = client.get(f"/compare/{digest}.json").json()
-    assert {**page["run"], "split": "dev"} == {k: v for k, v in run.items() if k not in ("intervals", "next", "told_apart")}
+    assert {**page["run"], "split": "dev"} == {
+        k: v for k, v in run.items() if k not in ("intervals", "next", "told_apart")
+    }
     assert run["intervals"]["HM"] == page["statistics"]["figures"][BASELINE]["HM"]
     assert len(page["claims"]) == 154
     html = client.get(f"/compare/{digest}.html")
