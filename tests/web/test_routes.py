@@ -95,3 +95,30 @@ def test_the_character_limit_decides_not_the_bytes(web_client, how):
 def test_a_body_over_the_byte_cap_is_refused_before_it_is_read(web_client):
     response = web_client.post("/api/trace", content=b"x" * (MAX_BODY_BYTES + 1))
     assert response.status_code == 413
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/api/trace", {"json": {"text": "Ice is melting"}}), ("/live", {"data": {"text": "Ice is melting"}})],
+)
+def test_a_typed_claim_is_traced_off_the_event_loop(web_client, monkeypatch, path, body):
+    """A typed claim's trace (tens of ms of CPU) runs in the thread pool: on the event loop it
+    would hold every other request of the process until it ended."""
+    import asyncio
+
+    from claimtrace.web import routes
+
+    seen = []
+    traced = routes.live_response
+
+    def recording(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            seen.append("event loop")
+        except RuntimeError:
+            seen.append("thread pool")
+        return traced(*args, **kwargs)
+
+    monkeypatch.setattr(routes, "live_response", recording)
+    assert web_client.post(path, **body).status_code == 200
+    assert seen == ["thread pool"]

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from claimtrace import constants as C
 from claimtrace.course import WALKTHROUGH_CLAIM
@@ -363,7 +364,9 @@ async def live_post(request: Request):
     if error:
         page = _site(request).renderer.live_page(root_for(request.url.path), None, text="", error=error)
         return html_response(page, status)
-    return live_response(request, text, None, "html")
+    # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
+    # request of this process (a page, another typed claim) until it ended
+    return await run_in_threadpool(live_response, request, text, None, "html")
 
 
 @actions.get("/api/trace")
@@ -378,7 +381,7 @@ async def api_trace_post(request: Request):
     text, error, status = await read_text(request)
     if error:
         return json_response({"error": error, "status": status}, status)
-    return live_response(request, text, None, "json")
+    return await run_in_threadpool(live_response, request, text, None, "json")  # off the event loop
 
 
 @actions.post("/api/compare")
@@ -393,7 +396,7 @@ async def upload_run(request: Request):
     if name is not None and (len(name) > 80 or text_problem(name)):
         return json_response({"error": "A run’s name is at most 80 characters of text.", "status": 400}, 400)
     try:
-        run = _site(request).tracer.runs.upload(body, name)
+        run = await run_in_threadpool(_site(request).tracer.runs.upload, body, name)  # read and audited off the loop
     except DataError as err:
         return json_response({"error": str(err), "status": 400}, 400)
     url = pages.COMPARE.path(run.digest)
