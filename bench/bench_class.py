@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_statistics import calibrate
 
 REPO = Path(__file__).resolve().parent.parent
 #: The environment of every process the bench starts: the code timed (``--src``) first.
@@ -221,16 +222,6 @@ def _rss_mb() -> float:
     """This process's resident memory now, in MB (``/proc/self/statm``)."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def calibrate(data_dir: Path) -> float | None:
-    """``calibrate.py``'s seconds on this machine (None when the shared bench is not there)."""
-    script = REPO.parent / "shared" / "bench" / "calibrate.py"
-    if not script.is_file():
-        return None
-    env = {**os.environ, "NLTK_DATA": str(data_dir / "nltk_data")}
-    done = subprocess.run([sys.executable, str(script), str(data_dir)], capture_output=True, text=True, env=env)
-    return float(done.stdout.strip()) if done.returncode == 0 else None
 
 
 def measure(count: int, args) -> dict:

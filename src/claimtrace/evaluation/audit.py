@@ -371,16 +371,22 @@ def report_file(
     return FileReport(read, found, scored, findings)
 
 
-def course_context(data_dir) -> dict:
-    """What a file is read against, from the data folder: every split's claims, the course
-    baseline file's evidences and the stopwords (``report_file``'s keyword arguments)."""
-    splits = {split: data_layer.load_claims(split, data_dir) for split in ("dev", "test", "train")}
+def audit_context(data_dir) -> dict:
+    """What an audit reads of the data folder beyond the claims: the course baseline file's
+    evidences (None without the file) and the stopwords (``report_file``'s keyword arguments)."""
     baseline_path = data_layer.course_file(Path(data_dir), "baseline")
     baseline = None
     if baseline_path.is_file():
         raw = data_layer.json_from_bytes(baseline_path.read_bytes(), str(baseline_path))
         baseline = {cid: tuple(entry.get("evidences") or ()) for cid, entry in raw.items() if isinstance(entry, dict)}
-    return {"splits": splits, "baseline": baseline, "stopwords": data_layer.load_stopwords(data_dir)}
+    return {"baseline": baseline, "stopwords": data_layer.load_stopwords(data_dir)}
+
+
+def course_context(data_dir) -> dict:
+    """What a file is read against, from the data folder: every split's claims and
+    :func:`audit_context`."""
+    splits = {split: data_layer.load_claims(split, data_dir) for split in ("dev", "test", "train")}
+    return {"splits": splits, **audit_context(data_dir)}
 
 
 def report_path(path, data_dir, split: str | None = None) -> FileReport:

@@ -29,7 +29,7 @@ from claimtrace.compare.uncertainty import class_statistics
 from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
 from claimtrace.errors import DataError
-from claimtrace.evaluation.audit import course_context
+from claimtrace.evaluation.audit import audit_context
 from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
 from claimtrace.web.views.classroom import class_page
 from claimtrace.workdir.reader import Build
@@ -89,8 +89,7 @@ class Runs:
         """What a file is audited against beside the claims, as the command line audits it: the
         course baseline file's evidences and the stopwords (read once)."""
         if self._audit_context is None:
-            context = course_context(self.build.data_dir)
-            self._audit_context = {key: context[key] for key in ("baseline", "stopwords")}
+            self._audit_context = audit_context(self.build.data_dir)
         return self._audit_context
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
