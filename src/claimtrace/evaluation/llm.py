@@ -234,13 +234,61 @@ def run_metadata(run: Mapping) -> dict | None:
 def describe_run(meta: Mapping) -> str:
     """One line naming an LLM run: its model, prompt, condition and sample."""
     sample = meta.get("sample") or {}
-    how = "stratified, " if sample.get("stratified") else ""
+    how = ", stratified by gold label" if sample.get("stratified") else ""
     return (
         f"an LLM run of {meta.get('model')} (prompt {meta.get('prompt_version')}, {meta.get('condition')} "
-        f"passages, {sample.get('n')} claims sampled, {how}seed {sample.get('seed')})"
+        f"passages, {sample.get('n')} {meta.get('split', 'dev')} claims sampled with seed {sample.get('seed')}{how})"
     )
 
 
 def claim_entries(run: Mapping) -> dict[str, dict]:
     """The run's claim entries (every key but the reserved one)."""
     return {key: value for key, value in run.items() if key != RUN_KEY}
+
+
+# -- the contamination probe ---------------------------------------------------------------------
+
+PROBE_SYSTEM_V1 = (
+    "You will be given the beginning of a sentence. If you have seen the sentence before, continue it "
+    "exactly as it was written; otherwise continue it as best you can. Answer with the continuation "
+    "only, no comment."
+)
+#: A probe's continuation is near-verbatim when its overlap reaches this share.
+NEAR_VERBATIM = 0.8
+#: How many words past the true second half's length the continuation is read to.
+PROBE_SLACK = 5
+PROBE_DEFINITION = (
+    "the claim's text split after ceil(words / 2) words; the model is given the first half; its "
+    "continuation is near-verbatim when the longest common subsequence of the true second half's "
+    f"tokens (lower-cased words, punctuation stripped) and the continuation's first (that many + {PROBE_SLACK}) "
+    f"tokens covers at least {NEAR_VERBATIM:.0%} of the true second half"
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def probe_halves(text: str) -> tuple[str, str]:
+    """A claim's text cut after ``ceil(words / 2)`` words: (given half, true second half)."""
+    words = text.split()
+    cut = (len(words) + 1) // 2
+    return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def probe_tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def probe_overlap(second_half: str, continuation: str) -> float:
+    """The share of the true second half's tokens the continuation repeats in order (the longest
+    common subsequence over the true half's length, the continuation read to its length plus
+    :data:`PROBE_SLACK` tokens); 1.0 for an empty second half."""
+    truth = probe_tokens(second_half)
+    if not truth:
+        return 1.0
+    said = probe_tokens(continuation)[: len(truth) + PROBE_SLACK]
+    previous = [0] * (len(said) + 1)
+    for word in truth:
+        current = [0]
+        for j, other in enumerate(said):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1] / len(truth)
