@@ -230,6 +230,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError):  # the client was killed mid-answer
+            pass
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:

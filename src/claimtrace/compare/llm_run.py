@@ -214,10 +214,10 @@ def verify(build: Build, value: object, source: str) -> list[str]:
             f"(n {sample['n']}, stratified {sample['stratified']}, split {meta['split']})"
         )
     entries = P.claim_entries(value)
-    order = [cid for cid in ids if cid in entries]
-    if list(entries) != order:
-        problems.append("claims: entries not in the sample or not in the sample's order")
     claims = build.claims(meta["split"])
+    order = [cid for cid in sample["claim_ids"] if cid in entries and cid in claims]
+    if list(entries) != order:
+        problems.append("claims: entries not in the recorded sample, not in its order, or not claims of the split")
     for cid in order:
         problems.extend(f"{cid}: {p}" for p in _entry_problems(build, meta, claims[cid], entries[cid]))
     return problems
