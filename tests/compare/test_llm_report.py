@@ -53,3 +53,40 @@ def test_the_site_takes_an_uploaded_run_and_names_it(demo_build, llm_run):
     assert not any("of no course claim" in text or "missing" in text for text in texts)
     assert page["run"]["llm"]["counts"]["unusable"] == 1 and "±0.31" in page["run"]["llm"]["note"]
     assert json.loads(out.read_text())[P.RUN_KEY]["sample"]["claim_ids"] == sample_of(demo_build, "dev", 10, 4, False)
+
+
+def test_the_run_s_own_figures_equal_evaluate_s_on_the_same_claims(demo_build, llm_run):
+    from claimtrace.compare.llm_report import llm_report
+    from claimtrace.evaluation.scorer import evaluate
+    from claimtrace.evaluation.significance import figures_of
+    from claimtrace.evaluation.submission import read_submission
+
+    out, _ = llm_run
+    value = json.loads(out.read_text())
+    gold = demo_build.claims("dev")
+    read = read_submission(value, str(out))
+    scored = {cid: claim for cid, claim in read.entries.items() if cid in gold}
+    figures = figures_of(evaluate(scored, gold, skip_missing=True))
+    report = llm_report(demo_build, value)
+    assert report["accuracy"] == figures["A"] and report["macro_f1"] == figures["macro_f1"]
+
+
+def test_calls_are_made_at_most_concurrency_at_a_time(demo_build, tmp_path):
+    import threading
+    import time
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def counted(request):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return None
+
+    with FakeProvider(script=counted) as fake:
+        settings = Settings(Provider("openai-compatible", fake.base_url, "fake"), n=12, seed=1, concurrency=3)
+        run(demo_build, settings, tmp_path / "run.json")
+    assert state["most"] == 3

@@ -86,7 +86,7 @@ def score_run(
     resamples: int = S.RESAMPLES,
     seed: int = S.SEED,
 ) -> dict:
-    """The run's figures on its scored claims (sampled, not failed), in the sample's order.
+    """The run's figures on its scored claims (sampled, not failed), in sorted id order.
 
     Parameters
     ----------
@@ -110,7 +110,10 @@ def score_run(
     meta = P.run_metadata(run) or {}
     entries = P.claim_entries(run)
     sampled = list((meta.get("sample") or {}).get("claim_ids") or entries)
-    ids = [cid for cid in sampled if cid in entries and cid in gold]
+    # in sorted id order, as the course's scorer lists them: the same resampled claims, so the
+    # intervals equal `claimtrace evaluate --predictions RUN`'s
+    asked = set(sampled)
+    ids = [cid for cid in sorted(gold) if cid in asked and cid in entries]
     llm = [entries[cid].get("llm") or {} for cid in ids]
     counts = {
         "sampled": len(sampled),
