@@ -211,3 +211,21 @@ def test_several_runs_of_one_model_show_their_spread(demo_root, data_dir, tmp_pa
     shown = CliRunner().invoke(main, args)
     assert shown.exit_code == 0, shown.output
     assert "2 runs of fake-model (retrieved, on different samples): accuracy from" in shown.output
+
+
+def test_anthropic_s_wire_format_end_to_end_with_a_progress_bar(demo_root, data_dir, tmp_path):
+    out = tmp_path / "run.json"
+    with FakeProvider(provider="anthropic", expected_key=KEY) as fake:
+        result = _llm(data_dir, demo_root, fake, out, "--provider", "anthropic", "--sample", "4")
+        assert {r["path"] for r in fake.requests} == {"/v1/messages"}
+    assert result.exit_code == 0, result.output
+    assert "llm: 100%" in result.stderr and "4/4" in result.stderr
+    meta = json.loads(out.read_text())[P.RUN_KEY]
+    assert meta["provider"] == "anthropic" and meta["base_url"] == fake.base_url
+    assert KEY not in out.read_text() + result.output
+
+
+def test_a_key_variable_not_set_is_one_message_and_exit_2(demo_root, data_dir, tmp_path):
+    with FakeProvider() as fake:
+        result = _llm(data_dir, demo_root, fake, tmp_path / "run.json", "--sample", "2", key="")
+    assert result.exit_code == 2 and "--api-key-env CT_TEST_KEY: the environment variable is not set" in result.output
