@@ -149,3 +149,10 @@ def test_the_stand_in_refuses_what_a_provider_refuses(body):
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(request)
     assert error.value.code == 400
+
+
+def test_an_anthropic_base_url_ending_in_v1_is_not_doubled():
+    with FakeProvider(provider="anthropic") as fake:
+        reply = call(Provider("anthropic", fake.base_url + "/v1/", "claude-x"), "s", USER)
+        assert [r["path"] for r in fake.requests] == ["/v1/messages"]
+    assert reply.error is None

@@ -108,3 +108,10 @@ def test_the_probe_measures_the_true_second_half_repeated_in_order():
     assert P.probe_overlap(truth, "nothing of the kind") == 0.0
     # read only to the true half's length plus five words
     assert P.probe_overlap(truth, "a b c d e f g h i polar bears toward extinction") == 0.0
+
+
+def test_the_constants_the_browser_reads_hold_the_probe_and_the_prices():
+    constants = P.protocol_constants()
+    assert constants["probe_system_prompt"] == P.PROBE_SYSTEM_V1 and constants["near_verbatim"] == 0.8
+    assert {"prefix": "gpt-4o-mini", "in": 0.15, "out": 0.60} in constants["prices"]
+    assert constants["prices_date"] == P.PRICES_DATE and constants["width_at_half"] == 0.98

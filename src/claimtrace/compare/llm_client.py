@@ -60,6 +60,7 @@ def request_of(provider: Provider, system: str, user: str) -> tuple[str, dict, d
     base = provider.base_url.rstrip("/")
     headers = {"content-type": "application/json"}
     if provider.anthropic:
+        base = base.removesuffix("/v1")  # "https://api.anthropic.com/v1" given: the path adds /v1
         if provider.key:
             headers["x-api-key"] = provider.key
         headers["anthropic-version"] = P.ANTHROPIC_VERSION

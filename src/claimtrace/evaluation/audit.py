@@ -21,6 +21,7 @@ from claimtrace import constants as C
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 from claimtrace.evaluation import llm as L
+from claimtrace.evaluation.llm_score import width_note
 from claimtrace.evaluation.scorer import evidence_f, predictions_bytes
 from claimtrace.evaluation.submission import (
     Found,
@@ -160,7 +161,8 @@ def _llm_findings(read: Submission, context: Context) -> list[Finding]:
             f"scored on the {scored} sampled claims answered only: the course's scorer skips the other {rest} "
             f"claims of {context.found.split}"
             + (f" and the {failed} whose call failed (excluded)" if failed else "")
-            + ", so its F, A and HM are the sample's; the strict score counts every skipped claim wrong",
+            + ", so its F, A and HM are the sample's; the strict score counts every skipped claim wrong. "
+            + width_note(scored),
         ),
     ]
     if meta.get("condition") == "gold":

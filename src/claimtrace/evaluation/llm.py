@@ -38,6 +38,27 @@ RETRIES = 4
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 
+#: When the prices below were read from the providers' price pages.
+PRICES_DATE = "2025-06"
+#: US dollars per million tokens (input, output) by model id prefix; the longest prefix wins.
+PRICES = (
+    ("gpt-4o-mini", 0.15, 0.60),
+    ("gpt-4o", 2.50, 10.00),
+    ("gpt-4.1-nano", 0.10, 0.40),
+    ("gpt-4.1-mini", 0.40, 1.60),
+    ("gpt-4.1", 2.00, 8.00),
+    ("claude-3-haiku", 0.25, 1.25),
+    ("claude-3-5-haiku", 0.80, 4.00),
+    ("claude-3-5-sonnet", 3.00, 15.00),
+    ("claude-3-7-sonnet", 3.00, 15.00),
+    ("claude-sonnet-4", 3.00, 15.00),
+    ("claude-opus-4", 15.00, 75.00),
+)
+
+
+#: A 95% Wilson interval's half-width at p = 0.5 over n claims is about this over sqrt(n).
+WIDTH_AT_HALF = 0.98
+
 #: What each label means, one line each, as the prompt states it.
 LABEL_MEANINGS = {
     "SUPPORTS": "the passages support the claim",
@@ -88,6 +109,13 @@ def protocol_constants() -> dict:
         "retries": RETRIES,
         "backoff_base": BACKOFF_BASE,
         "backoff_cap": BACKOFF_CAP,
+        "probe_system_prompt": PROBE_SYSTEM_V1,
+        "near_verbatim": NEAR_VERBATIM,
+        "probe_slack": PROBE_SLACK,
+        "probe_definition": PROBE_DEFINITION,
+        "prices": [{"prefix": prefix, "in": inp, "out": out} for prefix, inp, out in PRICES],
+        "prices_date": PRICES_DATE,
+        "width_at_half": WIDTH_AT_HALF,
     }
 
 

@@ -19,27 +19,10 @@ from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.evaluation.significance import labels_paired
 
-#: When the prices below were read from the providers' price pages.
-PRICES_DATE = "2025-06"
-#: US dollars per million tokens (input, output) by model id prefix; the longest prefix wins.
-PRICES = (
-    ("gpt-4o-mini", 0.15, 0.60),
-    ("gpt-4o", 2.50, 10.00),
-    ("gpt-4.1-nano", 0.10, 0.40),
-    ("gpt-4.1-mini", 0.40, 1.60),
-    ("gpt-4.1", 2.00, 8.00),
-    ("claude-3-haiku", 0.25, 1.25),
-    ("claude-3-5-haiku", 0.80, 4.00),
-    ("claude-3-5-sonnet", 3.00, 15.00),
-    ("claude-3-7-sonnet", 3.00, 15.00),
-    ("claude-sonnet-4", 3.00, 15.00),
-    ("claude-opus-4", 15.00, 75.00),
-)
-
 
 def interval_width(n: int) -> float:
     """The half-width of a 95% Wilson interval at p = 0.5 over ``n`` claims, about 0.98/sqrt(n)."""
-    return 0.98 / math.sqrt(n) if n else float("nan")
+    return P.WIDTH_AT_HALF / math.sqrt(n) if n else float("nan")
 
 
 def width_note(n: int) -> str:
@@ -54,7 +37,7 @@ def width_note(n: int) -> str:
 
 def price_of(model: str) -> tuple[float, float] | None:
     """(input, output) dollars per million tokens of the longest matching prefix, or None."""
-    found = [row for row in PRICES if model.startswith(row[0])]
+    found = [row for row in P.PRICES if model.startswith(row[0])]
     if not found:
         return None
     _, inp, out = max(found, key=lambda row: len(row[0]))
@@ -65,9 +48,9 @@ def cost_of(model: str, tokens_in: int, tokens_out: int) -> dict:
     """The estimated cost in dollars of the tokens, or ``"unknown"``, with the table's date."""
     price = price_of(model)
     if price is None:
-        return {"usd": "unknown", "prices_date": PRICES_DATE}
+        return {"usd": "unknown", "prices_date": P.PRICES_DATE}
     usd = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
-    return {"usd": round(usd, 6), "per_million": {"in": price[0], "out": price[1]}, "prices_date": PRICES_DATE}
+    return {"usd": round(usd, 6), "per_million": {"in": price[0], "out": price[1]}, "prices_date": P.PRICES_DATE}
 
 
 def latency(values: Sequence[float]) -> dict:
@@ -118,8 +101,7 @@ def score_run(
     counts = {
         "sampled": len(sampled),
         "scored": len(ids),
-        "ok": sum(1 for e in llm if e.get("status") == "ok"),
-        "unusable": sum(1 for e in llm if e.get("status") == "unusable"),
+        **{status: sum(1 for e in llm if e.get("status") == status) for status in ("ok", "unusable")},
         "failed": len(meta.get("failed") or {}),
     }
     out = {"model": meta.get("model"), "counts": counts, "interval_width": interval_width(len(ids))}
@@ -135,12 +117,19 @@ def score_run(
     out["macro_f1"] = S.bootstrap_macro_f1(truth, _named(predicted), indices, seed).to_dict()
     out["paired"] = _plain(labels_paired(truth, _named(predicted), theirs, resamples, seed))
     out.update(_evidence(ids, entries, gold, shown, indices, seed))
-    out["latency"] = latency([e["latency_ms"] for e in llm if isinstance(e.get("latency_ms"), (int, float))])
+    out.update(_usage(llm, str(meta.get("model") or "")))
+    return out
+
+
+def _usage(llm: Sequence[dict], model: str) -> dict:
+    """Latency, tokens and the estimated cost of the scored calls."""
     tokens_in = sum(int(e.get("tokens_in") or 0) for e in llm)
     tokens_out = sum(int(e.get("tokens_out") or 0) for e in llm)
-    out["tokens"] = {"in": tokens_in, "out": tokens_out}
-    out["cost"] = cost_of(str(meta.get("model") or ""), tokens_in, tokens_out)
-    return out
+    return {
+        "latency": latency([e["latency_ms"] for e in llm if isinstance(e.get("latency_ms"), (int, float))]),
+        "tokens": {"in": tokens_in, "out": tokens_out},
+        "cost": cost_of(model, tokens_in, tokens_out),
+    }
 
 
 def _named(labels: Sequence[str | None]) -> list[str]:
