@@ -3,8 +3,7 @@ read as eval.py reads it, placed in its split and scored, with the strict score 
 (``submission``) and an audit of what is odd in it (``audit``); each retrieval variant's evidence
 F over a split (``retrieval``); the baselines (``baselines``); the scoreboard of every retrieval x
 classifier x protocol row (``scoreboard``); every figure's interval and every comparison's test
-(``statistics``, ``significance``); the LLM harness's protocol (``llm``: sample, prompt, answers,
-run file) and an LLM run's own figures (``llm_score``).
+(``statistics``, ``significance``).
 
 May import: the facts, ``lib``, ``data``, ``pipeline`` and ``models``.
 """
