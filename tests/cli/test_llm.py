@@ -175,7 +175,7 @@ def test_the_probe_reports_the_share_completed_near_verbatim(demo_build, demo_ro
     assert result.exit_code == 0, result.output
     probe = json.loads(out.read_text())[P.RUN_KEY]["probe"]
     assert probe["asked"] == probe["near_verbatim"] == 5 and probe["share"]["estimate"] == 1.0
-    assert "5 of 5 completed near-verbatim" in result.output
+    assert "5 of 5 claims completed near-verbatim" in result.output
 
 
 def test_an_imported_run_is_verified(demo_root, data_dir, tmp_path):

@@ -89,7 +89,7 @@ def llm_command(
     )
     build = open_build(ctx, workdir)
     value = run(build, settings, out, progress=_bar())
-    _report(value, out)
+    _report(build, value, out)
 
 
 def _bar():
@@ -109,7 +109,12 @@ def _bar():
     return progress
 
 
-def _report(value: dict, out: str) -> None:
+def _report(build, value: dict, out: str) -> None:
+    """What was written, the failures named, and the run's figures on its sample beside the
+    notebook's classifier (as `claimtrace compare --predictions RUN` shows them)."""
+    from claimtrace.cli.compare import echo_llm_figures
+    from claimtrace.compare.llm_report import llm_report
+
     meta = value[P.RUN_KEY]
     entries = P.claim_entries(value)
     unusable = sum(1 for e in entries.values() if e["llm"]["status"] == "unusable")
@@ -120,14 +125,8 @@ def _report(value: dict, out: str) -> None:
     )
     for cid, error in list(meta["failed"].items())[:3]:
         click.echo(f"  failed {cid}: {error}", err=True)
-    if "probe" in meta:
-        probe = meta["probe"]
-        share = probe["share"]
-        click.echo(
-            f"  contamination probe: {probe['near_verbatim']} of {probe['asked']} completed near-verbatim "
-            f"({share['estimate']:.2f}, 95% interval {share['lower']:.2f} to {share['upper']:.2f})"
-        )
-    click.echo(f"  score it: claimtrace compare --predictions {out}")
+    echo_llm_figures(llm_report(build, value))
+    click.echo(f"  beside every system of the build: claimtrace compare --predictions {out}")
     if not entries and meta["failed"]:
         sys.exit(1)
 
