@@ -229,3 +229,12 @@ def test_a_key_variable_not_set_is_one_message_and_exit_2(demo_root, data_dir, t
     with FakeProvider() as fake:
         result = _llm(data_dir, demo_root, fake, tmp_path / "run.json", "--sample", "2", key="")
     assert result.exit_code == 2 and "--api-key-env CT_TEST_KEY: the environment variable is not set" in result.output
+
+
+def test_a_finished_run_is_not_asked_again(demo_root, data_dir, tmp_path):
+    out = tmp_path / "run.json"
+    out.write_text("{}")
+    with FakeProvider() as fake:
+        result = _llm(data_dir, demo_root, fake, out, "--sample", "2", key=None)
+        assert fake.requests == []
+    assert result.exit_code == 2 and "a finished run is there already" in result.output

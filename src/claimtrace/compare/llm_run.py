@@ -126,6 +126,8 @@ def run(
     claims = build.claims(settings.split)
     header = header_of(settings, ids)
     path = journal_path(out)
+    if Path(out).exists() and not path.exists():  # a finished run: asking again would spend again
+        raise DataError(f"{out}: a finished run is there already: remove it or choose another --out")
     started, done = read_journal(path, header)
     tasks = {("label", cid): _label_task(build, settings, claims[cid]) for cid in ids}
     if settings.probe:
