@@ -32,6 +32,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 #: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
 #: has a new name.
 STATIC_FILES = (
+    "theme.js",
     "app-core.js",
     "app-table.js",
     "app-charts.js",
