@@ -25,6 +25,7 @@ SERVED = [
     "/live.html",
     "/live.html?text=Greenland+is+gaining+ice",
     "/parity.html",
+    "/tour.html",
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -34,6 +35,7 @@ EXPORTED = [
     "explore/test.html",
     "live.html",
     "parity.html",
+    "tour.html",
     "404.html",
 ]
 

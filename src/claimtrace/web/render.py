@@ -322,6 +322,9 @@ class Renderer:
             "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
         )
 
+    def tour_page(self, data: dict, root: str) -> str:
+        return self._render("tour.html", root, tour=data, page="tour", title="The tour: three journeys, in pictures")
+
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(
             "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"
