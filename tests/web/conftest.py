@@ -53,9 +53,11 @@ RUN = """async () => {
 }"""
 
 
-def violations(browser, url: str, axe_source: str, width: int) -> list[dict]:
+def violations(browser, url: str, axe_source: str, width: int, scheme: str = "light") -> list[dict]:
+    """axe-core's violations on the page at ``url``, at ``width`` px, with the system's colour
+    scheme ``scheme`` ("light" or "dark": Playwright's emulation of prefers-color-scheme)."""
     # the site's Content-Security-Policy allows no inline script: axe is injected past it
-    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True, color_scheme=scheme)
     try:
         page = context.new_page()
         page.goto(url, wait_until="load")

@@ -1,4 +1,5 @@
-"""axe-core in Chromium on every page type, served and exported: no violation of any impact.
+"""axe-core in Chromium on every page type, served and exported, in the light and the dark theme
+(the system's colour scheme emulated): no violation of any impact.
 
 axe-core is npm's package, pinned in tests/axe/package-lock.json and installed by ``make test``
 (``npm ci``); the site never serves it. It is injected into the page under test only.
@@ -24,6 +25,7 @@ SERVED = [
     "/live.html",
     "/live.html?text=Greenland+is+gaining+ice",
     "/parity.html",
+    "/tour.html",
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -33,6 +35,7 @@ EXPORTED = [
     "explore/test.html",
     "live.html",
     "parity.html",
+    "tour.html",
     "404.html",
 ]
 
@@ -44,10 +47,14 @@ def axe_source() -> str:
     return AXE.read_text(encoding="utf-8")
 
 
+SCHEMES = ["light", "dark"]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", SERVED)
-def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width):
-    found = violations(browser, web_server + path, axe_source, width)
+def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width, scheme):
+    found = violations(browser, web_server + path, axe_source, width, scheme)
     assert found == [], found
 
 
@@ -60,7 +67,8 @@ def exported(web_tracer, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("path", EXPORTED)
-def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path):
-    found = violations(browser, (exported / path).as_uri(), axe_source, 1280)
+def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path, scheme):
+    found = violations(browser, (exported / path).as_uri(), axe_source, 1280, scheme)
     assert found == [], found

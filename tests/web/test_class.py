@@ -271,17 +271,18 @@ def _shots() -> Path:
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("where", ["served", "exported"])
-def test_axe_finds_nothing_on_the_class_page(browser, class_server, class_export, where, width):
+def test_axe_finds_nothing_on_the_class_page(browser, class_server, class_export, where, width, scheme):
     from tests.web.conftest import AXE, violations
 
     url = class_server + "/compare/class.html" if where == "served" else (class_export / "compare/class.html").as_uri()
-    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width)
+    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
     assert found == [], found
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.goto(url)
-    page.screenshot(path=str(_shots() / f"class-{where}-{width}.png"), full_page=False)
+    page.screenshot(path=str(_shots() / f"class-{where}-{width}-{scheme}.png"), full_page=False)
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, overflow
     page.close()

@@ -390,14 +390,16 @@ def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client,
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize(
     "path", ["/compare/", "/compare/index.html", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"]
 )
-def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width):
+def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width, scheme):
     from tests.web.conftest import AXE, violations
 
-    found = violations(browser, compare_server + path.format(digest=digest), AXE.read_text(encoding="utf-8"), width)
+    url = compare_server + path.format(digest=digest)
+    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
     assert found == [], found
 
 
@@ -451,13 +453,14 @@ def test_the_compare_pages_whiskers_are_drawn_to_scale_served_and_exported(
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", ["compare/index.html", "compare/{digest}.html"])
-def test_axe_finds_nothing_on_exported_compare_pages(browser, compare_export, digest, path, width):
+def test_axe_finds_nothing_on_exported_compare_pages(browser, compare_export, digest, path, width, scheme):
     from tests.web.conftest import AXE, violations
 
     url = (compare_export / path.format(digest=digest)).as_uri()
-    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width)
+    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
     assert found == [], found
 
 

@@ -25,6 +25,7 @@ from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from claimtrace.web.views.parity import parity
+from claimtrace.web.views.tour import tour_view
 
 
 class Asked(NamedTuple):
@@ -234,6 +235,16 @@ PARITY = Page(
     aliases=(Address("/parity", None, "html"),),
 )
 
+#: The tour: three journeys as captioned screenshots (scripts/tour.py makes them).
+TOUR = Page(
+    "tour",
+    "tour.html",
+    "tour.json",
+    data=lambda tracer, key: tour_view(),
+    template=lambda renderer, data, root: renderer.tour_page(data, root),
+    aliases=(Address("/tour", None, "html"),),
+)
+
 
 def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
     """The class page is exported when there is a dev run to show."""
@@ -264,6 +275,7 @@ PAGES = (
     EXPLORE,
     PREDICTIONS,
     PARITY,
+    TOUR,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

@@ -4,6 +4,9 @@ script): the training curves, the confusion matrices as heat maps, and the score
 Each function returns markup for a ``<figure>``: the SVG (``role="img"`` with a title) and a
 caption; the numbers themselves stay in the tables beside each picture. Every coordinate is
 computed here from the values, so a picture is exactly as true as the table it repeats.
+
+No colour is written here: every mark carries a class, and style.css colours the classes with
+its theme's variables (``svg.picture ...``), so a picture follows the light and the dark theme.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from markupsafe import Markup, escape
 
 from claimtrace import constants as C
 
-#: Colours (style.css's palette): one per series of the training curves.
-SERIES_COLOURS = {"course run": "#1d232b", "this checkpoint": "#1f5fa8", "the intended model": "#a24a00"}
-#: The heat map's cell colour at full strength (the page's accent); white at zero.
-HEAT = (31, 95, 168)
+#: The class of each series of the training curves (style.css gives each its colour).
+SERIES_CLASSES = {
+    "course run": "series-course",
+    "this checkpoint": "series-checkpoint",
+    "the intended model": "series-intended",
+}
+#: A heat map cell's share above which its count is written in the strong cell's ink.
+HEAT_INK_SHARE = 0.6
 #: The scoreboard chart: a panel's width, and the length of its largest bar (room left for the number).
 SCORE_PANEL = 190
 SCORE_BAR = SCORE_PANEL - 46
@@ -74,8 +81,8 @@ def training_curves(course_rows: Sequence[dict] | None, intended_curve: Sequence
     for which in ("train", "dev"):
         panels.append(_curve_panel(which, {name: s[which] for name, s in series.items()}, low, high, epochs))
     legend = "".join(
-        f'<li><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" stroke="{SERIES_COLOURS[name]}" '
-        f'stroke-width="2.5"{_dash(name)}/></svg> {escape(name)}</li>'
+        f'<li><svg class="key" width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" '
+        f'class="{SERIES_CLASSES[name]}" stroke-width="2.5"{_dash(name)}/></svg> {escape(name)}</li>'
         for name in series
     )
     story = ""
@@ -125,10 +132,10 @@ def _curve_panel(which: str, series: dict[str, list[tuple[int, float]]], low: fl
     body.append(_text(left + plot_w / 2, height - 2, "epoch", "middle", "tick"))
     for name, points in series.items():
         path = " ".join(f"{_f(x(e))},{_f(y(v))}" for e, v in points)
-        colour = SERIES_COLOURS[name]
-        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{_dash(name)}/>')
+        cls = SERIES_CLASSES[name]
+        body.append(f'<polyline points="{path}" fill="none" class="{cls}" stroke-width="2"{_dash(name)}/>')
         body.extend(
-            f'<circle cx="{_f(x(e))}" cy="{_f(y(v))}" r="2.5" fill="{colour}"><title>{escape(name)}, epoch {e}: {v:.4f}</title></circle>'
+            f'<circle cx="{_f(x(e))}" cy="{_f(y(v))}" r="2.5" class="{cls}"><title>{escape(name)}, epoch {e}: {v:.4f}</title></circle>'
             for e, v in points
         )
     summary = "; ".join(f"{name}: {points[0][1]:.3f} to {points[-1][1]:.3f}" for name, points in series.items())
@@ -153,17 +160,20 @@ def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
         body.append(_text(left - 6, top + cell * i + cell / 2 + 4, SHORT[label], "end", "head"))
         for j, n in enumerate(matrix[i]):
             share = n / total
-            fill = "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in HEAT)
             x, y = left + cell * j, top + cell * i
-            stroke = ' stroke="#1d232b" stroke-width="2"' if i == j else ' stroke="#d9dee4"'
-            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}"{stroke}/>')
-            ink = "light" if share > 0.6 else "dark"
+            # the heat colour at the share's opacity over the page's background: the shade
+            # follows the theme (style.css's --heat over --bg)
+            cls = "cell diag" if i == j else "cell"
+            body.append(
+                f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill-opacity="{share:.4f}" class="{cls}"/>'
+            )
+            ink = "light" if share > HEAT_INK_SHARE else "dark"
             body.append(_text(x + cell / 2, y + cell / 2 + 5, str(n), "middle", f"count {ink}"))
     for j in never:
         x = left + cell * j
         body.append(
-            f'<rect x="{x + 2}" y="{top + 2}" width="{cell - 4}" height="{cell * len(labels) - 4}" fill="none" '
-            'stroke="#b24a3a" stroke-width="2" stroke-dasharray="4 3"/>'
+            f'<rect x="{x + 2}" y="{top + 2}" width="{cell - 4}" height="{cell * len(labels) - 4}" '
+            'class="never-box" stroke-width="2" stroke-dasharray="4 3"/>'
         )
         body.append(_text(x + cell / 2, top + cell * len(labels) + 14, "never", "middle", "never"))
         body.append(_text(x + cell / 2, top + cell * len(labels) + 27, "predicted", "middle", "never"))

@@ -32,6 +32,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 #: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
 #: has a new name.
 STATIC_FILES = (
+    "theme.js",
     "app-core.js",
     "app-table.js",
     "app-charts.js",
@@ -320,6 +321,9 @@ class Renderer:
         return self._render(
             "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
         )
+
+    def tour_page(self, data: dict, root: str) -> str:
+        return self._render("tour.html", root, tour=data, page="tour", title="The tour: three journeys, in pictures")
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(

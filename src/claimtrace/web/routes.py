@@ -34,6 +34,7 @@ from claimtrace.web.responses import (
 )
 from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
+from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
@@ -428,6 +429,15 @@ def static_file(request: Request, name: str):
     body = (STATIC / plain).read_bytes()
     cache = IMMUTABLE if name != plain else "no-cache"
     return Response(body, media_type=_MEDIA[plain.rsplit(".", 1)[1]], headers={"Cache-Control": cache})
+
+
+@static.get("/static/tour/{name}")
+def tour_picture(request: Request, name: str):
+    """A picture of the tour (the files its captions name; revalidated: a new tour keeps the names)."""
+    if name not in tour.pictures():
+        return not_found(request, f"The tour has no picture “{name}”.")
+    body = (tour.TOUR_DIR / name).read_bytes()
+    return Response(body, media_type="image/png", headers={"Cache-Control": "no-cache"})
 
 
 def site_routers() -> list[APIRouter]:

@@ -56,6 +56,7 @@ from claimtrace.web.render import (
     live_bucket,
 )
 from claimtrace.web.tracer import Tracer
+from claimtrace.web.views import tour
 from claimtrace.workdir.reader import Build
 
 
@@ -175,6 +176,12 @@ class _Export:
         (self.out / "static").mkdir(exist_ok=True)
         for name in STATIC_FILES:
             shutil.copyfile(STATIC / name, self.out / "static" / ASSETS[name])
+            self.counts["files"] += 1
+        pictures = tour.pictures()
+        if pictures:  # the tour page's screenshots, when the site has them
+            (self.out / "static" / "tour").mkdir(exist_ok=True)
+        for name in pictures:
+            shutil.copyfile(tour.TOUR_DIR / name, self.out / "static" / "tour" / name)
             self.counts["files"] += 1
 
     def put_page(self, page: Page, key) -> None:
