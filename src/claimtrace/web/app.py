@@ -121,6 +121,7 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool) -> None:
     try:
         app.state.tracer.warm()
+        app.state.warmth["typed_ready"] = True  # a typed claim now costs what any other does
         if prerender:
             prerender_claim_pages(app, answers)
     except DataError:  # a stage not built or a damaged file: the pages that need it say so
