@@ -186,6 +186,7 @@ class Tracer:
 
     def _warm_typed(self) -> None:
         try:
+            self.build.classifier().prepare_typed()  # a typed claim's forward call from the encoder's rows
             self._assemble(self.WARM_TEXT)
         except (StageMissing, DataError):
             pass
