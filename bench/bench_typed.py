@@ -1,13 +1,17 @@
-"""A typed claim's latency at 1 and 2 concurrent clients (closed loop) against one
-``claimtrace serve`` process.
+"""Typed claims under concurrent load: N closed-loop clients against ``claimtrace serve`` with
+1 and 2 worker processes, beside the one-at-a-time latency.
 
-    python bench/bench_typed.py --workdir BUILD [--claims 40] [--clients 1 2]
+    python bench/bench_typed.py --workdir BUILD [--claims 40] [--clients 1 8] [--workers 1 2]
 
-Starts ``claimtrace serve --workdir BUILD`` (one process) on a free loopback port, traces one
-typed claim to warm it up, then for each client count sends ``--claims`` typed claims per
-client, each POST /api/trace of a new sentence (course words in a new order: every one a new
-trace), a client sending its next as soon as its last is answered. Prints one JSON line per
-client count: median and p95 in ms, and the machine's load average (it may be shared).
+For each worker count, starts ``claimtrace serve --workdir BUILD --workers W`` on a free
+loopback port, traces a few typed claims to warm every worker, then for each client count sends
+``--claims`` typed claims per client, each POST /api/trace of a new sentence (course words in a
+new order: every one a new trace), a client sending its next as soon as its last is answered.
+Prints the machine's calibration (``python ../shared/bench/calibrate.py ../shared/data``), then
+one JSON line per (workers, clients): median, p95 and p99 in ms, throughput (claims/s), the
+ratio of p99 to the one-at-a-time median (the 1-client run of that server: the goal is at most
+8x with one worker and 5x with two, at 8 clients), and the load average (the machine may be
+shared).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from bench_statistics import calibrate
 from bench_web import free_port, percentile, start_server, stop_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,35 +51,51 @@ def client(base: str, texts: list[str]) -> list[float]:
     return latencies
 
 
+def run_clients(base: str, count: int, claims: int) -> dict:
+    """``count`` closed-loop clients, ``claims`` distinct typed claims each: latencies and rate."""
+    batches = [sentences(claims, seed=100 * count + c) for c in range(count)]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(count) as pool:
+        latencies = [ms for batch in pool.map(lambda texts: client(base, texts), batches) for ms in batch]
+    seconds = time.perf_counter() - started
+    return {
+        "clients": count,
+        "claims": len(latencies),
+        "median_ms": round(percentile(latencies, 50), 1),
+        "p95_ms": round(percentile(latencies, 95), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
+        "per_second": round(len(latencies) / seconds, 1),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", required=True, type=Path)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--claims", type=int, default=40, help="typed claims per client")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="server processes")
     args = parser.parse_args()
-    port = free_port()
-    serve = ["--data", str(args.data), "serve", "--workdir", str(args.workdir), "--port", str(port)]
-    server = start_server(serve, port)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        client(base, sentences(3, seed=0))  # warm: the model, the caches of words
-        for count in args.clients:
-            batches = [sentences(args.claims, seed=100 * count + c) for c in range(count)]
-            load = os.getloadavg()[0]
-            with ThreadPoolExecutor(count) as pool:
-                latencies = [ms for batch in pool.map(lambda texts: client(base, texts), batches) for ms in batch]
-            summary = {
-                "clients": count,
-                "claims": len(latencies),
-                "median_ms": round(percentile(latencies, 50), 1),
-                "p95_ms": round(percentile(latencies, 95), 1),
-                "load_before": round(load, 2),
-                "load_after": round(os.getloadavg()[0], 2),
-            }
-            print(json.dumps(summary), flush=True)
-    finally:
-        stop_server(server)
+    print(json.dumps({"calibrate_s": calibrate(args.data)}), flush=True)
+    for workers in args.workers:
+        port = free_port()
+        serve = ["--data", str(args.data), "serve", "--workdir", str(args.workdir), "--port", str(port)]
+        server = start_server([*serve, "--workers", str(workers)], port)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            with ThreadPoolExecutor(workers) as pool:  # warm each worker: the model, the caches of words
+                list(pool.map(client, [base] * workers, [sentences(3, seed=seed) for seed in range(workers)]))
+            alone = None
+            for count in sorted(set([1, *args.clients])):
+                summary = {"workers": workers, **run_clients(base, count, args.claims)}
+                alone = summary["median_ms"] if count == 1 else alone
+                summary["p99_over_alone_median"] = round(summary["p99_ms"] / alone, 2)
+                print(json.dumps(summary), flush=True)
+        finally:
+            stop_server(server)
 
 
 if __name__ == "__main__":

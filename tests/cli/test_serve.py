@@ -81,6 +81,47 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
         server.wait(timeout=30)
 
 
+def _process_answering(base: str, path: str) -> int:
+    """Which worker process answers ``path`` (a 200 asserted): one new connection, which stays
+    with one worker, asked for the page and then for /api/build.json, which names its process."""
+    with httpx.Client(timeout=120) as connection:
+        answer = connection.get(base + path)
+        assert answer.status_code == 200, (path, answer.text[:300])
+        return connection.get(f"{base}/api/build.json").json()["server"]["process"]
+
+
+def test_serve_with_two_workers_takes_an_upload_every_worker_serves_and_a_restart_keeps(demo_build, data_dir, tmp_path):
+    """``serve --workers 2`` takes an upload into the run store beside the build; its page is
+    answered by each worker; after a restart over the same store it is still there."""
+    store = tmp_path / "demo.runs.sqlite"
+    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve", "--workdir"]
+    command += [str(demo_build.root), "--workers", "2", "--store", str(store), "--port"]
+    port = _free_port()
+    server, base = _serving([*command, str(port)], port)
+    try:
+        raw = (data_dir / "comp90042-2024" / "dev-claims-baseline.json").read_bytes()
+        answer = httpx.post(f"{base}/api/compare?name=lecture", content=raw, timeout=120)
+        assert answer.status_code == 201, answer.text
+        page = "/" + answer.json()["url"]
+        processes = set()
+        for _ in range(60):  # each new connection goes to either worker
+            processes.add(_process_answering(base, page))
+            if len(processes) == 2:
+                break
+        assert len(processes) == 2, processes
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    port = _free_port()
+    server, base = _serving([*command, str(port)], port)
+    try:
+        kept = httpx.get(base + page.replace(".html", ".json"), timeout=120).json()
+        assert kept["run"]["name"] == "lecture"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_serve_refuses_a_bad_predictions_file_before_serving(demo_build, data_dir, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"claim-752": 5}', encoding="utf-8")  # what the course's scorer fails on

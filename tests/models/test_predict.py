@@ -76,6 +76,29 @@ def test_forward_calls_alone_fall_back_to_one_call_each_where_bits_would_differ(
     assert np.array_equal(classifier.forward_calls_alone(ids), literal)
 
 
+def test_a_typed_claims_call_from_the_checked_rows_is_its_own_call_bit_for_bit(data, monkeypatch):
+    """A server's typed claims (prepare_typed, then forward_alone): the encoder's rows, checked
+    once against real calls, give every input's own call exactly; no real call is made after."""
+    from claimtrace.models.transformer import torch_threads
+
+    classifier = load_classifier()
+    ids = _claims_and_random_inputs(data, n_random=60)[-80:]
+    with torch_threads(1):
+        literal = alone_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
+    assert classifier.prepare_typed() is True
+    monkeypatch.setattr(classifier, "_real_call", lambda ids: (_ for _ in ()).throw(AssertionError("a real call")))
+    assert np.array_equal(np.stack([classifier.forward_alone(row) for row in ids]), literal)
+
+
+def test_typed_claims_keep_real_calls_where_the_rows_would_differ(data):
+    classifier = load_classifier()
+    rows = classifier._encoder_rows(C.MAX_LEN, 1)
+    classifier._rows = (C.MAX_LEN, rows + 1e-3)  # not the encoder's output: the check notices
+    assert classifier.prepare_typed() is False
+    row = data.dev.input_ids[0].astype(np.int64)
+    assert np.array_equal(classifier.forward_alone(row), classifier._real_call(row))
+
+
 def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifier, splits):
     claims, evidence = splits["dev"]
     verdicts = predict(classifier, encode(make_rows(claims, evidence), classifier.vocab))

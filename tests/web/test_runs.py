@@ -151,14 +151,41 @@ def test_an_odd_upload_the_course_scorer_scores_is_compared_and_audited(client, 
     assert f"compare/{answer.json()['digest']}.html#audit" in index
 
 
-def test_uploads_are_off_in_a_several_process_server(demo_build, data_dir):
-    tracer = Tracer(demo_build)
-    tracer.runs.uploads = False
+def _store_app(demo_build, store):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(tracer=tracer)) as client:
-        answer = client.post("/api/compare", content=data.course_file(data_dir, "baseline").read_bytes())
-    assert answer.status_code == 400 and "several processes" in answer.json()["error"]
+    return TestClient(create_app(tracer=Tracer(demo_build, store)))
+
+
+def test_an_upload_to_one_process_is_served_by_another_and_after_a_restart(demo_build, data_dir, tmp_path):
+    from claimtrace.compare.store import RunStore
+
+    path = tmp_path / "demo.runs.sqlite"
+    raw = data.course_file(data_dir, "baseline").read_bytes()
+    with _store_app(demo_build, RunStore(path)) as one, _store_app(demo_build, RunStore(path)) as two:
+        answer = one.post("/api/compare?name=shared", content=raw)
+        assert answer.status_code == 201, answer.text
+        url = "/" + answer.json()["url"]
+        assert two.get(url).status_code == 200 and "shared" in two.get("/compare/index.html").text
+    with _store_app(demo_build, RunStore(path)) as restarted:  # a new process over the same store
+        page = restarted.get(url.replace(".html", ".json")).json()
+        assert page["run"]["name"] == "shared" and page["run"]["digest"] == answer.json()["digest"]
+
+
+def test_an_evicted_run_is_said_to_be_evicted(demo_build, data_dir, tmp_path):
+    from claimtrace.compare.store import RunStore
+
+    raw = data.course_file(data_dir, "baseline").read_bytes()
+    smaller = json.dumps({"claim-752": {"claim_label": "SUPPORTS", "evidences": []}}).encode()
+    store = RunStore(tmp_path / "runs.sqlite", cap_bytes=len(raw) + len(smaller) - 1)
+    with _store_app(demo_build, store) as client:
+        first = client.post("/api/compare?name=first", content=raw).json()
+        assert client.post("/api/compare?name=second", content=smaller).status_code == 201
+        gone = client.get(f"/compare/{first['digest']}.html")
+        assert gone.status_code == 404 and "was evicted from this server’s run store" in gone.text
+        index = client.get("/compare/index.json").json()
+        assert index["store"]["evicted"][0]["name"] == "first" and index["store"]["kept"] == 1
+        assert "Runs evicted to keep the store under its cap (1)" in client.get("/compare/index.html").text
 
 
 # --- intervals and paired tests ----------------------------------------------------------------
@@ -465,7 +492,7 @@ def test_axe_finds_nothing_on_exported_compare_pages(browser, compare_export, di
 
 
 def test_the_count_of_pairs_told_apart_reads_for_one_pair_and_many():
-    from claimtrace.web.runs import told_apart_words
+    from claimtrace.web.views.comparison import told_apart_words
 
     method = {"resamples": 10_000, "seed": 2024}
     assert told_apart_words(2, 1, 0, method).startswith("The two dev runs cannot be told apart in HM (paired")

@@ -11,6 +11,7 @@ import click
 
 from claimtrace import constants as C
 from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, port_option, workdir_option
+from claimtrace.compare.store import DEFAULT_CAP_BYTES
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 
@@ -79,7 +80,23 @@ def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
     default=1,
     show_default=True,
     help="Server processes sharing the port (each loads the build; the large arrays are mapped, so shared; "
-    "uploads are off, as each process would keep its own).",
+    "uploads go to the run store every process reads).",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The run store: an SQLite file keeping the runs compared (uploads, and the files given), shared by "
+    "every process and kept across restarts [default: beside the build, WORKDIR.runs.sqlite].",
+)
+@click.option(
+    "--store-cap",
+    "store_cap",
+    type=click.IntRange(1, 1 << 20),
+    default=DEFAULT_CAP_BYTES >> 20,
+    show_default=True,
+    help="MiB of stored files past which the oldest runs are evicted (and the compare page says so).",
 )
 @click.option(
     "--prerender",
@@ -93,6 +110,8 @@ def serve_command(
     workdir: str,
     port: int,
     workers: int,
+    store_path: str | None,
+    store_cap: int,
     prerender: bool,
     predictions: tuple[str, ...],
     names: tuple[str, ...],
@@ -102,6 +121,7 @@ def serve_command(
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
 
+    from claimtrace.compare.store import RunStore, store_beside
     from claimtrace.pipeline.preprocess import stopwords
     from claimtrace.web.app import create_app
     from claimtrace.web.serving import WorkerSettings, server_config
@@ -111,9 +131,11 @@ def serve_command(
     stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
     build = open_build(ctx, workdir)
     runs = _given_runs(ctx, predictions, names, course_baseline, class_dir)
-    tracer = Tracer(build)
+    store = {"path": str(store_path or store_beside(build.root)), "cap_bytes": store_cap << 20}
+    tracer = Tracer(build, RunStore(store["path"], store["cap_bytes"]))  # a file that is no store stops it now
     _give_runs(tracer, runs)  # a bad file stops the server now, naming it
     _check_port_free(port)
+    click.echo(f"claimtrace: runs kept in {store['path']}", err=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if workers == 1:
         uvicorn.Server(server_config(create_app(tracer=tracer, warm=True, prerender=prerender), port)).run()
@@ -122,7 +144,7 @@ def serve_command(
     # which build to open from the environment it inherits.
     from uvicorn.supervisors import Multiprocess
 
-    WorkerSettings(build.root, folder, prerender, runs).export()
+    WorkerSettings(build.root, folder, prerender, runs, store).export()
     config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +47,18 @@ _BUFFERS = frozenset({"pos_encoder.pe"})
 #: docs/benchmarks.md, "The build"). Each call is the same single-threaded computation whatever
 #: runs beside it, so no logit depends on this number.
 FORWARD_WORKERS = 2
+
+
+def pin_one_thread() -> None:
+    """Put this process's PyTorch on one CPU thread for good: a server calls it at start. Its
+    forward calls are batches of one, which gain nothing from a second thread; with the count
+    fixed, :meth:`Classifier.forward_alone` need not set it and put it back around each call
+    (the count is the process's), which made every typed claim's calls wait for each other's.
+    Before torch is imported (a server imports it on its first typed claim), the environment
+    says it, which torch and MKL read at import; after, torch is told."""
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
 
 
 def run_calls(call: Callable, inputs: Sequence, workers: int = FORWARD_WORKERS) -> list:
@@ -111,6 +125,7 @@ class Classifier:
         self._forward_lock = threading.Lock()
         self._forward_calls: LRU[bytes, np.ndarray] = LRU(self.FORWARD_CACHE)
         self._rows = None  # (input length, the encoder's output per vocabulary entry alone)
+        self._rows_checked = False  # prepare_typed found them equal to real calls on this CPU
 
     @property
     def model(self):
@@ -131,24 +146,62 @@ class Classifier:
     FORWARD_CACHE = 4096
 
     def forward_alone(self, ids) -> np.ndarray:
-        """One real PyTorch forward call: the claim as a batch of one, in eval mode, on one
-        thread (a small call gains nothing from more); (4,) float64 holding the float32 logits.
-        Kept by input (:attr:`FORWARD_CACHE` most recent)."""
+        """The claim's one real PyTorch forward call: the claim as a batch of one, in eval mode,
+        on one thread (a small call gains nothing from more); (4,) float64 holding the float32
+        logits. Kept by input (:attr:`FORWARD_CACHE` most recent). Once :meth:`prepare_typed`
+        has checked them on this CPU, the call's own operations on the encoder's rows give its
+        bits (:meth:`forward_calls_alone`) at a fraction of its cost."""
         key = np.asarray(ids, dtype=np.int64).tobytes()
         cached = self._forward_calls.get(key)
         if cached is not None:
             return cached.copy()
+        logits = self._from_rows(np.asarray([ids]))[0] if self._rows_checked else self._real_call(ids)
+        self._forward_calls.put(key, logits)
+        return logits.copy()
+
+    def _real_call(self, ids) -> np.ndarray:
+        """One real PyTorch forward call of the whole model, (4,) float64 of the float32 logits."""
         import torch
 
         from claimtrace.models.transformer import alone_logits, torch_threads
 
         model = self.model
+        claim = torch.tensor([[int(i) for i in ids]])
+        if torch.get_num_threads() == 1:
+            # A server's process is on one thread for good (pin_one_thread): calls on several
+            # request threads run side by side, each on its own thread, the same sums.
+            return alone_logits(model, claim)[0].double().numpy()
         # One call at a time: the thread count is the process's, and a call made while another
         # restores it could run on more threads (and sum in another order).
         with self._forward_lock, torch_threads(1):
-            logits = alone_logits(model, torch.tensor([[int(i) for i in ids]]))[0].double().numpy()
-        self._forward_calls.put(key, logits)
-        return logits.copy()
+            return alone_logits(model, claim)[0].double().numpy()
+
+    def prepare_typed(self, length: int = C.MAX_LEN, probes: int = 3) -> bool:
+        """Make the encoder's rows (:meth:`_encoder_rows`, about 50 encoder calls: a server does
+        it once at start) and check them against real calls on ``probes`` inputs of every kind a
+        typed claim makes (words, ``<unk>``s, padding), bit for bit; from then on
+        :meth:`forward_alone` reads them. False (and real calls kept) on a CPU where they differ."""
+        rows = self._encoder_rows(length, 1)
+        rng = np.random.default_rng(0)
+        inputs = [rng.integers(0, rows.shape[0], length) for _ in range(probes)]
+        inputs[0][length // 3 :] = self.vocab.index[C.PAD]  # a short claim: padding
+        inputs[1][::2] = self.vocab.index[C.UNK]  # made-up words
+        self._rows_checked = all(
+            np.array_equal(self._from_rows(np.asarray([x]))[0], self._real_call(x)) for x in inputs
+        )
+        return self._rows_checked
+
+    def _from_rows(self, input_ids: np.ndarray) -> np.ndarray:
+        """Each claim's call alone from the encoder's rows, (n, 4) float64 of the float32 logits:
+        a claim's (1, 128, 256) rows -> mean over the positions -> (1, 256) -> ``fc_out`` -> (1, 4),
+        the operations of its own call on the same values, in the same shapes."""
+        import torch
+
+        rows = self._encoder_rows(input_ids.shape[1], FORWARD_WORKERS)
+        fc_out = self.model.fc_out
+        with torch.no_grad():
+            logits = [fc_out(rows[claim].unsqueeze(0).mean(dim=1)) for claim in torch.as_tensor(input_ids)]
+        return torch.cat(logits).double().numpy()
 
     def forward_calls_alone(self, input_ids: np.ndarray, workers: int = FORWARD_WORKERS) -> np.ndarray:
         """Every claim's one real forward call alone (what :meth:`forward_alone` returns), (n, 4)
@@ -164,21 +217,13 @@ class Classifier:
         one call per claim); :meth:`_check_forward_calls` checks a few claims here too, and on a
         CPU whose kernels would differ the calls are made one by one.
         """
-        import torch
-
         ids = np.asarray(input_ids)
         if len(ids) == 0:
             return np.zeros((0, len(C.LABELS)))
-        rows = self._encoder_rows(ids.shape[1], workers)
-        fc_out = self.model.fc_out
-        logits = []
-        with torch.no_grad():
-            for claim in torch.as_tensor(ids):
-                # (1, 128, 256) -> mean over the positions -> (1, 256) -> (1, 4): the claim's call
-                logits.append(fc_out(rows[claim].unsqueeze(0).mean(dim=1)))
-        out = torch.cat(logits).double().numpy()
+        self._encoder_rows(ids.shape[1], workers)
+        out = self._from_rows(ids)
         if not self._check_forward_calls(ids, out):
-            return np.stack([self.forward_alone(row) for row in ids])
+            return np.stack([self._real_call(row) for row in ids])
         return out
 
     def _encoder_rows(self, length: int, workers: int):
@@ -199,7 +244,7 @@ class Classifier:
 
     def _check_forward_calls(self, ids: np.ndarray, logits: np.ndarray) -> bool:
         """The first, middle and last claims' logits against their own forward calls, bit for bit."""
-        return all(np.array_equal(logits[i], self.forward_alone(ids[i])) for i in {0, len(ids) // 2, len(ids) - 1})
+        return all(np.array_equal(logits[i], self._real_call(ids[i])) for i in {0, len(ids) // 2, len(ids) - 1})
 
     @functools.cached_property
     def parameter_count(self) -> int:

@@ -32,6 +32,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from claimtrace import constants as C
 from claimtrace.errors import DataError
+from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.memory import limit_malloc_arenas
 from claimtrace.web.middleware import (
     AnswerCache,
@@ -85,6 +86,7 @@ def create_app(
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         limit_malloc_arenas()
+        pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
         threading.Thread(target=warm_up, args=(app, answers, prerender), name="claimtrace-warm", daemon=True).start()
     return app
 
@@ -119,6 +121,7 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool) -> None:
     try:
         app.state.tracer.warm()
+        app.state.warmth["typed_ready"] = True  # a typed claim now costs what any other does
         if prerender:
             prerender_claim_pages(app, answers)
     except DataError:  # a stage not built or a damaged file: the pages that need it say so

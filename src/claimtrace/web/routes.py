@@ -8,6 +8,7 @@ the actions (a typed claim posted, an uploaded run). What a handler needs is on
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -32,7 +33,7 @@ from claimtrace.web.responses import (
     text_problem,
     wants_json,
 )
-from claimtrace.web.runs import with_runs
+from claimtrace.web.runs import evicted_line, with_runs
 from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
@@ -89,11 +90,20 @@ def _unknown_claim(request: Request, claim_id: str, as_json: bool) -> Response:
 
 
 def _unknown_run(request: Request, key: str, as_json: bool) -> Response:
+    gone = _site(request).tracer.runs.evicted(key)
+    if gone:
+        return not_found(
+            request,
+            f"The run “{gone[0].name}” ({gone[0].digest}) was evicted from this server’s run store on "
+            f"{evicted_line(gone[0])['evicted']}, to keep the store under its cap; the oldest runs go first.",
+            "Upload the file again on the Compare page to see it.",
+            as_json,
+        )
     return not_found(
         request,
         f"No run here is called “{key}”.",
         "Runs are the predictions files given to `claimtrace serve --predictions` and the ones uploaded on "
-        "the Compare page; an upload is forgotten when the server stops.",
+        "the Compare page, kept in the server’s run store beside the build.",
         as_json,
     )
 
@@ -313,7 +323,9 @@ def answer_table(request: Request, page: Page, asked: Asked) -> Response:
 
 def answer_build(request: Request, page: Page, asked: Asked) -> Response:
     """What the build holds, and how far the server's warm-up has come."""
-    return json_response({**page.data(_site(request).tracer, asked.key), "server": dict(request.app.state.warmth)})
+    return json_response(
+        {**page.data(_site(request).tracer, asked.key), "server": {**request.app.state.warmth, "process": os.getpid()}}
+    )
 
 
 #: How each page is answered, by its name in :data:`claimtrace.web.pages.PAGES`, where that is
@@ -388,7 +400,7 @@ async def api_trace_post(request: Request):
 @actions.post("/api/compare")
 async def upload_run(request: Request):
     """An uploaded predictions file (the body's bytes): checked as the command line checks one,
-    kept in memory under its digest; ``{"name", "digest", "split", "url"}`` or a 400 naming the
+    kept in the run store under its digest; ``{"name", "digest", "split", "url"}`` or a 400 naming the
     claim and field."""
     body, error, status = await read_body(request, MAX_PREDICTIONS_BYTES, "a predictions file")
     if error:

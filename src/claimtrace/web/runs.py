@@ -1,15 +1,19 @@
 """Your system beside the notebook's, on the site: the runs a server compares.
 
 A run is a predictions file in the course's shape (:mod:`claimtrace.compare.runs`). The server is
-given some at start (``claimtrace serve --predictions FILE``) and takes more as uploads; every
-run is kept in memory under its content's digest, so ``/compare/<digest>`` can be shared while
-the server runs, and nothing is ever written into the build. Uploads are checked as the command
-line checks a file (size cap, the course's shape, known claim ids), and the oldest upload is
-forgotten past :data:`MAX_UPLOADS`; the runs given at start stay.
+given some at start (``claimtrace serve --predictions FILE``, ``--class DIR``) and takes more as
+uploads. Every run is kept in the build's run store (:mod:`claimtrace.compare.store`: an SQLite
+file beside the build, shared by every worker process, surviving a restart; in memory for a
+server or test given none) under its content's digest, so ``/compare/<digest>`` can be shared,
+and nothing is ever written into the build. Uploads are checked as the command line checks a
+file (size cap, the course's shape, known claim ids); past the store's cap the oldest runs are
+evicted, and a page asked for one says so. Each process reads a stored run once (kept by digest,
+:data:`RUNS_KEPT` at most) and compares it once.
 """
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -25,29 +29,35 @@ from claimtrace.compare.runs import (
     run_from_json,
     scoreboard_rows,
 )
+from claimtrace.compare.store import Evicted, RunStore, Stored
 from claimtrace.compare.uncertainty import class_statistics
 from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
 from claimtrace.errors import DataError
 from claimtrace.evaluation.audit import audit_context
 from claimtrace.evaluation.scorer import check_predictions_size, predictions_bytes
+from claimtrace.lib.lru import LRU
 from claimtrace.web.views.classroom import class_page
+from claimtrace.web.views.comparison import class_intervals, run_intervals
 from claimtrace.workdir.reader import Build
 
-#: Uploaded runs kept in memory at once (each is a few tens of KB).
-MAX_UPLOADS = 32
+#: Stored runs a process keeps read, and compared, at once (each a few hundred KB at most); a
+#: class of a few hundred files fits.
+RUNS_KEPT = 512
 #: The splits a run may be of on the site (a file's split is found from its claims).
 RUN_SPLITS = ("dev", "test")
 
 
 class Runs:
-    """The runs of one server (or one static export), by name and by digest."""
+    """The runs of one server (or one static export), by name and by digest: those given at its
+    start, and every upload in its store."""
 
-    def __init__(self, build: Build):
+    def __init__(self, build: Build, store: RunStore | None = None):
         self.build = build
+        self.store = store if store is not None else RunStore(None)
         self._given: OrderedDict[str, Run] = OrderedDict()
-        self._uploads: OrderedDict[str, Run] = OrderedDict()
-        self._reports: dict[str, tuple[dict, dict[str, dict]]] = {}
+        self._stored: LRU[str, Run | None] = LRU(RUNS_KEPT)  # a stored run read, by digest (None: unreadable)
+        self._reports: LRU[str, tuple[dict, dict[str, dict]]] = LRU(RUNS_KEPT)
         #: The class's statistics (every dev run, every pair of them), with the dev runs' digests
         #: they were computed for; dropped when a run is added or forgotten.
         self._class: tuple[tuple[str, ...], dict] | None = None
@@ -57,17 +67,14 @@ class Runs:
         self.set_aside: list[dict] = []
         self._audit_context: dict | None = None
         self._lock = threading.Lock()
-        #: Whether uploads are taken (off in a several-process server: each would keep its own).
-        self.uploads = True
 
     def over(self, build: Build) -> Runs:
         """The same runs over another reader of the build (a server that noticed the build
-        completed or was repaired): nothing computed from the old reader is kept."""
-        runs = Runs(build)
+        completed or was repaired): the same store; nothing computed from the old reader is kept."""
+        runs = Runs(build, self.store)
         with self._lock:
-            runs._given, runs._uploads = OrderedDict(self._given), OrderedDict(self._uploads)
+            runs._given = OrderedDict(self._given)
             runs.set_aside = list(self.set_aside)
-        runs.uploads = self.uploads
         return runs
 
     # -- adding -----------------------------------------------------------------------------------
@@ -93,15 +100,22 @@ class Runs:
         return self._audit_context
 
     def give(self, path: str | Path, name: str | None = None) -> Run:
-        """Add a run from a file given at start (it stays while the server runs)."""
-        run = self.read(predictions_bytes(path), str(path), name)
+        """Add a run from a file given at start (it stays while the server runs, and is stored,
+        so that its address still answers after a restart without it)."""
+        raw = predictions_bytes(path)
+        run = self.read(raw, str(path), name)
         with self._lock:
             for other in self._given.values():
                 if other.name == run.name and other.digest != run.digest:
                     raise DataError(f"{path}: another run is already named {run.name!r}: give each its own --name")
             self._given[run.digest] = run
             self._class = None
+        self.store.put(raw, run.name, "given", keep=self._given_digests())
         return run
+
+    def _given_digests(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._given)
 
     def give_all(self, files: Iterable[tuple[str, str | None]]) -> None:
         """:meth:`give` each (file, name) pair, in order; a folder is a class (:meth:`give_class`)."""
@@ -130,36 +144,60 @@ class Runs:
                     self._class = None
             if taken:
                 aside.append({"file": file, "why": f"another run is already named {run.name!r}"})
+            else:
+                self.store.put((Path(folder) / file).read_bytes(), run.name, "given", keep=self._given_digests())
         aside.sort(key=lambda line: line["file"])
         with self._lock:
             self.set_aside += aside
         return aside
 
     def upload(self, raw: bytes, name: str | None = None) -> Run:
-        """Add an uploaded run (the same bytes give the same run, once)."""
-        if not self.uploads:
-            raise DataError(
-                "this server runs several processes, and each would keep its own uploads: "
-                "give the file to `claimtrace serve --predictions FILE` instead"
-            )
+        """Add an uploaded run to the store (the same bytes give the same run, once, under the
+        name it was first given), evicting the oldest past the store's cap."""
         run = self.read(raw, "the uploaded file", name or "upload")
         with self._lock:
-            known = self._given.get(run.digest) or self._uploads.get(run.digest)
-            if known is not None:
-                return known
-            run = Run(f"upload {run.digest[:8]}" if run.name == "upload" else run.name, *_rest(run))
-            self._uploads[run.digest] = run
+            known = self._given.get(run.digest)
+        if known is not None:
+            return known
+        label = f"upload {run.digest[:8]}" if run.name == "upload" else run.name
+        stored, _ = self.store.put(raw, label, "upload", keep=self._given_digests())
+        run = Run(stored.name, *_rest(run))
+        self._stored.put(run.digest, run)
+        with self._lock:
             self._class = None
-            while len(self._uploads) > MAX_UPLOADS:
-                forgotten, _ = self._uploads.popitem(last=False)
-                self._reports.pop(forgotten, None)
         return run
 
     # -- reading ----------------------------------------------------------------------------------
 
     def all(self) -> list[Run]:
+        """The runs given at start, then every upload in the store, oldest first (another
+        process's uploads included: the store is listed on every call, a few hundred rows)."""
         with self._lock:
-            return [*self._given.values(), *self._uploads.values()]
+            given = list(self._given.values())
+        known = {run.digest for run in given}
+        uploads = (self._stored_run(record) for record in self.store.listed("upload") if record.digest not in known)
+        return [*given, *(run for run in uploads if run is not None)]
+
+    def _stored_run(self, record: Stored) -> Run | None:
+        """A stored run, read once per process (None when this version's reader refuses it)."""
+        if record.digest in self._stored:
+            return self._stored.get(record.digest)
+        raw = self.store.raw(record.digest)
+        try:
+            run = (
+                None
+                if raw is None
+                else Run(record.name, *_rest(self.read(raw, f"upload {record.digest}", record.name)))
+            )
+        except DataError:
+            run = None
+        self._stored.put(record.digest, run)
+        return run
+
+    def evicted(self, key: str | None = None) -> list[Evicted]:
+        """The runs evicted from the store to keep it under its cap (those named or keyed
+        ``key``, when given), most recent first."""
+        return [gone for gone in self.store.evicted() if key is None or key in (gone.name, gone.digest)]
 
     def given(self) -> list[Run]:
         with self._lock:
@@ -172,7 +210,9 @@ class Runs:
         for run in self.all():
             if key in (run.name, run.digest):
                 return run
-        return None
+        # A run given to an earlier start of the server: its address still answers.
+        record = next((r for r in self.store.listed("given") if r.digest == key), None)
+        return None if record is None else self._stored_run(record)
 
     def report(self, run: Run) -> dict:
         """The run's page: :func:`claimtrace.compare.runs.compare` of it alone, with its explained wins."""
@@ -180,8 +220,7 @@ class Runs:
 
     def _compared(self, run: Run) -> tuple[dict, dict[str, dict]]:
         """The run compared once: its page, and each claim's whole row (a claim page's box) by id."""
-        with self._lock:
-            cached = self._reports.get(run.digest)
+        cached = self._reports.get(run.digest)
         if cached is not None:
             return cached
         report = compare(self.build, [run], run.split)
@@ -199,8 +238,7 @@ class Runs:
             page["statistics"] = report["statistics"]
             page["intervals"] = run_intervals(report["statistics"], run.name)
         compared = (page, {row["claim_id"]: {**row, "split": run.split} for row in report["claims"]})
-        with self._lock:
-            self._reports[run.digest] = compared
+        self._reports.put(run.digest, compared)
         return compared
 
     def index(self) -> dict:
@@ -219,12 +257,25 @@ class Runs:
             "table2": course.TABLE2["dev"],
             "set_aside": list(self.set_aside),
             "class_page": bool(by_split.get("dev")),
+            "store": self.store_summary(),
         }
         statistics = self.class_statistics(by_split.get("dev", []))
         if statistics is not None:
             out.update(class_intervals(statistics, summaries))
             out["statistics"] = statistics
         return out
+
+    def store_summary(self) -> dict:
+        """What the run store holds and what it evicted (the compare page says it)."""
+        evicted = self.evicted()
+        return {
+            "kept": len(self.store.listed()),
+            "bytes": self.store.total_bytes(),
+            "cap_bytes": self.store.cap_bytes,
+            "shared": self.store.path is not None,
+            "evicted_count": len(evicted),
+            "evicted": [evicted_line(gone) for gone in evicted[:EVICTED_SHOWN]],
+        }
 
     def class_statistics(self, runs: list[Run]) -> dict | None:
         """Every dev run's figures and every pair of dev runs, from one resampling
@@ -279,6 +330,16 @@ class Runs:
         return rows
 
 
+#: Evicted runs a compare page names (the most recent; the count says how many in all).
+EVICTED_SHOWN = 20
+
+
+def evicted_line(gone: Evicted) -> dict:
+    """An evicted run as a page says it: its name, digest and the day and time (UTC) it went."""
+    when = datetime.datetime.fromtimestamp(gone.evicted, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return {"name": gone.name, "digest": gone.digest, "bytes": gone.size, "evicted": when}
+
+
 def with_runs(runs: Runs, explore: dict) -> dict:
     """An Explore page's data with its split's runs (the page itself when there are none, so that
     a server without runs keeps rendering the one cached page)."""
@@ -307,180 +368,3 @@ def _claim_line(row: dict, name: str) -> dict:
         "why": [] if entry is None else entry.get("why", []),
     }
     return line
-
-
-# -- intervals and paired tests, as the pages say them -------------------------------------------
-
-#: How a page names each reference: (its row's label, the words for "its HM" in a sentence).
-REFERENCE_WORDS = {
-    "notebook+notebook+notebook": ("the notebook’s pipeline", "the notebook’s"),
-    "baseline:random-label": ("a random label", "that of a random label"),
-    "baseline:course-file": ("the course’s baseline file", "the course baseline file’s"),
-}
-#: The always-the-majority-label baseline's name, before the label.
-ALWAYS = "baseline:always-"
-
-
-def reference_words(name: str) -> tuple[str, str, str]:
-    """A reference system's row label, its words in a sentence, and its kind ("notebook" or
-    "baseline")."""
-    kind = "baseline" if name.startswith("baseline:") else "notebook"
-    if name.startswith(ALWAYS):
-        label = name[len(ALWAYS) :]
-        return f"always {label}", f"that of always answering {label}", kind
-    label, words = REFERENCE_WORDS.get(name, (name, f"{name}’s"))
-    return label, words, kind
-
-
-def _p_text(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
-
-
-def _p_cell(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def method_text(method: dict, claims: int, holm: str) -> str:
-    """How every figure and comparison of a compare page was made, in one paragraph."""
-    return (
-        f"Each figure with its 95% interval: A by the Wilson score interval; F, HM and macro-F1 by a "
-        f"percentile bootstrap over the {claims} claims ({method['resamples']:,} resamples, seed "
-        f"{method['seed']}). A difference is paired (both systems read at the same resampled claims): "
-        "its interval by the paired bootstrap, HM tested by the paired bootstrap's p, A by McNemar's "
-        f"exact test; p-values are Holm-corrected {holm}, and a difference is “more than chance” when "
-        f"the corrected p is below {method['alpha']}."
-    )
-
-
-def hm_sentence(subject: str, difference: dict, words: str) -> str:
-    """One HM comparison in words, with its interval, its test and its verdict."""
-    gap = difference["estimate"]
-    side = "higher than" if gap > 0 else "lower than" if gap < 0 else "the same as"
-    size = f"{abs(gap):.3f} " if gap else ""
-    return (
-        f"{subject} HM is {size}{side} {words} (95% interval {difference['lower']:+.3f} to "
-        f"{difference['upper']:+.3f}; paired bootstrap {_p_text(difference['p_holm'])}, Holm-corrected): "
-        f"{'more than chance' if difference['verdict'] == 'more than chance' else 'the two cannot be told apart'}."
-    )
-
-
-def _figure_row(statistics: dict, key: str, label: str, kind: str) -> dict:
-    figures = statistics["figures"][key]
-    return {"key": key, "name": label, "kind": kind, **{m: figures[m] for m in ("F", "A", "HM", "macro_f1")}}
-
-
-def _difference_row(reference: str, comparison: dict, subject: str) -> dict:
-    label, words, kind = reference_words(reference)
-    on_a = {**comparison["A"], **{k: comparison[k] for k in ("p", "p_holm", "verdict")}}
-    return {
-        "key": reference,
-        "name": label,
-        "kind": kind,
-        "HM": comparison["HM"],
-        "A": on_a,
-        "HM_p": _p_cell(comparison["HM"]["p_holm"]),
-        "A_p": _p_cell(comparison["p_holm"]),
-        "mcnemar": comparison["mcnemar"],
-        "sentence": hm_sentence(subject, comparison["HM"], words),
-    }
-
-
-def run_intervals(statistics: dict, name: str) -> dict:
-    """A run's page: its figures beside the notebook's row and the baselines (a table's and a
-    chart's rows), its differences from each (rows, and a sentence each), and whether its
-    accuracy is exactly always-the-majority-label's."""
-    figures = [_figure_row(statistics, name, name, "run")]
-    figures += [_figure_row(statistics, key, *reference_words(key)[::2]) for key in statistics["paired"][name]]
-    against = [_difference_row(ref, c, "Your run’s") for ref, c in statistics["paired"][name].items()]
-    mine = statistics["figures"][name]["A"]
-    same_a = None
-    for ref, comparison in statistics["paired"][name].items():
-        other = statistics["figures"][ref]["A"]
-        if ref.startswith(ALWAYS) and other["successes"] == mine["successes"]:
-            label = ref[len(ALWAYS) :]
-            same_a = (
-                f"A equals always answering {label}: both get {mine['successes']} of {mine['n']} claims right "
-                f"(McNemar's exact {_p_text(comparison['p_holm'])}, Holm-corrected: "
-                f"{'more than chance' if comparison['verdict'] == 'more than chance' else 'cannot be told apart'})."
-            )
-    return {
-        "method": method_text(
-            statistics["method"],
-            mine["n"],
-            "over the runs compared with the same reference (one run here, so the correction changes nothing)",
-        ),
-        "figures": figures,
-        "against": against,
-        "same_a": same_a,
-    }
-
-
-def _oriented(pair: dict, first: str) -> dict:
-    """A pair's HM comparison read as ``first`` minus the other."""
-    hm = pair["HM"]
-    if pair["a"] == first:
-        return hm
-    return {**hm, "estimate": -hm["estimate"], "lower": -hm["upper"], "upper": -hm["lower"]}
-
-
-#: The baseline every run of a class is told apart from (or not), on HM.
-ALWAYS_SUPPORTS = "baseline:always-SUPPORTS"
-
-
-def _told_apart(statistics: dict, pairs: dict, digest: str, leader: str) -> dict:
-    """Whether a dev run's HM can be told apart from the leader's (every pair Holm-corrected
-    together) and from always answering SUPPORTS (Holm over the runs): each verdict."""
-    out = {"leader": None, "always_supports": None}
-    if digest != leader:
-        out["leader"] = pairs[frozenset((digest, leader))]["HM"]["verdict"]
-    against = statistics["paired"].get(digest, {}).get(ALWAYS_SUPPORTS)
-    if against is not None:
-        out["always_supports"] = against["HM"]["verdict"]
-    return out
-
-
-def class_intervals(statistics: dict, summaries: list[dict]) -> dict:
-    """The compare index: each dev run's intervals and its HM against the next run in the
-    ranking (from every pair of dev runs, Holm-corrected together), the references' rows, the
-    chart's rows, and how many pairs differ by more than chance, in words."""
-    pairs = {frozenset((p["a"], p["b"])): p for p in statistics["pairs"]}
-    dev = [s for s in summaries if s["split"] == "dev"]
-    for upper, lower in zip(dev, dev[1:], strict=False):
-        pair = pairs[frozenset((upper["digest"], lower["digest"]))]
-        upper["next"] = {
-            "name": lower["name"],
-            "HM": _oriented(pair, upper["digest"]),
-            "p": _p_cell(pair["HM"]["p_holm"]),
-        }
-    for summary in dev:
-        summary["intervals"] = {m: statistics["figures"][summary["digest"]][m] for m in ("F", "A", "HM")}
-        summary["told_apart"] = _told_apart(statistics, pairs, summary["digest"], dev[0]["digest"])
-    keys = [key for key in statistics["figures"] if key not in statistics["paired"]]  # the references
-    references = [_figure_row(statistics, key, *reference_words(key)[::2]) for key in keys]
-    chart = [{"name": s["name"], "kind": "run", "HM": s["intervals"]["HM"]} for s in dev]
-    chart += [{"name": r["name"], "kind": r["kind"], "HM": r["HM"]} for r in references]
-    differ = sum(p["HM"]["verdict"] == "more than chance" for p in statistics["pairs"])
-    return {
-        "references": references,
-        "chart": chart,
-        "method": method_text(
-            statistics["method"],
-            statistics["figures"][dev[0]["digest"]]["A"]["n"],
-            f"over every pair of dev runs ({len(statistics['pairs'])}) and, against each baseline, over the dev runs",
-        ),
-        "told_apart": told_apart_words(len(dev), len(statistics["pairs"]), differ, statistics["method"]),
-    }
-
-
-def told_apart_words(runs: int, pairs: int, differ: int, method: dict) -> str:
-    """How many pairs of dev runs differ in HM by more than chance, of how many."""
-    test = f"paired bootstrap, {method['resamples']:,} resamples, seed {method['seed']}"
-    if pairs == 0:
-        return f"{runs} dev run: no pair of runs to compare."
-    if pairs == 1:
-        verdict = "differ in HM by more than chance" if differ else "cannot be told apart in HM"
-        return f"The two dev runs {verdict} ({test}; one pair, so Holm’s correction changes nothing)."
-    return (
-        f"Of the {pairs} pairs of dev runs, {differ} differ{'s' if differ == 1 else ''} in HM by more than "
-        f"chance ({test}; Holm-corrected over all {pairs} pairs)."
-    )

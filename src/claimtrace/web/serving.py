@@ -10,6 +10,7 @@ import os
 
 from fastapi import FastAPI
 
+from claimtrace.compare.store import DEFAULT_CAP_BYTES, RunStore
 from claimtrace.data.files import choose_data_dir
 from claimtrace.errors import DataError
 from claimtrace.web.app import create_app
@@ -145,15 +146,24 @@ class WorkerSettings:
         "CLAIMTRACE_SERVE_DATA",
         "CLAIMTRACE_SERVE_PRERENDER",
         "CLAIMTRACE_SERVE_RUNS",
+        "CLAIMTRACE_SERVE_STORE",
     )
 
-    def __init__(self, workdir, data_dir, prerender: bool, runs=()):
+    def __init__(self, workdir, data_dir, prerender: bool, runs=(), store: dict | None = None):
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
         #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
         self.runs = [(str(path), name) for path, name in runs]
+        #: the run store every worker opens: ``{"path", "cap_bytes"}`` (``serve --store``)
+        self.store = dict(store or {})
 
     def export(self) -> None:
-        values = (self.workdir, self.data_dir, "1" if self.prerender else "", json.dumps(self.runs))
+        values = (
+            self.workdir,
+            self.data_dir,
+            "1" if self.prerender else "",
+            json.dumps(self.runs),
+            json.dumps(self.store),
+        )
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
     @classmethod
@@ -161,18 +171,24 @@ class WorkerSettings:
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender, runs = (os.environ.get(name, "") for name in cls._VARIABLES)
-        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"))
+        workdir, data_dir, prerender, runs, store = (os.environ.get(name, "") for name in cls._VARIABLES)
+        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"), json.loads(store or "{}"))
+
+    def open_store(self) -> RunStore | None:
+        """The run store the server was told (None: each process keeps its runs in memory)."""
+        if not self.store.get("path"):
+            return None
+        return RunStore(self.store["path"], self.store.get("cap_bytes", DEFAULT_CAP_BYTES))
 
 
 def app_from_environment() -> FastAPI:
     """uvicorn's factory in each worker process: the app over the build :class:`WorkerSettings`
-    names, warming up (and pre-rendering) as a one-process server does."""
+    names, with the run store every worker shares, warming up (and pre-rendering) as a
+    one-process server does."""
     settings = WorkerSettings.from_environment()
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
-    tracer = Tracer(Build(settings.workdir, settings.data_dir))
+    tracer = Tracer(Build(settings.workdir, settings.data_dir), settings.open_store())
     tracer.runs.give_all(settings.runs)
-    tracer.runs.uploads = False  # each worker would keep its own: an upload's page could 404 on another
     return create_app(tracer=tracer, warm=True, prerender=settings.prerender)
 
 

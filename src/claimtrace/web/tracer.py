@@ -18,8 +18,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from claimtrace import constants as C
+from claimtrace.compare.store import RunStore
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import Claim
+from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import bound_stem_cache
@@ -74,7 +76,7 @@ def public_reasons(value, root):
 class Tracer:
     """Traces over one build, cached (a trace never changes once computed)."""
 
-    def __init__(self, build: Build):
+    def __init__(self, build: Build, store: RunStore | None = None):
         self.build = build
         self._lock = threading.Lock()  # the caches' bookkeeping
         self._traces: LRU[str, dict] = LRU(TRACE_CACHE)
@@ -86,8 +88,9 @@ class Tracer:
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
         #: not compete with the first page for the CPU (measured: 8.5 s -> 4.9 s at 1.2M passages).
         self.first_page_served = threading.Event()
-        #: The predictions files compared with the build (serve/site --predictions, uploads).
-        self.runs = Runs(build)
+        #: The predictions files compared with the build (serve/site --predictions, uploads), kept
+        #: in ``store`` (in memory when None).
+        self.runs = Runs(build, store)
 
     def claims(self, split: str) -> dict[str, Claim]:
         return self.build.claims(split)
@@ -174,3 +177,16 @@ class Tracer:
         self.first_page_served.wait(wait_for_first_page)
         for split in splits:
             self.explore_when_ready(split, 0.0)
+        self._warm_typed()
+
+    #: What a server traces once at start so that its first typed claim costs what any other does
+    #: (the classifier's PyTorch model is imported and loaded on the first: 2-12 s, one worker at a
+    #: time, in a lecture hall's first seconds).
+    WARM_TEXT = "Arctic sea ice is warming the ocean."
+
+    def _warm_typed(self) -> None:
+        try:
+            self.build.classifier().prepare_typed()  # a typed claim's forward call from the encoder's rows
+            self._assemble(self.WARM_TEXT)
+        except (StageMissing, DataError):
+            pass
