@@ -167,19 +167,8 @@ def sweep(
         "A_interval"}``.
     """
     ids = sorted(claims)  # the scorer's order
-    gold = [claims[c].evidences for c in ids]
     labels = [claims[c].label for c in ids]
-    points: dict[str, list[tuple[str, float, Setting, _Point]]] = {}
-    for rule in RULES:
-        columns = [ClaimColumns.of(retriever, claim_tags[c], rule) for c in ids]
-        rows = []
-        for parameter, value, setting in settings():
-            found = [col.retrieve(setting, rule.score_threshold) for col in columns]
-            names = [[retriever.ids[p] for p in positions] for positions, _ in found]
-            f = np.array([evidence_f(n, g) for n, g in zip(names, gold, strict=True)])
-            point = _Point(f, [positions for positions, _ in found], np.array([fb for _, fb in found]))
-            rows.append((parameter, value, setting, point))
-        points[rule.name] = rows
+    points = {rule.name: _rule_points(retriever, rule, [claim_tags[c] for c in ids], claims, ids) for rule in RULES}
     keys = sorted({(c, p) for rows in points.values() for *_, pt in rows for c, p in zip(ids, pt.lists, strict=True)})
     verdicts = _verdicts(keys, claim_stems, lambda p: passage_stems(retriever.ids[p]), vocab, table)
     out: dict = {
@@ -208,6 +197,23 @@ def sweep(
         out["best"][rule.name] = best
         out["tests"][rule.name] = _tests(systems, best, labels, majority)
     return out
+
+
+def _rule_points(
+    retriever: Retriever, rule: Rule, tags: Sequence[str], claims: Mapping[str, Claim], ids: Sequence[str]
+) -> list[tuple[str, float, Setting, _Point]]:
+    """Every setting's retrievals of the claims ``ids`` (tag strings ``tags``) under one rule,
+    with their course F, from each claim's columns, computed once."""
+    gold = [claims[c].evidences for c in ids]
+    columns = [ClaimColumns.of(retriever, t, rule) for t in tags]
+    rows = []
+    for parameter, value, setting in settings():
+        found = [col.retrieve(setting, rule.score_threshold) for col in columns]
+        names = [[retriever.ids[p] for p in positions] for positions, _ in found]
+        f = np.array([evidence_f(n, g) for n, g in zip(names, gold, strict=True)])
+        point = _Point(f, [positions for positions, _ in found], np.array([fb for _, fb in found]))
+        rows.append((parameter, value, setting, point))
+    return rows
 
 
 def _key(setting: Setting) -> str:

@@ -377,3 +377,65 @@ def _interval_panel(
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the threshold sweep --------------------------------------------------------------------------------
+
+#: A sweep chart's size and margins (user units).
+SWEEP_SIZE, SWEEP_MARGINS = (360, 236), (40, 14, 30, 36)  # left, right, top, bottom
+
+
+def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
+    """One rule's sweep of one parameter (:func:`claimtrace.web.views.results.results`' chart):
+    a curve per figure on one axis, 0 to 1, the notebook's setting marked by a dashed line and
+    the best setting's HM ringed; a hidden cursor and a pointer area for app-sweep.js.
+
+    The svg carries its axes (``data-x0``, ``data-xlen``, ``data-xmin``, ``data-xmax``, ``data-y0``,
+    ``data-ylen``: the plot's corner and size in user units, the y axis being 0 to 1), and each
+    point its figure and its value (``data-series``, ``data-x``, ``data-y``), so that a test in a
+    browser measures every drawn point against them.
+    """
+    width, height = SWEEP_SIZE
+    left, right, top, bottom = SWEEP_MARGINS
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [p["value"] for p in chart["points"]]
+    low, high = min(values), max(values)
+
+    def x(value: float) -> float:
+        return left + (value - low) / (high - low) * plot_w
+
+    def y(value: float) -> float:
+        return top + (1 - value) * plot_h
+
+    body = [_text(left - 30, 14, f"{chart['rule']} rule: by {chart['name']}", cls="ptitle")]
+    for k in range(5):
+        body.append(f'<line x1="{left}" x2="{width - right}" y1="{_f(y(k / 4))}" y2="{_f(y(k / 4))}" class="grid"/>')
+        body.append(_text(left - 4, y(k / 4) + 4, f"{k / 4:g}", "end", "tick"))
+    ticks = values if chart["parameter"] == "top_n" else values[::4]
+    for value in ticks:
+        body.append(_text(x(value), height - bottom + 14, f"{value:g}", "middle", "tick"))
+    body.append(_text(left + plot_w / 2, height - 4, chart["name"], "middle", "tick"))
+    nx = x(chart["notebook"])
+    body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" y1="{top}" y2="{top + plot_h}" class="notebook-mark"/>')
+    body.append(_text(nx + 3, top + 9, "notebook", cls="mark-label"))
+    for key, _name in series:
+        path = " ".join(f"{_f(x(p['value']))},{_f(y(p[key]))}" for p in chart["points"])
+        body.append(f'<polyline points="{path}" class="curve s-{key}"/>')
+        body.extend(
+            f'<circle cx="{x(p["value"]):.2f}" cy="{y(p[key]):.2f}" r="2.5" class="pt s-{key}" data-series="{key}" '
+            f'data-x="{p["value"]!r}" data-y="{p[key]!r}"/>'
+            for p in chart["points"]
+        )
+    for p in chart["points"]:
+        if p["best"]:
+            body.append(f'<circle cx="{x(p["value"]):.2f}" cy="{y(p["HM"]):.2f}" r="6" class="best-ring"/>')
+            body.append(_text(x(p["value"]), y(p["HM"]) - 9, "best HM", "middle", "mark-label"))
+    body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" y1="{top}" y2="{top + plot_h}" class="cursor"/>')
+    body.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="hit"/>')
+    said = f"{', '.join(n for _, n in series)} by {chart['name']}, {chart['rule']} rule; {chart['readout']}"
+    svg = _svg(width, height, said, body, "sweep")
+    axes = (
+        f' data-x0="{left}" data-xlen="{plot_w}" data-xmin="{low!r}" data-xmax="{high!r}" '
+        f'data-y0="{top}" data-ylen="{plot_h}"'
+    )
+    return Markup(str(svg).replace('<svg class="picture sweep"', f'<svg class="picture sweep"{axes}', 1))

@@ -38,6 +38,7 @@ STATIC_FILES = (
     "app-editor.js",
     "app-explore.js",
     "app-forms.js",
+    "app-sweep.js",
     "app.js",
     "style.css",
 )
@@ -320,6 +321,9 @@ class Renderer:
         return self._render(
             "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
         )
+
+    def results_page(self, data: dict, root: str) -> str:
+        return self._render("results.html", root, r=data, page="results", title="Results: the thresholds swept on dev")
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(
