@@ -19,11 +19,12 @@ MEASURE_POINTS = """() => Array.from(document.querySelectorAll('svg.picture.swee
   const d = k => parseFloat(svg.dataset[k]);
   return {
     chart: svg.closest('.sweep-chart').dataset.chart,
-    axes: { x0: d('x0'), xlen: d('xlen'), xmin: d('xmin'), xmax: d('xmax'), y0: d('y0'), ylen: d('ylen') },
+    axes: { x0: d('x0'), xlen: d('xlen'), xmin: d('xmin'), xmax: d('xmax') },
     left: box.left, top: box.top, factor: factor,
     points: Array.from(svg.querySelectorAll('circle.pt')).map(c => {
       const r = c.getBoundingClientRect();
-      return { series: c.dataset.series, x: parseFloat(c.dataset.x), y: parseFloat(c.dataset.y),
+      const e = k => parseFloat(c.dataset[k]);
+      return { series: c.dataset.series, x: e('x'), y: e('y'), y0: e('y0'), ylen: e('ylen'), ymax: e('ymax'),
                cx: r.left + r.width / 2, cy: r.top + r.height / 2 };
     }),
   };
@@ -68,7 +69,8 @@ def _check_points(charts: list[dict], data: dict, where: str) -> int:
             what = f"{where}: {chart['id']} {point['series']} at {point['x']}"
             assert point["y"] == expected[(point["series"], point["x"])], what  # the build's value
             ux = a["x0"] + (point["x"] - a["xmin"]) / (a["xmax"] - a["xmin"]) * a["xlen"]
-            uy = a["y0"] + (1 - point["y"]) * a["ylen"]  # the y axis is 0 to 1
+            assert 0 <= point["y"] <= point["ymax"], what  # on its panel's axis, 0 to its stated top
+            uy = point["y0"] + (1 - point["y"] / point["ymax"]) * point["ylen"]
             assert abs(point["cx"] - (drawn["left"] + ux * drawn["factor"])) <= 1.0, what
             assert abs(point["cy"] - (drawn["top"] + uy * drawn["factor"])) <= 1.0, what
             checked += 1
@@ -83,15 +85,13 @@ def _check_readouts(page, data: dict, where: str) -> None:
         box.scroll_into_view_if_needed()
         svg = box.locator("svg")
         frame = svg.bounding_box()
-        axes = svg.evaluate(
-            "s => ({x0: +s.dataset.x0, xlen: +s.dataset.xlen, y0: +s.dataset.y0, w: s.viewBox.baseVal.width})"
-        )
+        axes = svg.evaluate("s => ({x0: +s.dataset.x0, xlen: +s.dataset.xlen, w: s.viewBox.baseVal.width})")
         factor = frame["width"] / axes["w"]
         said = page.locator(f"#readout-{chart['id']}")
         last = len(chart["points"]) - 1
         for i in (0, last // 3, last):
             x = frame["x"] + (axes["x0"] + axes["xlen"] * i / last) * factor
-            page.mouse.move(x, frame["y"] + (axes["y0"] + 20) * factor, steps=3)
+            page.mouse.move(x, frame["y"] + 60 * factor, steps=3)
             assert said.text_content() == readout(chart, i), f"{where}: {chart['id']} point {i}"
         box.focus()
         page.keyboard.press("Home")
