@@ -105,12 +105,15 @@ def _check_readouts(page, data: dict, where: str) -> None:
 def test_sweep_points_are_drawn_at_their_values_and_read_out(page_at, addresses, web_tracer, width):
     data = results(web_tracer)
     page = page_at(width)
+    words = {}
     for kind, url in addresses.items():
         where = f"{kind} results at {width} px"
         page.goto(url, wait_until="load")
+        words[kind] = page.inner_text("main")  # before any readout moves
         checked = _check_points(page.evaluate(MEASURE_POINTS), data, where)
         assert checked == 4 * data["points"], where
         _check_readouts(page, data, where)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"results-{kind}-{width}.png"), full_page=True)
+    assert words["served"] == words["exported"]  # the server and the export say the same
     assert not page.problems, page.problems
