@@ -123,15 +123,15 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
     lines = result.stdout.splitlines()
     assert len(lines) <= 12, lines
     assert lines[0].startswith(f"built {demo_build.root}: 5,240 passages in ")
-    stages = ("tagging", "retrieval", "variants", "bm25", "classifier", "more verdicts", "scoreboard")
-    assert [line.split("  ")[1].strip() for line in lines[1:8]] == list(stages)
+    stages = ("tagging", "retrieval", "variants", "bm25", "classifier", "more verdicts", "sweep", "scoreboard")
+    assert [line.split("  ")[1].strip() for line in lines[1:9]] == list(stages)
     own = demo_build.scoreboard()["rows"][0]  # the notebook's own pipeline
     assert demo_build.scoreboard()["anchor"] == {"F": 0.04299, "A": 0.55844, "HM": 0.07984}
-    assert lines[8] == (
+    assert lines[9] == (
         f"dev: F {own['F']:.4f}, A {own['A']:.4f}, HM {own['HM']:.4f} (the course's Table 2: F 0.0430, A 0.5584, HM 0.0798)"
     )
-    assert lines[9].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
-    assert lines[9] == f"site: claimtrace serve --workdir {demo_build.root}  (then http://127.0.0.1:8000/)"
+    assert lines[10].startswith(f"site: claimtrace serve --workdir {demo_build.root}")
+    assert lines[10] == f"site: claimtrace serve --workdir {demo_build.root}  (then http://127.0.0.1:8000/)"
     with demo_build_lock(demo_build.root):
         whole = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert set(whole) == {"tagging", "retrieval", "bm25", "classifier", "scoreboard", "seconds"}
@@ -139,7 +139,7 @@ def test_build_prints_a_short_report_and_its_whole_summary_behind_json(demo_buil
     assert all(set(t) in ({"wall", "cpu"}, {"wall", "cpu", "alongside"}) for t in whole["seconds"].values())
     # served on another port (make demo PORT=8123): the report's last line names it
     report = build_report(whole, whole["seconds"], str(demo_build.root), 1.0, port=8123).splitlines()
-    assert report[0] == f"built {demo_build.root}: 5,240 passages in 1.0 s" and report[-2] == lines[8]
+    assert report[0] == f"built {demo_build.root}: 5,240 passages in 1.0 s" and report[-2] == lines[9]
     assert (
         report[-1] == f"site: claimtrace serve --workdir {demo_build.root} --port 8123  (then http://127.0.0.1:8123/)"
     )

@@ -66,9 +66,12 @@ def _weights_of(retriever):
     return _WEIGHTS[key][1:]
 
 
-def dense_reference(retriever: R.Retriever, claim: str, cosine_in_score: int = 2, k: int = 6):
+def dense_reference(
+    retriever: R.Retriever, claim: str, cosine_in_score: int = 2, k: int = 6, thresholds=(0.55, 0.5, 1.5)
+):
     """The notebook's steps over *every* passage with dense columns (no posting lists, no
-    candidate pruning, a full argsort for the fallback): what the fast path must equal."""
+    candidate pruning, a full argsort for the fallback): what the fast path must equal.
+    ``thresholds``: the query's bounds on cosine, overlap and score."""
     n = len(retriever)
     weights, sets = _weights_of(retriever)
     terms, values = retriever.claim_vector(claim)
@@ -81,7 +84,8 @@ def dense_reference(retriever: R.Retriever, claim: str, cosine_in_score: int = 2
     shared = np.array([len(claim_words & s) for s in sets], np.int64)
     overlap = np.array([len(claim_words & s) / min(len(claim_words), len(s)) if claim_words else 0.0 for s in sets])
     score = cosine + overlap + cosine if cosine_in_score == 2 else cosine + overlap
-    passing = np.flatnonzero((cosine > 0.55) & (overlap > 0.5) & (score > 1.5))
+    low_cosine, low_overlap, low_score = thresholds
+    passing = np.flatnonzero((cosine > low_cosine) & (overlap > low_overlap) & (score > low_score))
     if len(passing) == 0:
         order = np.arange(n)[::-1][npsort.argsort(score[::-1])][::-1]
         return order[:k].tolist(), True
@@ -255,6 +259,20 @@ def test_fast_path_equals_dense_reference_on_demo(retrievers, demo_inputs):
     for claim_id, claim in demo_inputs["notebook"][:80] + [NO_TAGS]:
         result = ours.retrieve(claim)
         assert (result.evidences, result.fallback) == dense_reference(ours, claim), claim_id
+
+
+@pytest.mark.parametrize("thresholds", [(0.3, 0.5, 1.5), (0.55, 0.2, 1.0), (0.0, 0.0, 0.0)])
+def test_other_thresholds_equal_dense_reference_on_demo(retrievers, demo_inputs, thresholds):
+    """The query's bounds given to Retriever.retrieve (the threshold sweep's check) filter as the
+    dense reference does, under both scores and with a top-n other than six."""
+    ours = retrievers["padded"]
+    bounds = R.Thresholds(*thresholds)
+    assert R.NOTEBOOK_THRESHOLDS == (0.55, 0.5, 1.5)
+    for claim_id, claim in demo_inputs["notebook"][:40]:
+        for cosine_in_score, k in ((2, 6), (1, 9)):
+            result = ours.retrieve(claim, cosine_in_score, k=k, thresholds=bounds)
+            expected = dense_reference(ours, claim, cosine_in_score, k, thresholds)
+            assert (result.evidences, result.fallback) == expected, (claim_id, thresholds)
 
 
 def test_no_tag_claim_gets_the_all_zero_fallback(retrievers):

@@ -26,6 +26,7 @@ SERVED = [
     "/live.html?text=Greenland+is+gaining+ice",
     "/parity.html",
     "/tour.html",
+    "/results.html",
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -36,6 +37,7 @@ EXPORTED = [
     "live.html",
     "parity.html",
     "tour.html",
+    "results.html",
     "404.html",
 ]
 

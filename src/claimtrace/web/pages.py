@@ -25,6 +25,7 @@ from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from claimtrace.web.views.parity import parity
+from claimtrace.web.views.results import results
 from claimtrace.web.views.tour import tour_view
 
 
@@ -245,6 +246,16 @@ TOUR = Page(
     aliases=(Address("/tour", None, "html"),),
 )
 
+#: The retrieval's thresholds swept on dev: F, A, HM and the fallback share by setting, both rules.
+RESULTS = Page(
+    "results",
+    "results.html",
+    "results.json",
+    data=lambda tracer, key: results(tracer),
+    template=lambda renderer, data, root: renderer.results_page(data, root),
+    aliases=(Address("/results", None, "html"),),
+)
+
 
 def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
     """The class page is exported when there is a dev run to show."""
@@ -276,6 +287,7 @@ PAGES = (
     PREDICTIONS,
     PARITY,
     TOUR,
+    RESULTS,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

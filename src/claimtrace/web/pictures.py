@@ -11,7 +11,9 @@ its theme's variables (``svg.picture ...``), so a picture follows the light and 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from markupsafe import Markup, escape
 
@@ -387,3 +389,101 @@ def _interval_panel(
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the threshold sweep --------------------------------------------------------------------------------
+
+#: A sweep chart's width and margins (user units); its two panels: (the figures drawn there,
+#: top, height). F and HM get their own axis, 0 to their largest value rounded up to 0.05, so
+#: that their changes show; A and the fallback share are shares, 0 to 1.
+SWEEP_WIDTH, SWEEP_MARGINS = 360, (40, 14, 36)  # left, right, bottom
+SWEEP_PANELS = ((("F", "HM"), 30, 100), (("A", "fallback"), 160, 120))
+
+
+class _Axis(NamedTuple):
+    y0: float
+    length: float
+    high: float
+
+    def y(self, value: float) -> float:
+        return self.y0 + (1 - value / self.high) * self.length
+
+
+def _sweep_axes(chart: dict) -> dict[str, _Axis]:
+    """Each figure's axis: its panel's top, height and highest value (the lowest is 0)."""
+    axes = {}
+    for keys, y0, length in SWEEP_PANELS:
+        largest = max(p[k] for p in chart["points"] for k in keys)
+        high = 1.0 if "A" in keys else max(0.05, math.ceil(round(largest / 0.05, 9)) * 0.05)
+        axes.update(dict.fromkeys(keys, _Axis(y0, length, round(high, 2))))
+    return axes
+
+
+def _sweep_grid(axes: dict[str, _Axis], series: Sequence[tuple[str, str]], left: float) -> list[str]:
+    """Each panel's grid lines, its ticks (0, half, its top) and its title."""
+    body = []
+    for keys, y0, _length in SWEEP_PANELS:
+        axis = axes[keys[0]]
+        for k in range(3):
+            value = axis.high * k / 2
+            body.append(
+                f'<line x1="{left}" x2="{SWEEP_WIDTH - SWEEP_MARGINS[1]}" y1="{_f(axis.y(value))}" y2="{_f(axis.y(value))}" class="grid"/>'
+            )
+            body.append(_text(left - 4, axis.y(value) + 4, f"{value:g}", "end", "tick"))
+        names = " and ".join(name for key, name in series if key in keys)
+        body.append(_text(left + 4, y0 - 4, f"{names}, 0 to {axis.high:g}", cls="tick"))
+    return body
+
+
+def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
+    """One rule's sweep of one parameter (:func:`claimtrace.web.views.results.results`' chart):
+    a curve per figure, F and HM in the upper panel, A and the fallback share in the lower, the
+    notebook's setting marked by a dashed line and the best setting's HM ringed; a hidden cursor
+    for app-sweep.js.
+
+    The svg carries its x axis (``data-x0``, ``data-xlen``, ``data-xmin``, ``data-xmax``, in user
+    units), and each point its figure, its value and its y axis (``data-series``, ``data-x``,
+    ``data-y``; ``data-y0``, ``data-ylen``, ``data-ymax``: its panel's top, height and highest
+    value, the lowest being 0), so that a test in a browser measures every drawn point against them.
+    """
+    left, right, bottom = SWEEP_MARGINS
+    height = SWEEP_PANELS[-1][1] + SWEEP_PANELS[-1][2] + bottom
+    plot_w = SWEEP_WIDTH - left - right
+    values = [p["value"] for p in chart["points"]]
+    low, high = min(values), max(values)
+    axes = _sweep_axes(chart)
+
+    def x(value: float) -> float:
+        return left + (value - low) / (high - low) * plot_w
+
+    body = [_text(left - 30, 14, f"{chart['rule']} rule: by {chart['name']}", cls="ptitle")]
+    body += _sweep_grid(axes, series, left)
+    ticks = values if chart["parameter"] == "top_n" else values[::4]
+    for value in ticks:
+        body.append(_text(x(value), height - bottom + 14, f"{value:g}", "middle", "tick"))
+    body.append(_text(left + plot_w / 2, height - 4, chart["name"], "middle", "tick"))
+    span = f'y1="{SWEEP_PANELS[0][1]}" y2="{height - bottom}"'
+    nx = x(chart["notebook"])
+    body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" {span} class="notebook-mark"/>')
+    body.append(_text(nx + 3, SWEEP_PANELS[0][1] + 9, "notebook", cls="mark-label"))
+    for key, _name in series:
+        a = axes[key]
+        path = " ".join(f"{_f(x(p['value']))},{_f(a.y(p[key]))}" for p in chart["points"])
+        body.append(f'<polyline points="{path}" class="curve s-{key}"/>')
+        body.extend(
+            f'<circle cx="{x(p["value"]):.2f}" cy="{a.y(p[key]):.2f}" r="2.5" class="pt s-{key}" data-series="{key}" '
+            f'data-x="{p["value"]!r}" data-y="{p[key]!r}" data-y0="{a.y0!r}" data-ylen="{a.length!r}" data-ymax="{a.high!r}"/>'
+            for p in chart["points"]
+        )
+    for p in chart["points"]:
+        if p["best"]:
+            body.append(f'<circle cx="{x(p["value"]):.2f}" cy="{axes["HM"].y(p["HM"]):.2f}" r="6" class="best-ring"/>')
+            body.append(_text(x(p["value"]), axes["HM"].y(p["HM"]) - 9, "best HM", "middle", "mark-label"))
+    body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" {span} class="cursor"/>')
+    body.append(
+        f'<rect x="{left}" y="{SWEEP_PANELS[0][1]}" width="{plot_w}" height="{height - bottom - SWEEP_PANELS[0][1]}" class="hit"/>'
+    )
+    said = f"{', '.join(n for _, n in series)} by {chart['name']}, {chart['rule']} rule; {chart['readout']}"
+    svg = str(_svg(SWEEP_WIDTH, height, said, body, "sweep"))
+    extra = f' data-x0="{left}" data-xlen="{plot_w}" data-xmin="{low!r}" data-xmax="{high!r}"'
+    return Markup(svg.replace('<svg class="picture sweep"', f'<svg class="picture sweep"{extra}', 1))

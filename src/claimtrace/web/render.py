@@ -39,6 +39,7 @@ STATIC_FILES = (
     "app-editor.js",
     "app-explore.js",
     "app-forms.js",
+    "app-sweep.js",
     "app.js",
     "style.css",
 )
@@ -324,6 +325,9 @@ class Renderer:
 
     def tour_page(self, data: dict, root: str) -> str:
         return self._render("tour.html", root, tour=data, page="tour", title="The tour: three journeys, in pictures")
+
+    def results_page(self, data: dict, root: str) -> str:
+        return self._render("results.html", root, r=data, page="results", title="Results: the thresholds swept on dev")
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(

@@ -43,6 +43,7 @@ from claimtrace.workdir.stages.classifier import build_classifier
 from claimtrace.workdir.stages.corpus import build_passage_store, load_corpus
 from claimtrace.workdir.stages.quirk_costs import build_more_verdicts, build_scoreboard
 from claimtrace.workdir.stages.retrieval import build_retrieval, build_variant_records
+from claimtrace.workdir.stages.sweep import build_sweep
 from claimtrace.workdir.stages.tagging import build_tagging, stems_items
 
 
@@ -199,6 +200,8 @@ def _classifier(run: BuildRun) -> dict:
         summary = {"classifier": build_classifier(run.reader)}
     with run.step("more verdicts", "the intended model, BM25's and the variants' evidence"):
         build_more_verdicts(run.reader)
+    with run.step("sweep", "dev F, A and HM by cosine threshold, overlap threshold and top-n"):
+        build_sweep(run.reader)
     with run.step("scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
         summary["scoreboard"] = build_scoreboard(run.reader)
     return summary

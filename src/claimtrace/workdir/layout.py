@@ -189,6 +189,10 @@ class Workdir:
         return self.root / "classifier" / "more" / f"{split}.json"
 
     @property
+    def sweep(self) -> Path:
+        return self.root / "sweep" / "dev.json"
+
+    @property
     def scoreboard(self) -> Path:
         return self.root / "scoreboard.json"
 

@@ -475,3 +475,7 @@ class Build:
     def scoreboard(self) -> dict:
         """The dev scoreboard the build computed (:func:`claimtrace.evaluation.scoreboard.scoreboard`)."""
         return self.once("scoreboard", lambda: read_json(self._require("classifier", self.work.scoreboard)))
+
+    def sweep(self) -> dict:
+        """The dev threshold sweep the build computed (:func:`claimtrace.evaluation.sweep.sweep`)."""
+        return self.once("sweep", lambda: read_json(self._require("classifier", self.work.sweep)))

@@ -52,7 +52,15 @@ May import: the facts, ``lib``, ``data`` and the pipeline's own modules.
 
 from claimtrace.pipeline.retrieval.kernels import notebook_weights
 from claimtrace.pipeline.retrieval.order import fallback_six, notebook_order
-from claimtrace.pipeline.retrieval.retriever import Query, Retrieval, Retriever, Scores, retrieve_all
+from claimtrace.pipeline.retrieval.retriever import (
+    NOTEBOOK_THRESHOLDS,
+    Query,
+    Retrieval,
+    Retriever,
+    Scores,
+    Thresholds,
+    retrieve_all,
+)
 from claimtrace.pipeline.retrieval.variants import VARIANTS, Variant, claim_input
 
 __all__ = [
@@ -63,6 +71,8 @@ __all__ = [
     "Query",
     "Retrieval",
     "Scores",
+    "Thresholds",
+    "NOTEBOOK_THRESHOLDS",
     "retrieve_all",
     "notebook_weights",
     "notebook_order",

@@ -25,11 +25,23 @@ from claimtrace.pipeline.tfidf import NotebookTfidf
 from claimtrace.pipeline.tfidf import load as load_vectorizer
 from claimtrace.pipeline.tfidf import save as save_vectorizer
 
-__all__ = ["Retriever", "Query", "Retrieval", "Scores", "retrieve_all"]
+__all__ = ["Retriever", "Query", "Retrieval", "Scores", "Thresholds", "NOTEBOOK_THRESHOLDS", "retrieve_all"]
 
 
 def _tag_string(tags: str | Sequence[str]) -> str:
     return tags if isinstance(tags, str) else " ".join(tags)
+
+
+class Thresholds(NamedTuple):
+    """The filter's three bounds: ``cosine > cosine and overlap > overlap and score > score``."""
+
+    cosine: float
+    overlap: float
+    score: float
+
+
+#: The notebook's query: ``similaritie > 0.55 and overlap_rate > 0.5 and combined_score > 1.5``.
+NOTEBOOK_THRESHOLDS = Thresholds(C.COSINE_THRESHOLD, C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD)
 
 
 class Scores(NamedTuple):
@@ -336,10 +348,11 @@ class Retriever:
         """Work arrays for one claim at a time (see :class:`_Scratch`)."""
         return _Scratch.of_size(len(self.ids), int(self._index.sizes.max()))
 
-    def _rules(self, cosine_in_score: int) -> Rules:
+    def _rules(self, cosine_in_score: int, thresholds: Thresholds | None = None) -> Rules:
         if cosine_in_score not in (1, 2):
             raise ValueError(f"cosine_in_score must be 1 or 2, got {cosine_in_score}")
-        return Rules(cosine_in_score, C.NO_TAGS_OVERLAP, C.COSINE_THRESHOLD, C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD)
+        t = NOTEBOOK_THRESHOLDS if thresholds is None else thresholds
+        return Rules(cosine_in_score, C.NO_TAGS_OVERLAP, t.cosine, t.overlap, t.score)
 
     def _passing_room(self, query: Query) -> int:
         """At most how many rows can pass the filter: the claim's postings, one passage each."""
@@ -347,8 +360,15 @@ class Retriever:
         postings += sum(int(self._index.g_ptr[t + 1] - self._index.g_ptr[t]) for t in query.tag_ids.tolist())
         return min(postings, len(self.ids))
 
-    def _rows(self, query: Query, cosine_in_score: int, full: bool = False, scratch: _Scratch | None = None) -> _Rows:
-        rules = self._rules(cosine_in_score)
+    def _rows(
+        self,
+        query: Query,
+        cosine_in_score: int,
+        full: bool = False,
+        scratch: _Scratch | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> _Rows:
+        rules = self._rules(cosine_in_score, thresholds)
         s = scratch if scratch is not None else self.scratch()
         n = len(self.ids)
         m = n if full else 0
@@ -390,10 +410,13 @@ class Retriever:
         cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE,
         k: int = C.MAX_EVIDENCES,
         scratch: _Scratch | None = None,
+        thresholds: Thresholds | None = None,
     ) -> Retrieval:
-        """``find_top_evidence(claim, ...)`` for one claim string (its tags, or raw text)."""
+        """``find_top_evidence(claim, ...)`` for one claim string (its tags, or raw text).
+        ``thresholds``: the query's three bounds (None: the notebook's, :data:`NOTEBOOK_THRESHOLDS`)."""
         query = self.query(claim)
-        return self._retrieval(query, self._rows(query, cosine_in_score, scratch=scratch), cosine_in_score, k)
+        rows = self._rows(query, cosine_in_score, scratch=scratch, thresholds=thresholds)
+        return self._retrieval(query, rows, cosine_in_score, k)
 
     def retrieve_with_scores(
         self, claim: str | Query, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE, k: int = C.MAX_EVIDENCES

@@ -1,0 +1,97 @@
+"""The threshold sweep (evaluation/sweep.py): its grid, and on the demo build its points against
+full retrievals with the same thresholds (Retriever.retrieve), its notebook setting against the
+figures the retrieval and classifier stages computed, and its intervals and test."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from claimtrace.evaluation.scorer import evidence_f
+from claimtrace.evaluation.sweep import NOTEBOOK, RULES, ClaimColumns, settings
+from claimtrace.pipeline.retrieval import Thresholds, fallback_six
+
+#: Three points off the notebook's setting, one per sweep: each compared with a full retrieval.
+CHECKED = (("cosine", 0.3), ("overlap", 0.2), ("top_n", 3))
+
+
+def test_grid_holds_the_notebook_setting_once_per_sweep():
+    points = settings()
+    assert len(points) == 21 + 21 + 10
+    for parameter in ("cosine", "overlap", "top_n"):
+        marked = [v for p, v, s in points if p == parameter and s == NOTEBOOK]
+        assert marked == [NOTEBOOK._asdict()[parameter]]
+
+
+@pytest.fixture(scope="module")
+def sweep_file(demo_build):
+    return demo_build.sweep()
+
+
+def _point(sweep_file, rule, parameter, value):
+    (point,) = [p for p in sweep_file["curves"][rule][parameter] if p["value"] == value]
+    return point
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_points_equal_a_full_retrieval(demo_build, sweep_file, rule):
+    """At three settings per rule, every dev claim's passages are what Retriever.retrieve with those
+    thresholds gives, and the curve's F is the course's F of those retrievals."""
+    retriever = demo_build.retriever()
+    claims = demo_build.claims("dev")
+    records = demo_build.retrieval("dev")
+    for parameter, value in CHECKED:
+        setting = NOTEBOOK._replace(**{parameter: value})
+        thresholds = Thresholds(setting.cosine, setting.overlap, rule.score_threshold)
+        fs, fallbacks = [], 0
+        for cid in sorted(claims):
+            tags = records[cid]["tags"]
+            full = retriever.retrieve(tags, rule.cosine_in_score, k=setting.top_n, thresholds=thresholds)
+            positions, fell_back = ClaimColumns.of(retriever, tags, rule).retrieve(setting, rule.score_threshold)
+            assert list(positions) == full.evidences, (rule.name, setting, cid)
+            assert fell_back == full.fallback
+            fallbacks += fell_back
+            fs.append(evidence_f([retriever.ids[p] for p in full.evidences], claims[cid].evidences))
+        point = _point(sweep_file, rule.name, parameter, value)
+        assert point["F"] == float(np.mean(fs))
+        assert point["fallbacks"] == fallbacks
+
+
+def test_fallback_top_ten_begins_with_every_shorter_top(demo_build):
+    retriever = demo_build.retriever()
+    for record in list(demo_build.retrieval("dev").values())[:20]:
+        s = retriever.scores(record["tags"])
+        ten = fallback_six(s.positions, s.score, len(retriever), 10)
+        for k in (1, 3, 6):
+            assert list(fallback_six(s.positions, s.score, len(retriever), k)) == list(ten[:k])
+
+
+def test_notebook_setting_is_the_builds_retrieval_and_verdicts(demo_build, sweep_file):
+    """The notebook rule at the notebook's setting: the retrieval stage's dev F and fallback share,
+    and the classifier stage's accuracy alone on retrieved evidence."""
+    summary = demo_build.retrieval_summary()["splits"]["dev"]
+    alone = demo_build.classifier_summary()["dev"]["retrieved"]["alone"]
+    for parameter in ("cosine", "overlap", "top_n"):
+        point = _point(sweep_file, "notebook", parameter, NOTEBOOK._asdict()[parameter])
+        assert point["F"] == pytest.approx(summary["F"], abs=1e-15)
+        assert point["fallback"] == summary["fallback_share"]
+        assert point["correct"] == alone["correct"]
+
+
+def test_best_setting_is_named_and_tested(sweep_file):
+    for rule in RULES:
+        best = sweep_file["best"][rule.name]
+        every = [p for curve in sweep_file["curves"][rule.name].values() for p in curve]
+        assert best["HM"] == max(p["HM"] for p in every)
+        tests = sweep_file["tests"][rule.name]
+        assert tests["reference"] == "notebook setting"
+        figures = tests["figures"]["notebook setting"]
+        assert figures["A"]["method"] == "Wilson score" and figures["F"]["lower"] <= figures["F"]["estimate"]
+        if best["key"] != _notebook_key(sweep_file, rule.name):
+            assert "best setting" in tests["paired"]
+            assert tests["paired"]["best setting"]["HM"]["verdict"] in ("more than chance", "cannot be told apart")
+
+
+def _notebook_key(sweep_file, rule):
+    """The key of the notebook's setting, read off its point."""
+    return _point(sweep_file, rule, "top_n", NOTEBOOK.top_n)["key"]

@@ -1,0 +1,119 @@
+"""The results page in Chromium, served and exported, at 1280 and 390 px: every drawn point of
+every sweep chart measured against its value and its chart's axes, the values the build's, and
+the readout under the pointer and under the arrow keys saying every curve's value there."""
+
+from __future__ import annotations
+
+import pytest
+
+from claimtrace.web.views.results import readout, results
+from tests.web.conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = (1280, 390)
+
+MEASURE_POINTS = """() => Array.from(document.querySelectorAll('svg.picture.sweep')).map(svg => {
+  const box = svg.getBoundingClientRect();
+  const factor = box.width / svg.viewBox.baseVal.width;
+  const d = k => parseFloat(svg.dataset[k]);
+  return {
+    chart: svg.closest('.sweep-chart').dataset.chart,
+    axes: { x0: d('x0'), xlen: d('xlen'), xmin: d('xmin'), xmax: d('xmax') },
+    left: box.left, top: box.top, factor: factor,
+    points: Array.from(svg.querySelectorAll('circle.pt')).map(c => {
+      const r = c.getBoundingClientRect();
+      const e = k => parseFloat(c.dataset[k]);
+      return { series: c.dataset.series, x: e('x'), y: e('y'), y0: e('y0'), ylen: e('ylen'), ymax: e('ymax'),
+               cx: r.left + r.width / 2, cy: r.top + r.height / 2 };
+    }),
+  };
+})"""
+
+
+@pytest.fixture(scope="module")
+def addresses(web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
+    from claimtrace.web.site import write_site
+
+    out = tmp_path_factory.mktemp("site")
+    write_site(None, out, tracer=web_tracer, splits=("dev",), only=("claim-871",))
+    return {"served": f"{web_server}/results.html", "exported": (out / "results.html").as_uri()}
+
+
+@pytest.fixture()
+def page_at(browser):
+    contexts = []
+
+    def make(width: int):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.problems = []
+        page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def _check_points(charts: list[dict], data: dict, where: str) -> int:
+    by_id = {c["id"]: c for c in data["charts"]}
+    checked = 0
+    for drawn in charts:
+        chart, a = by_id[drawn["chart"]], drawn["axes"]
+        assert a["xmin"] == chart["points"][0]["value"] and a["xmax"] == chart["points"][-1]["value"]
+        expected = {(key, p["value"]): p[key] for p in chart["points"] for key, _ in data["series"]}
+        assert len(drawn["points"]) == len(expected), f"{where}: {chart['id']}"
+        for point in drawn["points"]:
+            what = f"{where}: {chart['id']} {point['series']} at {point['x']}"
+            assert point["y"] == expected[(point["series"], point["x"])], what  # the build's value
+            ux = a["x0"] + (point["x"] - a["xmin"]) / (a["xmax"] - a["xmin"]) * a["xlen"]
+            assert 0 <= point["y"] <= point["ymax"], what  # on its panel's axis, 0 to its stated top
+            uy = point["y0"] + (1 - point["y"] / point["ymax"]) * point["ylen"]
+            assert abs(point["cx"] - (drawn["left"] + ux * drawn["factor"])) <= 1.0, what
+            assert abs(point["cy"] - (drawn["top"] + uy * drawn["factor"])) <= 1.0, what
+            checked += 1
+    return checked
+
+
+def _check_readouts(page, data: dict, where: str) -> None:
+    """Under the pointer at three settings of each chart, and with the keyboard, the readout says
+    every curve's value at that setting."""
+    for chart in data["charts"]:
+        box = page.locator(f'.sweep-chart[data-chart="{chart["id"]}"]')
+        box.scroll_into_view_if_needed()
+        svg = box.locator("svg")
+        frame = svg.bounding_box()
+        axes = svg.evaluate("s => ({x0: +s.dataset.x0, xlen: +s.dataset.xlen, w: s.viewBox.baseVal.width})")
+        factor = frame["width"] / axes["w"]
+        said = page.locator(f"#readout-{chart['id']}")
+        last = len(chart["points"]) - 1
+        for i in (0, last // 3, last):
+            x = frame["x"] + (axes["x0"] + axes["xlen"] * i / last) * factor
+            page.mouse.move(x, frame["y"] + 60 * factor, steps=3)
+            assert said.text_content() == readout(chart, i), f"{where}: {chart['id']} point {i}"
+        box.focus()
+        page.keyboard.press("Home")
+        assert said.text_content() == readout(chart, 0), f"{where}: {chart['id']} Home"
+        page.keyboard.press("ArrowRight")
+        assert said.text_content() == readout(chart, 1), f"{where}: {chart['id']} ArrowRight"
+        assert said.get_attribute("aria-live") == "polite"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_sweep_points_are_drawn_at_their_values_and_read_out(page_at, addresses, web_tracer, width):
+    data = results(web_tracer)
+    page = page_at(width)
+    words = {}
+    for kind, url in addresses.items():
+        where = f"{kind} results at {width} px"
+        page.goto(url, wait_until="load")
+        words[kind] = page.inner_text("main")  # before any readout moves
+        checked = _check_points(page.evaluate(MEASURE_POINTS), data, where)
+        assert checked == 4 * data["points"], where
+        _check_readouts(page, data, where)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"results-{kind}-{width}.png"), full_page=True)
+    assert words["served"] == words["exported"]  # the server and the export say the same
+    assert not page.problems, page.problems
