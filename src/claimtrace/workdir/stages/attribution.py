@@ -101,6 +101,8 @@ def _worker(root: str, data_dir: str, worker: int, claim_ids: Sequence[str]) -> 
         path = reader.work.attribution_part(worker)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as handle:
+            if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+                handle.write("\n")  # a line cut short by a kill stays on its own, and is dropped
             for claim_id in claim_ids:
                 record = attribute_claim(reader, forward, model.embedding.weight, claim_id)
                 handle.write(json.dumps(record) + "\n")
