@@ -321,6 +321,9 @@ class Renderer:
             "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
         )
 
+    def attribution_page(self, data: dict, root: str) -> str:
+        return self._render("attribution.html", root, a=data, page="attribution", title="Attribution methods, graded")
+
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(
             "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"

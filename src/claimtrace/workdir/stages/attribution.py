@@ -3,7 +3,8 @@ dev claim's model input (retrieved evidence, what the site shows), the notebook'
 alone, each method of :mod:`claimtrace.models.attribution` beside the exact shares, graded by
 :mod:`claimtrace.evaluation.attribution`.
 
-Not a stage of ``claimtrace build`` (it would add about half the demo build's time): a command
+Not a stage of ``claimtrace build`` (about 90 s on two cores would more than triple the demo
+build's wall time): a command
 that reads a finished build and writes ``attribution/claims.jsonl`` and ``attribution/grades.json``
 into it, recorded in its manifest. Resumable: the claims are dealt to worker processes, each
 appending every finished claim to its own scratch file, so a killed run redoes only the claims
@@ -172,6 +173,12 @@ def grade_records(records: Sequence[dict]) -> dict:
             "kernel_shap": "Captum defaults: Shapley kernel, least-squares fit",
         },
         "pass": {**grading.PASS, "method_lower_bound": grading.METHOD_PASS},
+        # how many real tokens push toward the verdict (relative to [PAD]): when almost all do,
+        # the top token's sign is right for nearly any answer, and says little
+        "positive_exact": {
+            "tokens": sum(int(np.sum(np.asarray(r["exact"]) > 0)) for r in records),
+            "of": sum(len(r["exact"]) for r in records),
+        },
         "methods": list(methods.METHODS),
         "baselines": list(BASELINES),
         "names": {**methods.METHOD_NAMES, **BASELINE_NAMES},
