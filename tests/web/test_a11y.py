@@ -24,6 +24,7 @@ SERVED = [
     "/live.html",
     "/live.html?text=Greenland+is+gaining+ice",
     "/parity.html",
+    "/attribution.html",  # not computed on the demo build: the page says how (tests/web/views/ has it computed)
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -33,6 +34,7 @@ EXPORTED = [
     "explore/test.html",
     "live.html",
     "parity.html",
+    "attribution.html",
     "404.html",
 ]
 
