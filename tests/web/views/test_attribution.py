@@ -23,14 +23,14 @@ from tests.web.conftest import serving
 CLAIMS = 24
 
 
-def _records(build: Build) -> list[dict]:
-    """Made-up attributions of the first dev claims' real tokens: occlusion exact, IG a little
-    off, KernelSHAP noisy, LIME all zero."""
+def _records(build: Build, claims: int | None = CLAIMS) -> list[dict]:
+    """Made-up attributions of the first dev claims' real tokens (``None``: every dev claim):
+    occlusion exact, IG a little off, KernelSHAP noisy, LIME all zero."""
     encoded = build.inputs("dev", "retrieved")
     pad = build.classifier().vocab.index[C.PAD]
     rng = np.random.default_rng(0)
     records = []
-    for claim_id, ids in list(zip(encoded.claim_ids, encoded.input_ids))[:CLAIMS]:
+    for claim_id, ids in list(zip(encoded.claim_ids, encoded.input_ids))[:claims]:
         positions = np.flatnonzero(np.asarray(ids) != pad)
         exact = rng.normal(0.01, 0.01, len(positions))
         values = {
