@@ -11,10 +11,11 @@ import pytest
 from tests.layering import LAYERS, PACKAGE, closure, graph, imports, layer_of, modules
 
 #: What a function may import locally: heavy libraries a command or page may never need (torch
-#: and safetensors' torch half, uvicorn, nltk imported without its scipy and scikit-learn), and
-#: the package's modules that import torch.
+#: and safetensors' torch half, captum with its matplotlib, uvicorn, nltk imported without its
+#: scipy and scikit-learn), and the package's modules that import torch.
 DEFERRED = (
     "torch",
+    "captum",
     "safetensors",
     "uvicorn",
     "nltk",

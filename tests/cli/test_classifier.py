@@ -156,3 +156,26 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
             max(abs(a - b) for a, b in zip(page["classifier"][protocol]["logits"], explained[protocol]["logits"]))
             < 1e-9
         )
+
+
+def test_cli_attribute_reads_back_a_finished_run_and_names_the_command_when_none(data_dir, demo_build, tmp_path):
+    import shutil
+
+    from claimtrace.errors import Missing
+    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.stages.attribution import _write, grade_records
+    from tests.web.views.test_attribution import _records
+
+    root = tmp_path / "demo"
+    shutil.copytree(demo_build.root, root)
+    build = Build(root, data_dir)
+    records = _records(build, claims=None)  # every dev claim: the run is finished
+    _write(build, records, {**grade_records(records), "wall_seconds": 1.0, "workers": 2}, 2, complete=True)
+    result = _cli(data_dir, "attribute", "--workdir", str(root), "--json")
+    assert result.exit_code == 0, result.output
+    grades = json.loads(result.output)
+    assert grades["grades"]["occlusion"]["claims"] == len(build.claims("dev")) and "claims" not in grades
+    plain = _cli(data_dir, "attribute", "--workdir", str(root))
+    assert "Occlusion by [PAD]" in plain.output and "passes" in plain.output and "fails" in plain.output
+    with pytest.raises(Missing, match="not computed yet: run `claimtrace attribute"):
+        Build(demo_build.root, data_dir).attribution_grades()

@@ -27,6 +27,7 @@ SERVED = [
     "/parity.html",
     "/tour.html",
     "/results.html",
+    "/attribution.html",  # not computed on the demo build: the page says how (tests/web/views/ has it computed)
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -38,6 +39,7 @@ EXPORTED = [
     "parity.html",
     "tour.html",
     "results.html",
+    "attribution.html",
     "404.html",
 ]
 

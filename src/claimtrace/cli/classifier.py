@@ -174,4 +174,36 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str
 
 
 #: What this module adds to the ``claimtrace`` command.
-COMMANDS = (train_command, evaluate_classifier_command, explain_command)
+@click.command("attribute")
+@workdir_option()
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="Worker processes (default: 2, one per core)."
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N dev claims (a quick look).")
+@click.option("--json", "as_json", is_flag=True, help="Print the grades as JSON.")
+@click.pass_context
+def attribute_command(ctx: click.Context, workdir: str, workers: int | None, limit: int | None, as_json: bool) -> None:
+    """Grade four attribution methods (occlusion, Integrated Gradients, KernelSHAP, LIME) against
+    the exact per-token shares of the Transformer alone, over the build's dev claims; writes
+    attribution/claims.jsonl and attribution/grades.json into the build (resumable)."""
+    from claimtrace.workdir.stages.attribution import WORKERS, attribute_build
+
+    build = open_build(ctx, workdir)
+    grades = attribute_build(
+        build, workers=WORKERS if workers is None else workers, limit=limit, progress=lambda m: click.echo(m, err=True)
+    )
+    if as_json:
+        print_json({key: value for key, value in grades.items() if key != "claims"})
+        return
+    for name in (*grades["methods"], *grades["baselines"]):
+        row = grades["grades"][name]
+        seconds = f"  {row['cpu_seconds']['per_claim']['estimate']:.2f} CPU s/claim" if "seconds" in row else ""
+        click.echo(
+            f"{grades['names'][name]:<24} Spearman {row['spearman']['estimate']:.3f}"
+            f" [{row['spearman']['lower']:.3f}, {row['spearman']['upper']:.3f}]"
+            f"  passed {row['passed']['successes']}/{row['claims']}"
+            f" ({'passes' if row['passes'] else 'fails'}){seconds}"
+        )
+
+
+COMMANDS = (train_command, evaluate_classifier_command, explain_command, attribute_command)

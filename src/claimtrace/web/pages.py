@@ -23,6 +23,7 @@ from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import Renderer, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
+from claimtrace.web.views.attribution import attribution_page
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from claimtrace.web.views.parity import parity
 from claimtrace.web.views.results import results
@@ -272,6 +273,15 @@ COMPARE_CLASS = Page(
     template=lambda renderer, data, root: renderer.compare_class(data, root),
     keys=_class_keys,
 )
+#: Attribution methods graded against the exact per-token shares (``claimtrace attribute``).
+ATTRIBUTION = Page(
+    "attribution",
+    "attribution.html",
+    "attribution.json",
+    data=lambda tracer, key: attribution_page(tracer.build),
+    template=lambda renderer, data, root: renderer.attribution_page(data, root),
+    aliases=(Address("/attribution", None, "html"),),
+)
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
 
@@ -288,6 +298,7 @@ PAGES = (
     PARITY,
     TOUR,
     RESULTS,
+    ATTRIBUTION,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

@@ -329,6 +329,9 @@ class Renderer:
     def results_page(self, data: dict, root: str) -> str:
         return self._render("results.html", root, r=data, page="results", title="Results: the thresholds swept on dev")
 
+    def attribution_page(self, data: dict, root: str) -> str:
+        return self._render("attribution.html", root, a=data, page="attribution", title="Attribution methods, graded")
+
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(
             "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"

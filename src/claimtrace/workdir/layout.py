@@ -196,6 +196,23 @@ class Workdir:
     def scoreboard(self) -> Path:
         return self.root / "scoreboard.json"
 
+    @property
+    def attribution_dir(self) -> Path:
+        """``claimtrace attribute``'s output: attribution methods graded on the dev claims."""
+        return self.root / "attribution"
+
+    @property
+    def attribution_claims(self) -> Path:
+        return self.attribution_dir / "claims.jsonl"
+
+    @property
+    def attribution_grades(self) -> Path:
+        return self.attribution_dir / "grades.json"
+
+    def attribution_part(self, worker: int) -> Path:
+        """A worker's claims while the command runs (a dot name: scratch, merged and removed)."""
+        return self.attribution_dir / f".part-{worker}.jsonl"
+
     def stage_done(self, stage: Stage) -> bool:
         """Whether a stage has finished: the file it writes last is there (its summary; the
         classifier stage's: the scoreboard)."""

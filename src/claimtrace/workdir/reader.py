@@ -32,6 +32,9 @@ Layout of a workdir::
                                       the verdicts classifier/<split>.json does not hold
                                       (dev, test; empty entries for train)
     scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
+    attribution/claims.jsonl          ``claimtrace attribute``: each dev claim's attributions per
+                                      method beside the exact shares (not part of ``build``)
+    attribution/grades.json           the methods' grades over the dev claims, with intervals
 """
 
 from __future__ import annotations
@@ -479,3 +482,18 @@ class Build:
     def sweep(self) -> dict:
         """The dev threshold sweep the build computed (:func:`claimtrace.evaluation.sweep.sweep`)."""
         return self.once("sweep", lambda: read_json(self._require("classifier", self.work.sweep)))
+
+    # -- attribution methods graded (``claimtrace attribute``, not part of the build) --------------
+
+    def attribution_grades(self) -> dict:
+        """The methods' grades over the dev claims (``claimtrace attribute``), or Missing."""
+        return self.once("attribution_grades", lambda: read_json(self._attribution(self.work.attribution_grades)))
+
+    def attribution_claims(self) -> dict[str, dict]:
+        """claim id -> that claim's attributions per method and exact shares, or Missing."""
+        return self.once("attribution_claims", lambda: _read_records(self._attribution(self.work.attribution_claims)))
+
+    def _attribution(self, path: Path) -> Path:
+        if not path.is_file():
+            raise Missing("attribution", path, f"not computed yet: run `claimtrace attribute --workdir {self.root}`")
+        return self._require("attribution", path)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.pipeline.preprocess import preprocess, stopwords
+from claimtrace.web.views.attribution import claim_attribution
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
@@ -62,6 +63,8 @@ def assemble(
         "claim": _head(text, claim, split, position, gold),
         "build": build_info(build, brief=True),
         **{name: section.data for name, section in sections.items()},
+        # each attribution method's top words beside the exact shares' (dev claims, when computed)
+        "attribution": claim_attribution(build, claim.id if claim is not None and split == "dev" else None),
         "notes": [note for section in sections.values() for note in section.notes],
     }
 
