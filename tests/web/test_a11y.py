@@ -24,6 +24,7 @@ SERVED = [
     "/live.html",
     "/live.html?text=Greenland+is+gaining+ice",
     "/parity.html",
+    "/methods.html",
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -33,6 +34,7 @@ EXPORTED = [
     "explore/test.html",
     "live.html",
     "parity.html",
+    "methods.html",
     "404.html",
 ]
 
