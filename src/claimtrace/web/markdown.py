@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 CONTENT = Path(__file__).resolve().parent / "content"
 
@@ -67,9 +67,21 @@ def _shifted(html: str, shift: int) -> str:
     return re.sub(r"<(/?)h([1-6])>", lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + shift)}>", html)
 
 
+def _scrolling(html: str, where: str) -> str:
+    """Each table in a box that scrolls on its own, reachable from the keyboard, as the site's
+    other tables are (a table wider than a phone's screen would widen the page); each box is named
+    by its document and its place there, so that no two regions of a page share a name."""
+    parts = html.split("<table>")
+    out = [parts[0]]
+    for number, part in enumerate(parts[1:], start=1):
+        label = escape(f"{Path(where).stem.replace('-', ' ')}: table {number}")
+        out.append(f'<div class="scroll" tabindex="0" role="region" aria-label="{label}"><table>{part}')
+    return "".join(out).replace("</table>", "</table></div>")
+
+
 def render(text: str, figures: Mapping[str, str], where: str, shift: int = 1) -> Markup:
     """A document's HTML, its placeholders filled (escaped as text, like the rest of it)."""
-    return Markup(_shifted(_PARSER.render(fill(text, figures, where)), shift))
+    return Markup(_scrolling(_shifted(_PARSER.render(fill(text, figures, where)), shift), where))
 
 
 def title_and_body(text: str) -> tuple[str, str]:
