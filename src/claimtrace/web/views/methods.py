@@ -55,8 +55,9 @@ def _safely(read: Callable[[], Any]) -> Any:
 def _provenance(build: Build, model: str) -> dict | None:
     if model == "notebook":
         return course.checkpoint_provenance(build.checkpoint_dir())
-    path = ASSETS_DIR / C.PROVENANCE_FILES[model]
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    name = C.PROVENANCE_FILES.get(model)
+    path = None if name is None else ASSETS_DIR / name
+    return json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else None
 
 
 def _row(scoreboard: dict | None, name: str) -> dict | None:

@@ -190,7 +190,7 @@ def _table1_rows(corpus: dict) -> list[dict]:
     built = {row["bucket"]: row["build"]["count"] for row in corpus.get("lengths", [])}
     return [
         _row(
-            f"table1_{bucket}",
+            "table1_" + bucket.replace("<=", "le").replace(">", "gt"),  # a key safe in an attribute
             f"passages of {bucket} words (Table 1)",
             "corpus",
             value,
