@@ -39,6 +39,14 @@ def _interval(entry: dict | None, digits: int = 3) -> str:
     )
 
 
+def _of_total(entry: dict) -> str:
+    """``626 of 5,240 (11.9%, 95% Wilson interval 11.1% to 12.9%)``."""
+    return (
+        f"{entry['successes']:,} of {entry['n']:,} ({entry['estimate']:.1%}, 95% Wilson interval "
+        f"{entry['lower']:.1%} to {entry['upper']:.1%})"
+    )
+
+
 def _labels(labels: list[str]) -> str:
     if not labels:
         return "none: it predicts every label at least once"
@@ -165,8 +173,8 @@ def figures(build: Build, page: dict) -> dict[str, str]:
     }
     if corpus["status"] == "ok":
         for key in ("padded", "untagged"):
-            out[key] = _interval(corpus[key]["interval"])
-        out["last_feature_passages"] = _interval(corpus["with_last_feature"]["interval"])
+            out[key] = _of_total(corpus[key]["interval"])
+        out["last_feature_passages"] = _of_total(corpus["with_last_feature"]["interval"])
     for model in MODELS:
         out.update(model_figures(build, scoreboard, model.name))
     return out
