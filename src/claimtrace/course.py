@@ -10,6 +10,7 @@ demo corpus holds only CLIMATE-FEVER's 5,240 sentences, so its retrieval figures
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,100 @@ NOTEBOOK_TAGS = "notebook.md §3 (Passage tags)"
 NOTEBOOK_TRAINING = "notebook.md §6 (The model and its training)"
 NOTEBOOK_EXACT = "notebook.md §7 (Why one claim is explainable)"
 REPORT_TABLE2 = "the report's Table 2 (notebook.md §8)"
+
+REPORT_TABLE1 = "the report's Table 1 (notebook.md §9)"
+
+#: The original notebook on GitHub: a chip names the cell it cites, counted from 1 in the file's
+#: order, markdown cells included (as GitHub draws them, one after another).
+NOTEBOOK_URL = (
+    "https://github.com/rNLKJA/Automated-Fact-Checking-System-for-Climate-Change-Claims/blob/main/"
+    "COMP90042_Wed5PM_Group1.ipynb"
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One section of the notebook's description (notebook.md §N), as the methods page tells it:
+    its title and the notebook's cells that do it."""
+
+    number: int
+    title: str
+    cells: tuple[int, ...]
+
+    @property
+    def anchor(self) -> str:
+        """The methods page's anchor of the step."""
+        return f"step-{self.number}"
+
+    @property
+    def cells_shown(self) -> str:
+        """``"cell 25"``, ``"cells 21 and 25"``, ``"cells 55, 57 and 59"``."""
+        names = [str(cell) for cell in self.cells]
+        if len(names) == 1:
+            return f"cell {names[0]}"
+        return f"cells {', '.join(names[:-1])} and {names[-1]}"
+
+
+#: The notebook's pipeline step by step, as notebook.md numbers it (§0 to §9), with the cells of
+#: COMP90042_Wed5PM_Group1.ipynb that do each step. §7 is the explainer's insight about the model
+#: of cell 38; §9 is the report's Table 1, printed by no cell (the data cells load the corpus).
+STEPS: dict[int, Step] = {
+    step.number: step
+    for step in (
+        Step(0, "Data", (6, 8)),
+        Step(1, "Text preprocessing", (10,)),
+        Step(2, "Tagging TF-IDF", (15,)),
+        Step(3, "Passage tags", (17, 19)),
+        Step(4, "Retrieval", (21, 25, 52)),
+        Step(5, "Classifier input", (34, 36)),
+        Step(6, "The model and its training", (38, 43, 44)),
+        Step(7, "Why one claim is explainable", (38,)),
+        Step(8, "Scores", (55, 57, 59)),
+        Step(9, "The evidence corpus, for scale", (8,)),
+    )
+}
+
+#: A source's citation of a step: "notebook.md §4 (Retrieval)" -> 4.
+_STEP_CITED = re.compile(r"notebook\.md §(\d+)")
+
+
+def cited_step(source: str) -> Step | None:
+    """The notebook step a figure's source cites (``"notebook.md §4 (Retrieval)"``), or None."""
+    found = _STEP_CITED.search(source)
+    return None if found is None else STEPS.get(int(found.group(1)))
+
+
+#: Passage lengths in words (whitespace-separated), the report's seven buckets: (name, the
+#: longest length in it; None for the last, open bucket).
+LENGTH_BUCKETS: tuple[tuple[str, int | None], ...] = (
+    ("<=5", 5),
+    ("6-10", 10),
+    ("11-20", 20),
+    ("21-50", 50),
+    ("51-100", 100),
+    ("101-200", 200),
+    (">200", None),
+)
+
+#: The report's Table 1: passages of the course's evidence.json per length bucket (notebook.md §9).
+TABLE1: dict[str, int] = {
+    "<=5": 13_578,
+    "6-10": 180_771,
+    "11-20": 547_481,
+    "21-50": 451_498,
+    "51-100": 15_217,
+    "101-200": 270,
+    ">200": 12,
+}
+
+
+def length_bucket(words: int) -> str:
+    """The :data:`LENGTH_BUCKETS` name of a passage ``words`` long."""
+    for name, longest in LENGTH_BUCKETS:
+        if longest is None or words <= longest:
+            return name
+    raise AssertionError("the last bucket is open")
+
 
 #: The claim the walkthrough follows.
 WALKTHROUGH_CLAIM = "claim-752"

@@ -28,6 +28,7 @@ SERVED = [
     "/tour.html",
     "/results.html",
     "/attribution.html",  # not computed on the demo build: the page says how (tests/web/views/ has it computed)
+    "/methods.html",
     "/nowhere.html",
 ]
 EXPORTED = [
@@ -40,6 +41,7 @@ EXPORTED = [
     "tour.html",
     "results.html",
     "attribution.html",
+    "methods.html",
     "404.html",
 ]
 

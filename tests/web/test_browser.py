@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from claimtrace import constants as C
-from claimtrace.course import WALKTHROUGH_CLAIM
+from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from tests.web.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
@@ -308,7 +308,10 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     while queue:
         url = queue.pop()
         page.goto(url, wait_until="load")
-        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        # the one link off the site: the original notebook on GitHub, marked rel="external"
+        outside = page.eval_on_selector_all('a[rel~="external"]', "links => links.map(a => a.href)")
+        assert set(outside) <= {NOTEBOOK_URL}, (url, outside)
+        hrefs = page.eval_on_selector_all('a[href]:not([rel~="external"])', "links => links.map(a => a.href)")
         for href in hrefs:
             target = href.split("#")[0].split("?")[0]
             assert target.startswith("file://"), (url, href)

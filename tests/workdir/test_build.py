@@ -88,6 +88,25 @@ def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_read
     assert (root / "tagging" / "stems.npz").read_bytes() == stored
 
 
+def test_a_summary_from_before_the_corpus_figures_gets_them_and_stays_verified(tmp_path, data_dir, small_evidence):
+    """A build whose tagging summary predates the corpus figures (lengths in Table 1's buckets,
+    tags per passage): the next build adds them, and the manifest records the new summary."""
+    root = tmp_path / "w"
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="tagging")
+    work = workdir.Workdir(root)
+    fresh = json.loads(work.tagging_summary.read_text(encoding="utf-8"))
+    older = {k: v for k, v in fresh.items() if k not in ("length_buckets", "tags_per_passage")}
+    work.tagging_summary.write_text(json.dumps(older), encoding="utf-8")
+    workdir.FileManifest.read(work).record(work.tagging_summary)  # as that older build recorded it
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="tagging")
+    again = json.loads(work.tagging_summary.read_text(encoding="utf-8"))
+    assert again["length_buckets"] == fresh["length_buckets"]
+    assert again["tags_per_passage"] == fresh["tags_per_passage"]
+    assert Build(root, data_dir).file_problems(full=True) == {}
+
+
 def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evidence):
     """manifest.json deleted, then `build`: the manifest it writes again is a fresh build's."""
     with pytest.warns(errors.EvidenceChecksumWarning):

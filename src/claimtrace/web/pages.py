@@ -257,6 +257,17 @@ RESULTS = Page(
     aliases=(Address("/results", None, "html"),),
 )
 
+#: How the notebook works step by step, the data at a glance, the model cards, the data statement
+#: and the decisions.
+METHODS = Page(
+    "methods",
+    "methods.html",
+    "methods.json",
+    data=lambda tracer, key: tracer.methods(),
+    template=lambda renderer, data, root: renderer.methods_page(data, root),
+    aliases=(Address("/methods", None, "html"),),
+)
+
 
 def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
     """The class page is exported when there is a dev run to show."""
@@ -299,6 +310,7 @@ PAGES = (
     TOUR,
     RESULTS,
     ATTRIBUTION,
+    METHODS,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

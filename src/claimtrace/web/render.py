@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
 from claimtrace import constants as C
+from claimtrace import course
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
@@ -143,6 +144,21 @@ def _bar(value: float, scale: float) -> Markup:
     )
 
 
+@pass_context
+def _cite(context, source: str) -> Markup:
+    """A course figure's source as links a reader can open: a step of the notebook (``notebook.md
+    §N``) to that step on the methods page and to the notebook's cells on GitHub, named in the
+    link's text; any other source as plain text."""
+    step = course.cited_step(source)
+    if step is None:
+        return escape(source)
+    root = context.get("root", "")
+    return Markup(
+        '<a class="cite" href="{}methods.html#{}">{}</a> <a class="cite-cell" href="{}" rel="external">'
+        "(notebook {})</a>"
+    ).format(root, step.anchor, source, course.NOTEBOOK_URL, step.cells_shown)
+
+
 def stems_of_stems(claim_tags, passage_tags) -> dict[str, str]:
     """The passage tags that are a claim tag stemmed once more (the "stems of stems" quirk:
     the tagging vectorizer preprocesses what was already preprocessed, ``diseas -> disea``), so
@@ -232,6 +248,7 @@ def make_env() -> Environment:
         quoted=_quoted,
         visible=_visible,
         shared=_shared,
+        cite=_cite,
     )
     env.globals.update(
         live_bucket=live_bucket,
@@ -242,6 +259,7 @@ def make_env() -> Environment:
         pictures=pictures,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
+        COURSE=course,
         LABELS=C.LABELS,
         SPLITS=C.SPLITS,
         WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
@@ -331,6 +349,11 @@ class Renderer:
 
     def attribution_page(self, data: dict, root: str) -> str:
         return self._render("attribution.html", root, a=data, page="attribution", title="Attribution methods, graded")
+
+    def methods_page(self, data: dict, root: str) -> str:
+        return self._render(
+            "methods.html", root, m=data, page="methods", title="Methods: the pipeline, the models, the data"
+        )
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(

@@ -29,6 +29,7 @@ from claimtrace.web.memory import RELEASE_EVERY, release_memory
 from claimtrace.web.runs import Runs
 from claimtrace.web.views import walkthrough
 from claimtrace.web.views.explore import explore as explore_split
+from claimtrace.web.views.methods import methods
 from claimtrace.web.views.status import build_info, public_paths
 from claimtrace.web.views.table import table_payload
 from claimtrace.workdir.reader import Build
@@ -159,6 +160,10 @@ class Tracer:
             return future.result(timeout=wait)
         except FutureTimeout:
             return None
+
+    def methods(self) -> dict:
+        """The methods page (:func:`claimtrace.web.views.methods.methods`), made once per build."""
+        return self.build.once(("web", "methods"), lambda: public_reasons(methods(self.build), self.build.root))
 
     def table(self) -> dict:
         return self.build.once(("web", "table"), lambda: table_payload(self.build))

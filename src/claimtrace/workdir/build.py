@@ -172,7 +172,12 @@ def _run_stages(run: BuildRun) -> dict:
 
 def _tagging(run: BuildRun) -> dict:
     with run.step("tagging", f"stems, the tagging vectorizer and tags of {len(run.passages):,} passages"):
-        return {"tagging": build_tagging(run.reader, run.passages, run.processes, run.start_bm25_alongside)}
+        summary = build_tagging(run.reader, run.passages, run.processes, run.start_bm25_alongside)
+    # A summary written before the stage counted the corpus (lengths, tags per passage) is written
+    # again with those figures: recorded again, or the manifest would call it damaged.
+    if run.files.get(run.reader.work.tagging_summary) is not None:
+        run.files.record(run.reader.work.tagging_summary)
+    return {"tagging": summary}
 
 
 def _retrieval(run: BuildRun) -> dict:

@@ -4,7 +4,7 @@ compare) and the reason, and a link to where the site explains it.
 
 Nothing here is computed afresh: the course’s figures are :mod:`claimtrace.course`'s, the
 build's are read off the pages that already show them (the walkthrough claim's trace, Explore's
-dev and test data), so that the checklist and the pages can never disagree.
+dev and test data, the methods page's corpus), so that the checklist and the pages can never disagree.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ WHERE = {
     "training": "explore/dev.html#training-curve",
     "wilson": "explore/dev.html#accuracy",
     "variants": "explore/dev.html#variants",
+    "corpus": "methods.html#lengths",
 }
 
 
@@ -52,6 +53,7 @@ def parity(tracer) -> dict:
         *_explore_rows(dev, test),
         *_training_rows(dev),
         *_wilson_rows(),
+        *_table1_rows(tracer.methods()["glance"]["corpus"]),
     ]
     out = [_judged(row, reasons) for row in rows]
     counts = {status: sum(row["status"] == status for row in out) for status in STATUSES}
@@ -182,6 +184,24 @@ def _wilson_rows() -> list[dict]:
     return rows
 
 
+def _table1_rows(corpus: dict) -> list[dict]:
+    """The report's Table 1, bucket by bucket, beside the build's corpus (the tagging stage's
+    figures, as the methods page shows them)."""
+    built = {row["bucket"]: row["build"]["count"] for row in corpus.get("lengths", [])}
+    return [
+        _row(
+            "table1_" + bucket.replace("<=", "le").replace(">", "gt"),  # a key safe in an attribute
+            f"passages of {bucket} words (Table 1)",
+            "corpus",
+            value,
+            f"{value:,}",
+            course.REPORT_TABLE1,
+            built.get(bucket),
+        )
+        for bucket, value in course.TABLE1.items()
+    ]
+
+
 def _reasons(corpus: dict | None) -> dict[str, str]:
     """Why each group's figures may differ from the course's on this build."""
     other_corpus = (
@@ -202,6 +222,7 @@ def _reasons(corpus: dict | None) -> dict[str, str]:
         "training": training,
         "wilson": "",
         "variants": other_corpus,
+        "corpus": other_corpus,
     }
 
 

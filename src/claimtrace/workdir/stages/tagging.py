@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import multiprocessing
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from claimtrace import constants as C
+from claimtrace import course
 from claimtrace.data import files as data_layer
 from claimtrace.lib import chunks
 from claimtrace.lib.store import PackedStrings, read_json, write_atomic, write_npz
@@ -170,9 +172,10 @@ def build_tagging(
     timings["tag_s"] = time.perf_counter() - started
     if work.tagging_summary.is_file():
         summary = read_json(work.tagging_summary)
-        if "padding_example" in summary:
+        if "padding_example" in summary and "length_buckets" in summary:
             return summary
     summary = summarise_tags(reader, vectorizer, len(passages), len(distinct))
+    summary.update(corpus_figures(passages, reader.iter_tags()))
     summary["timings"] = timings
     write_atomic(work.tagging_summary, json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
@@ -207,3 +210,30 @@ def summarise_tags(reader: Build, vectorizer, n_passages: int, n_distinct: int) 
         "passages_whose_tags_include_padding": padded,
         "padding_example": None if example is None else example[1],
     }
+
+
+def corpus_figures(passages: dict[str, str], tag_rows: Iterable[dict]) -> dict:
+    """The corpus at a glance: passage lengths in words (whitespace-separated, as the report's
+    Table 1 counts them) in the report's seven buckets, and how many passages carry each number of
+    distinct tags (0 to ten).
+
+    Parameters
+    ----------
+    passages : dict
+        passage id -> text, the build's corpus.
+    tag_rows : iterable of dict
+        Each passage's ``{"id", "tags", ...}`` (:meth:`Build.iter_tags`).
+
+    Returns
+    -------
+    dict
+        ``{"length_buckets": {bucket: passages} in the report's order, "tags_per_passage":
+        {str(n): passages} for n = 0..10}``.
+    """
+    lengths = dict.fromkeys(course.TABLE1, 0)
+    for text in passages.values():
+        lengths[course.length_bucket(len(text.split()))] += 1
+    per_passage = dict.fromkeys(map(str, range(C.TAGS_PER_PASSAGE + 1)), 0)
+    for row in tag_rows:
+        per_passage[str(len(set(row["tags"])))] += 1
+    return {"length_buckets": lengths, "tags_per_passage": per_passage}
