@@ -21,7 +21,7 @@ from typing import NamedTuple
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.pipeline.preprocess import preprocess, stopwords
-from claimtrace.web.views.status import build_info, missing
+from claimtrace.web.views.status import brief_build_info, missing
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
 from claimtrace.web.views.walkthrough.fixes import fixes_section
@@ -60,7 +60,7 @@ def assemble(
     }
     return {
         "claim": _head(text, claim, split, position, gold),
-        "build": build_info(build, brief=True),
+        "build": brief_build_info(build),
         **{name: section.data for name, section in sections.items()},
         "notes": [note for section in sections.values() for note in section.notes],
     }
