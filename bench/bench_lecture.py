@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 from bench_statistics import calibrate
 from bench_typed import WORDS
-from bench_web import free_port, percentile, start_server, stop_server
+from bench_web import free_port, percentile, start_server, stop_server, wait_warm
 from proctree import memory_kib, process_tree
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,23 +114,6 @@ def served_by_every_worker(base: str, digest: str, workers: int, tries: int = 60
         if len(seen) == workers:
             return True
     return False
-
-
-def wait_warm(base: str, workers: int, limit: float = 300.0) -> float:
-    """Wait until every worker says it has warmed up (its first typed claim traced, so the
-    model is loaded): the seconds it took."""
-    started = time.monotonic()
-    ready: set[int] = set()
-    while len(ready) < workers:
-        if time.monotonic() - started > limit:
-            raise SystemExit(f"the workers did not warm up within {limit:.0f} s")
-        with httpx.Client(timeout=120) as connection:
-            server = connection.get(f"{base}/api/build.json").json()["server"]
-        if server.get("typed_ready"):
-            ready.add(server["process"])
-        else:
-            time.sleep(0.5)
-    return time.monotonic() - started
 
 
 def lecture(base: str, server_pid: int, args, template: dict) -> dict:

@@ -4,7 +4,8 @@
     python bench/bench_typed.py --workdir BUILD [--claims 40] [--clients 1 8] [--workers 1 2]
 
 For each worker count, starts ``claimtrace serve --workdir BUILD --workers W`` on a free
-loopback port, traces a few typed claims to warm every worker, then for each client count sends
+loopback port, waits until every worker has warmed up (``bench_web.wait_warm``) and traces a
+few typed claims on each, then for each client count sends
 ``--claims`` typed claims per client, each POST /api/trace of a new sentence (course words in a
 new order: every one a new trace), a client sending its next as soon as its last is answered.
 Prints the machine's calibration (``python ../shared/bench/calibrate.py ../shared/data``), then
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import httpx
 from bench_statistics import calibrate
-from bench_web import free_port, percentile, start_server, stop_server
+from bench_web import free_port, percentile, start_server, stop_server, wait_warm
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = (
@@ -86,8 +87,10 @@ def main() -> None:
         server = start_server([*serve, "--workers", str(workers)], port)
         base = f"http://127.0.0.1:{port}"
         try:
-            with ThreadPoolExecutor(workers) as pool:  # warm each worker: the model, the caches of words
+            warm_up = wait_warm(base, workers)  # each worker's model loaded (and rows checked) first
+            with ThreadPoolExecutor(workers) as pool:  # and the caches of words
                 list(pool.map(client, [base] * workers, [sentences(3, seed=seed) for seed in range(workers)]))
+            print(json.dumps({"workers": workers, "warm_up_s": round(warm_up, 1)}), flush=True)
             alone = None
             for count in sorted(set([1, *args.clients])):
                 summary = {"workers": workers, **run_clients(base, count, args.claims)}

@@ -97,6 +97,27 @@ def start_server(arguments: list[str], port: int, limit: float = 180) -> subproc
     raise SystemExit(f"the server did not start within {limit:.0f} s")
 
 
+def wait_warm(base: str, workers: int, limit: float = 300.0) -> float:
+    """Wait until every worker of a server has warmed up: asks for the front page (a claim
+    page, which lets a worker's warm-up go on) on new connections, and for /api/build.json on the
+    same one, until each worker process says ``"typed_ready"`` (its first typed claim traced: the
+    model loaded, its encoder rows checked). A server of a version that does not say it counts
+    as warm once each worker has answered. Returns the seconds it took."""
+    started = time.monotonic()
+    ready: set[int] = set()
+    while len(ready) < workers:
+        if time.monotonic() - started > limit:
+            raise SystemExit(f"the workers did not warm up within {limit:.0f} s")
+        with httpx.Client(timeout=120) as connection:  # one connection stays with one worker
+            connection.get(f"{base}/")
+            server = connection.get(f"{base}/api/build.json").json().get("server", {})
+        if server.get("typed_ready", "process" not in server):
+            ready.add(server.get("process", len(ready)))
+        else:
+            time.sleep(0.5)
+    return time.monotonic() - started
+
+
 def stop_server(server: subprocess.Popen) -> None:
     """Stop a server process (and its workers): terminate, then kill after 20 s."""
     server.terminate()

@@ -66,12 +66,20 @@ def public_reasons(value, root):
         if value.get("status") in ("missing", "damaged") and isinstance(value.get("reason"), str):
             return {**value, "reason": public_paths(value["reason"], root)}
         return {
-            key: public_paths(item, root) if key in _REASONS and isinstance(item, str) else public_reasons(item, root)
+            key: public_paths(item, root)
+            if key in _REASONS and isinstance(item, str)
+            else public_reasons(item, root)
+            if isinstance(item, _NESTED)
+            else item
             for key, item in value.items()
         }
     if isinstance(value, list):
-        return [public_reasons(item, root) for item in value]
+        # A trace holds long lists of numbers and words (ids, shares): only what nests is walked.
+        return [public_reasons(item, root) if isinstance(item, _NESTED) else item for item in value]
     return value
+
+
+_NESTED = (dict, list)
 
 
 class Tracer:

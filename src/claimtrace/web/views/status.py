@@ -8,7 +8,10 @@ failing); a stage with an unreadable or damaged file is ``"damaged"``, naming th
 
 from __future__ import annotations
 
+import copy
 import re
+import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +113,23 @@ def _or_none(read):
         return read()
     except DataError:
         return None
+
+
+#: A page's brief build status is made again at most this often: it looks at every build file
+#: (about a third of a typed claim's trace, all of it holding Python's lock), and a file damaged
+#: meanwhile is still reported within the second.
+BRIEF_EVERY_SECONDS = 1.0
+_briefs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def brief_build_info(build: Build) -> dict:
+    """:func:`build_info` ``(build, brief=True)``, what every page carries, made at most once per
+    :data:`BRIEF_EVERY_SECONDS` for a reader (each caller gets its own copy)."""
+    now = time.monotonic()
+    kept = _briefs.get(build)
+    if kept is None or now - kept[0] >= BRIEF_EVERY_SECONDS:
+        kept = _briefs[build] = (now, build_info(build, brief=True))
+    return copy.deepcopy(kept[1])
 
 
 def build_info(build: Build, brief: bool = False) -> dict:

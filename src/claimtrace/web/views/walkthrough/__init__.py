@@ -22,7 +22,7 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.pipeline.preprocess import preprocess, stopwords
 from claimtrace.web.views.attribution import claim_attribution
-from claimtrace.web.views.status import build_info, missing
+from claimtrace.web.views.status import brief_build_info, missing
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
 from claimtrace.web.views.walkthrough.fixes import fixes_section
@@ -61,7 +61,7 @@ def assemble(
     }
     return {
         "claim": _head(text, claim, split, position, gold),
-        "build": build_info(build, brief=True),
+        "build": brief_build_info(build),
         **{name: section.data for name, section in sections.items()},
         # each attribution method's top words beside the exact shares' (dev claims, when computed)
         "attribution": claim_attribution(build, claim.id if claim is not None and split == "dev" else None),
