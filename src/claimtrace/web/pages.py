@@ -18,12 +18,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from claimtrace import __version__
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import Renderer, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
+from claimtrace.web.views.llm import AI_LOG_DATA, evaluation_data
 from claimtrace.web.views.parity import parity
 
 
@@ -250,6 +252,26 @@ COMPARE_CLASS = Page(
     template=lambda renderer, data, root: renderer.compare_class(data, root),
     keys=_class_keys,
 )
+#: A visitor's own LLM on a seeded sample of dev claims, paired with the notebook's classifier:
+#: the protocol, and the claims, passages and verdicts the browser runs it on.
+EVALUATION = Page(
+    "evaluation",
+    "evaluation.html",
+    "evaluation.json",
+    data=lambda tracer, key: tracer.build.once("evaluation", lambda: evaluation_data(tracer.build, __version__)),
+    template=lambda renderer, data, root: renderer.evaluation_page(data, root),
+    aliases=(Address("/evaluation", None, "html"),),
+)
+#: Every call to a visitor's LLM this browser made (the log lives in the browser; its twin says
+#: what a record holds).
+AI_LOG = Page(
+    "ai-log",
+    "ai-log.html",
+    "ai-log.json",
+    data=lambda tracer, key: AI_LOG_DATA,
+    template=lambda renderer, data, root: renderer.ai_log_page(data, root),
+    aliases=(Address("/ai-log", None, "html"),),
+)
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
 
@@ -264,6 +286,8 @@ PAGES = (
     EXPLORE,
     PREDICTIONS,
     PARITY,
+    EVALUATION,
+    AI_LOG,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

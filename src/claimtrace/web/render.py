@@ -23,6 +23,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
+from claimtrace.web.policy import policy
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -38,6 +39,9 @@ STATIC_FILES = (
     "app-editor.js",
     "app-explore.js",
     "app-forms.js",
+    "app-llm.js",
+    "app-llm-score.js",
+    "app-llm-page.js",
     "app.js",
     "style.css",
 )
@@ -271,9 +275,13 @@ class Renderer:
     #: Rendered claim and Explore pages kept (a trace never changes once computed).
     PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
 
-    def __init__(self, tracer: Tracer, mode: str = "server"):
+    #: The pages that call a visitor's LLM from the browser (their policy may connect to it).
+    LLM_PAGES = frozenset({"evaluation", "claim"})
+
+    def __init__(self, tracer: Tracer, mode: str = "server", llm_origins: tuple[str, ...] = ()):
         self.tracer = tracer
         self.mode = mode
+        self.llm_origins = tuple(llm_origins)
         self.env = make_env()
         self._pages: LRU[tuple, str] = LRU(self.PAGE_CACHE)
 
@@ -281,7 +289,10 @@ class Renderer:
         return self._pages.get_or_make(key, make)
 
     def _render(self, template: str, root: str, **context) -> str:
-        return self.env.get_template(template).render(root=root, mode=self.mode, **context)
+        # An exported page carries its content security policy as a <meta>: no header there.
+        page = context.get("page")
+        csp = policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True)
+        return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
         ids = list(self.tracer.claims(split))
@@ -320,6 +331,14 @@ class Renderer:
         return self._render(
             "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
         )
+
+    def evaluation_page(self, data: dict, root: str) -> str:
+        return self._render(
+            "evaluation.html", root, e=data, page="evaluation", title="Would an LLM do better? Your model, paired"
+        )
+
+    def ai_log_page(self, data: dict, root: str) -> str:
+        return self._render("ai_log.html", root, a=data, page="ai-log", title="Your LLM calls, kept in this browser")
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(

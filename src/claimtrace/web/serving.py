@@ -145,15 +145,24 @@ class WorkerSettings:
         "CLAIMTRACE_SERVE_DATA",
         "CLAIMTRACE_SERVE_PRERENDER",
         "CLAIMTRACE_SERVE_RUNS",
+        "CLAIMTRACE_SERVE_LLM_ORIGINS",
     )
 
-    def __init__(self, workdir, data_dir, prerender: bool, runs=()):
+    def __init__(self, workdir, data_dir, prerender: bool, runs=(), llm_origins=()):
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
         #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
         self.runs = [(str(path), name) for path, name in runs]
+        #: the provider origins the LLM pages may connect to (serve --llm-origin)
+        self.llm_origins = tuple(llm_origins)
 
     def export(self) -> None:
-        values = (self.workdir, self.data_dir, "1" if self.prerender else "", json.dumps(self.runs))
+        values = (
+            self.workdir,
+            self.data_dir,
+            "1" if self.prerender else "",
+            json.dumps(self.runs),
+            json.dumps(self.llm_origins),
+        )
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
     @classmethod
@@ -161,8 +170,8 @@ class WorkerSettings:
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender, runs = (os.environ.get(name, "") for name in cls._VARIABLES)
-        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"))
+        workdir, data_dir, prerender, runs, origins = (os.environ.get(name, "") for name in cls._VARIABLES)
+        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"), json.loads(origins or "[]"))
 
 
 def app_from_environment() -> FastAPI:
@@ -173,7 +182,7 @@ def app_from_environment() -> FastAPI:
     tracer = Tracer(Build(settings.workdir, settings.data_dir))
     tracer.runs.give_all(settings.runs)
     tracer.runs.uploads = False  # each worker would keep its own: an upload's page could 404 on another
-    return create_app(tracer=tracer, warm=True, prerender=settings.prerender)
+    return create_app(tracer=tracer, warm=True, prerender=settings.prerender, llm_origins=settings.llm_origins)
 
 
 def server_config(app, port: int, **options):

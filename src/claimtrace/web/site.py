@@ -219,6 +219,7 @@ def write_site(
     json_twins: bool = False,
     shared_parts: bool = True,
     only: Iterable[str] | None = None,
+    llm_origins: tuple[str, ...] = (),
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts, bytes and seconds.
@@ -229,6 +230,8 @@ def write_site(
     ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
     (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
     ``only``: write only these claims' pages (and claim-752's), a preview like ``limit``.
+    ``llm_origins``: provider origins the LLM pages' content security policy lets them call,
+    beside the known providers' (``site --llm-origin``).
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -236,7 +239,9 @@ def write_site(
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
     claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
-    export = _Export(out, tracer, Renderer(tracer, mode="static"), _planned(tracer, claim_ids, json_twins))
+    export = _Export(
+        out, tracer, Renderer(tracer, mode="static", llm_origins=llm_origins), _planned(tracer, claim_ids, json_twins)
+    )
     export.copy_static()
     for page in PAGES:
         if page is not CLAIM:  # per split, what the pages repeat written once (_write_claims)

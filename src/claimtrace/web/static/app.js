@@ -46,5 +46,8 @@
   claimtrace.forms.startRunBox();
   claimtrace.forms.startRunFilter();
   claimtrace.forms.startRunUpload();
+  claimtrace.llmPages.startEvaluation();
+  claimtrace.llmPages.startAiLog();
+  claimtrace.llmPages.startSecondOpinion();
   claimtrace.markScrollables();
 })(window.claimtrace);
