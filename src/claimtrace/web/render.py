@@ -25,6 +25,7 @@ from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -45,6 +46,11 @@ STATIC_FILES = (
     "app.js",
     "style.css",
 )
+
+
+#: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
+#: only when its second opinion is there (the claim pages are most of a static export).
+LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js")
 
 
 def _hashed(name: str) -> str:
@@ -241,6 +247,9 @@ def make_env() -> Environment:
         asset=ASSETS.__getitem__,
         claims_table=claims_table,
         stems_of_stems=stems_of_stems,
+        second_opinion=second_opinion_data,
+        LLM_SCRIPTS=LLM_SCRIPTS,
+        llm_protocol=page_protocol,
         pictures=pictures,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
@@ -291,7 +300,8 @@ class Renderer:
     def _render(self, template: str, root: str, **context) -> str:
         # An exported page carries its content security policy as a <meta>: no header there.
         page = context.get("page")
-        csp = policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True)
+        # Markup: the policy is the site's own text (no quote to escape inside content="...").
+        csp = Markup(policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True))
         return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
@@ -334,7 +344,14 @@ class Renderer:
 
     def evaluation_page(self, data: dict, root: str) -> str:
         return self._render(
-            "evaluation.html", root, e=data, page="evaluation", title="Would an LLM do better? Your model, paired"
+            "evaluation.html",
+            root,
+            e=data,
+            passages=self.tracer.build.once(
+                ("evaluation-passages", data["split"]), lambda: passage_texts(self.tracer.build, data)
+            ),
+            page="evaluation",
+            title="Would an LLM do better? Your model, paired",
         )
 
     def ai_log_page(self, data: dict, root: str) -> str:

@@ -56,6 +56,7 @@ from claimtrace.web.render import (
     live_bucket,
 )
 from claimtrace.web.tracer import Tracer
+from claimtrace.web.views.llm import second_opinion_data
 from claimtrace.workdir.reader import Build
 
 
@@ -73,11 +74,14 @@ def _script(name: str, key: str | None, value) -> str:
 
 
 def live_data(trace: dict) -> dict | None:
-    """What the live editor needs of one claim (the reference the page compares edits with)."""
+    """What the live editor needs of one claim (the reference the page compares edits with), and
+    what the claim page's second opinion needs beyond it (its gold ids and the notebook's
+    verdicts: the claim's text and label are here already)."""
     c = trace.get("classifier", {})
     if c.get("status") != "ok":
         return None
     head = trace["claim"]
+    opinion = second_opinion_data(trace)
     return {
         "claim_id": head["id"],
         "label": head["label"],
@@ -85,6 +89,10 @@ def live_data(trace: dict) -> dict | None:
         "text": c["text"],
         # what the editor compares an edit with (not the PyTorch check: the claim's page shows it)
         "alone": {"logits": c["alone"]["logits"], "verdict": c["alone"]["verdict"]},
+        # the second opinion's gold ids and the notebook's verdicts on retrieved and gold passages
+        "opinion": None
+        if opinion is None
+        else [opinion["gold"], opinion["notebook"]["retrieved"], opinion["notebook"]["gold"]],
     }
 
 

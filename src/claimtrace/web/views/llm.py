@@ -75,34 +75,27 @@ def half_width(n: int) -> float:
 
 
 def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
-    """The evaluation page's data: the protocol and the split's labelled claims.
+    """The evaluation page's data (its JSON twin): the protocol and the split's labelled claims,
+    each with its passages' ids; their texts are :func:`passage_texts` (the page holds them; the
+    twin leaves them out, so that a static export holds them once).
 
     Returns
     -------
     dict
         ``{"split", "protocol", "defaults": {"n", "seed"}, "half_width": {n: width},
         "label_counts", "claims": [{"id", "text", "label", "gold", "retrieved",
-        "notebook": {"retrieved", "gold"}}], "passages": {id: text}, "tool"}``;
-        ``gold`` and ``retrieved`` are passage id lists, each id's text in ``passages`` (a passage
-        shown for several claims is written once).
+        "notebook": {"retrieved", "gold"}}], "tool"}``: ``gold`` and ``retrieved`` passage ids,
+        ``notebook`` the classifier's verdicts (batches of 16) on each.
     """
     claims = build.claims(split)
     retrieval = build.retrieval(split)
     retrieved_verdicts = build.verdict_table(split, "retrieved")
     gold_verdicts = build.verdict_table(split, "gold")
-    gold_texts = build.gold_texts()
-    passages: dict[str, str] = {}
     rows = []
     counts = dict.fromkeys(C.LABELS, 0)
     for claim_id, claim in claims.items():
         if claim.label is None:
             continue
-        retrieved = list(retrieval[claim_id]["evidences"])
-        for passage_id in retrieved:
-            if passage_id not in passages:
-                passages[passage_id] = build.passage_text(passage_id) or ""
-        for passage_id in claim.evidences:
-            passages.setdefault(passage_id, gold_texts.get(passage_id, ""))
         counts[claim.label] += 1
         rows.append(
             {
@@ -110,7 +103,7 @@ def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
                 "text": claim.text,
                 "label": claim.label,
                 "gold": list(claim.evidences),
-                "retrieved": retrieved,
+                "retrieved": list(retrieval[claim_id]["evidences"]),
                 "notebook": {
                     "retrieved": retrieved_verdicts[claim_id]["notebook"],
                     "gold": gold_verdicts[claim_id]["notebook"],
@@ -124,6 +117,45 @@ def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
         "half_width": {str(n): round(half_width(n), 2) for n in (10, 20, 50, 100, len(rows))},
         "label_counts": counts,
         "claims": rows,
-        "passages": passages,
         "tool": f"claimtrace {version}",
+    }
+
+
+def passage_texts(build, data: dict) -> dict[str, str]:
+    """Every passage the evaluation page's claims show, id -> text, each once: the retrieved ones
+    from the build's passages, the gold ones from the gold reconstruction the build reads."""
+    gold_texts = build.gold_texts()
+    texts: dict[str, str] = {}
+    for claim in data["claims"]:
+        for passage_id in claim["retrieved"]:
+            if passage_id not in texts:
+                texts[passage_id] = build.passage_text(passage_id) or ""
+        for passage_id in claim["gold"]:
+            texts.setdefault(passage_id, gold_texts.get(passage_id, ""))
+    return texts
+
+
+def second_opinion_data(trace: dict) -> dict | None:
+    """What a claim page's second opinion needs beyond what the page shows: the claim's text,
+    label and gold passage ids (in the claim's order), and the notebook's verdicts (batches of 16) on its retrieved and gold passages, read
+    off the claim's trace; None for a typed text or before the retrieval and classifier stages.
+    The passages (their ids, order, texts and which are gold) are those section 5 shows, which
+    the browser reads from the page rather than from a second copy (a static export is mostly
+    claim pages: every byte here is 1,535 bytes there).
+
+    Returns
+    -------
+    dict or None
+        ``{"id", "text", "label", "gold", "notebook": {"retrieved", "gold"}}``.
+    """
+    head, retrieval, classifier = trace["claim"], trace.get("retrieval", {}), trace.get("classifier", {})
+    if head.get("kind") != "claim" or retrieval.get("status") != "ok" or classifier.get("status") != "ok":
+        return None
+    on_gold = classifier.get("gold_evidence") or {}
+    return {
+        "id": head["id"],
+        "text": head["text"],
+        "label": head["label"],
+        "gold": list(head.get("gold") or ()),
+        "notebook": {"retrieved": classifier["notebook"]["verdict"], "gold": on_gold.get("notebook")},
     }
