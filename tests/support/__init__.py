@@ -1,0 +1,1 @@
+"""What tests share beyond fixtures: the local stand-in for the LLM providers (``fake_provider``)."""

@@ -116,6 +116,7 @@ class FakeProvider:
         self._claims: dict[str, int] = {}
         self._failed: dict[object, int] = {}
         self._server: ThreadingHTTPServer | None = None
+        self._port = 0
 
     # -- the server's life ---------------------------------------------------------------------
 
@@ -133,6 +134,7 @@ class FakeProvider:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
+        self._port = self._server.server_address[1]  # kept after stop(): the URLs a run recorded
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -144,7 +146,7 @@ class FakeProvider:
 
     @property
     def port(self) -> int:
-        return self._server.server_address[1]
+        return self._port
 
     @property
     def openai_base_url(self) -> str:
@@ -230,6 +232,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError):  # the client was killed mid-answer
+            pass
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:

@@ -132,6 +132,7 @@ def _echo_comparison(report: dict, claim_id: str | None) -> None:
             f"BM25 {found['bm25']}/{len(report['claims'])}"
         )
         _echo_statistics(report.get("statistics"))
+        _echo_llm(report)
     else:
         click.echo(f"{report['split']} is unlabelled: agreement with the build's pipeline instead of scores")
     for run in report["runs"]:
@@ -200,6 +201,61 @@ def _echo_statistics(statistics: dict | None) -> None:
         click.echo(
             f"of {len(statistics['pairs'])} pairs of runs, {len(differing)} differ in HM by more than chance"
             + (": " + ", ".join(f"{p['a']} / {p['b']}" for p in differing[:10]) if differing else "")
+        )
+
+
+def _echo_llm(report: dict) -> None:
+    """Each LLM run's own figures on its sample, paired with the notebook's classifier on the
+    same claims, and the run-to-run spread of several runs of one model (docs/llm.md)."""
+    from claimtrace.compare.llm_report import spread_sentence
+
+    for run in (r for r in report["runs"] if "llm" in r):
+        llm = run["llm"]
+        counts = llm["counts"]
+        click.echo(f"{run['name']}: {llm['describe']}")
+        click.echo(
+            f"  scored on its sample only: {counts['scored']} claims ({counts['unusable']} unusable answers, scored "
+            f"wrong); {counts['failed']} failed calls excluded. The course scores above skip the rest of the split; "
+            "the strict score and the intervals above count them wrong. On the sample alone:"
+        )
+        echo_llm_figures(llm)
+    for row in report.get("llm_spread", []):
+        click.echo(spread_sentence(row))
+
+
+def echo_llm_figures(llm: dict) -> None:
+    """An LLM run's own figures on its sample (:func:`claimtrace.compare.llm_report.llm_report`),
+    a line each, the interval-width sentence first."""
+    click.echo(f"  {llm['note']}")
+    if "accuracy" not in llm:
+        return
+    paired = llm["paired"]
+    click.echo(
+        f"  accuracy {_interval(llm['accuracy'])} (Wilson); the notebook's classifier on the same claims "
+        f"{_interval(llm['notebook_accuracy'])}; macro-F1 {_interval(llm['macro_f1'])} (bootstrap)"
+    )
+    click.echo(
+        f"  paired with the notebook's classifier: A {paired['A']['estimate']:+.4f} "
+        f"[{paired['A']['lower']:+.4f}, {paired['A']['upper']:+.4f}], McNemar exact p = {paired['p']:.4f} "
+        f"(b = {paired['mcnemar']['b']}, c = {paired['mcnemar']['c']}), Cohen's h = {paired['cohens_h']:+.3f}: "
+        f"{paired['verdict']}"
+    )
+    citations = llm["citations"]
+    click.echo(
+        f"  citations: {citations['valid']} of {citations['cited']} cited ids were among the passages shown "
+        f"({_interval(citations['validity'])}); evidence F of the cited ids {_interval(llm['evidence_f'])}"
+    )
+    lat, tokens, cost = llm["latency"], llm["tokens"], llm["cost"]
+    usd = cost["usd"] if cost["usd"] == "unknown" else f"${cost['usd']:.4f}"
+    click.echo(
+        f"  latency median {lat['median_ms']:.0f} ms, p90 {lat['p90_ms']:.0f} ms; tokens {tokens['in']} in, "
+        f"{tokens['out']} out; estimated cost {usd} (prices of {cost['prices_date']})"
+    )
+    if "probe" in llm:
+        probe = llm["probe"]
+        click.echo(
+            f"  contamination probe: {probe['near_verbatim']} of {probe['asked']} claims completed "
+            f"near-verbatim, {_interval(probe['share'])}"
         )
 
 

@@ -15,7 +15,7 @@ import warnings
 import click
 
 from claimtrace import constants as C
-from claimtrace.cli import build, classifier, compare, data, evaluate, serve
+from claimtrace.cli import build, classifier, compare, data, evaluate, llm, serve
 from claimtrace.cli.options import CommandGroup
 
 
@@ -46,7 +46,7 @@ def _before_torch() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)
 
 
-for _module in (data, build, classifier, evaluate, compare, serve):  # the command groups, one module each
+for _module in (data, build, classifier, evaluate, compare, llm, serve):  # the command groups, one module each
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

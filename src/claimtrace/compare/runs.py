@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimtrace import course
+from claimtrace.compare.llm_report import llm_report, spread
 from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation import llm as L
 from claimtrace.evaluation.audit import report_file
 from claimtrace.evaluation.scorer import Evaluation, check_predictions_size, evaluate, evidence_f, predictions_bytes
 from claimtrace.evaluation.submission import strict_note, strict_score
@@ -105,6 +107,8 @@ def run_from_json(
     missing = tuple(cid for cid in gold if cid not in predictions)
     digest = hashlib.sha256(raw).hexdigest()[:16]
     found = {key: value for key, value in report.to_dict().items() if key in REPORT_KEYS}
+    if L.run_metadata(value) is not None:  # an LLM run: its own entries and metadata, scored in compare()
+        found["llm_run"] = {key: entry for key, entry in value.items() if key in gold or key == L.RUN_KEY}
     return Run(name or Path(source).stem, digest, report.found.split, predictions, missing, found)
 
 
@@ -218,7 +222,22 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
     }
     if labelled and runs and split == "dev":
         out["statistics"] = run_statistics(build, results, claims, split)
+    if labelled:
+        _llm_figures(build, runs, summaries, out)
     return out
+
+
+def _llm_figures(build: Build, runs: Sequence[Run], summaries: list[dict], out: dict) -> None:
+    """Each LLM run's own figures on its sample (docs/llm.md), in its summary's ``llm``, and the
+    run-to-run spread of several runs of one model (``llm_spread``)."""
+    llm_runs = {run.name: run.report["llm_run"] for run in runs if "llm_run" in run.report}
+    if not llm_runs:
+        return
+    reports = {name: llm_report(build, value) for name, value in llm_runs.items()}
+    for summary in summaries:
+        if summary["name"] in reports:
+            summary["llm"] = reports[summary["name"]]
+    out["llm_spread"] = spread(reports, {name: L.run_metadata(value) for name, value in llm_runs.items()})
 
 
 def scoreboard_rows(build: Build) -> list[dict]:

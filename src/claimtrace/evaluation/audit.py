@@ -20,6 +20,8 @@ import numpy as np
 from claimtrace import constants as C
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
+from claimtrace.evaluation import llm as L
+from claimtrace.evaluation.llm_score import width_note
 from claimtrace.evaluation.scorer import evidence_f, predictions_bytes
 from claimtrace.evaluation.submission import (
     Found,
@@ -91,6 +93,7 @@ def audit(read: Submission, context: Context) -> list[Finding]:
     """Every finding about the file, in the order a reader needs them: what was scored against
     what, what was left out, what the lists hold, what the labels and texts are."""
     checks: list[Callable[[Submission, Context], list[Finding]]] = [
+        _llm_findings,
         _split_findings,
         _coverage_findings,
         _key_findings,
@@ -130,16 +133,49 @@ def _split_findings(read: Submission, context: Context) -> list[Finding]:
         if split != found.split and count:
             ids = [cid for cid in read.raw if cid in context.splits[split]]
             out.append(_finding("other_split", ids, f"{count} claims of {split}: ignored by the course's scorer"))
-    unknown = [cid for cid in read.raw if not any(cid in claims for claims in context.splits.values())]
+    unknown = [
+        cid for cid in read.raw if cid != L.RUN_KEY and not any(cid in claims for claims in context.splits.values())
+    ]
     if unknown and found.renamed is None:
         out.append(_finding("unknown_ids", unknown, f"{_count(len(unknown), 'id')} of no course claim: ignored"))
+    return out
+
+
+def _llm_findings(read: Submission, context: Context) -> list[Finding]:
+    """An LLM run (the reserved key, docs/llm.md) named: its model, prompt, condition and sample,
+    and what scoring a sample means for the course's score and the strict one."""
+    meta = L.run_metadata(read.raw)
+    if meta is None:
+        return []
+    sample = meta.get("sample") or {}
+    sampled = list(sample.get("claim_ids") or [])
+    failed = len(meta.get("failed") or {})
+    scored = sum(1 for cid in sampled if cid in read.raw)
+    rest = len(context.gold) - len(sampled)
+    out = [
+        Finding("llm_run", scored, (), L.describe_run(meta)),
+        Finding(
+            "llm_sample",
+            scored,
+            (),
+            f"scored on the {scored} sampled claims answered only: the course's scorer skips the other {rest} "
+            f"claims of {context.found.split}"
+            + (f" and the {failed} whose call failed (excluded)" if failed else "")
+            + ", so its F, A and HM are the sample's; the strict score counts every skipped claim wrong. "
+            + width_note(scored),
+        ),
+    ]
+    if meta.get("condition") == "gold":
+        out.append(
+            Finding("llm_gold", scored, (), "the model was shown the gold passages: an upper bound, not a pipeline")
+        )
     return out
 
 
 def _coverage_findings(read: Submission, context: Context) -> list[Finding]:
     gold, out = context.gold, []
     absent = [cid for cid in gold if cid not in read.raw]
-    if absent:
+    if absent and L.run_metadata(read.raw) is None:
         out.append(
             _finding(
                 "missing",
@@ -159,10 +195,11 @@ def _coverage_findings(read: Submission, context: Context) -> list[Finding]:
 def _key_findings(read: Submission, context: Context) -> list[Finding]:
     """Keys outside the course's shape (``evidence``, ``label``), counted by key."""
     by_key: dict[str, list[str]] = {}
+    own = SHAPE_KEYS + (("llm",) if L.run_metadata(read.raw) is not None else ())
     for cid, body in read.raw.items():
         if cid in context.gold and isinstance(body, dict):
             for key in body:
-                if key not in SHAPE_KEYS:
+                if key not in own:
                     by_key.setdefault(key, []).append(cid)
     return [
         _finding("other_key", ids, f"key {key!r} where the course's shape has {', '.join(SHAPE_KEYS)}: never read")
@@ -240,7 +277,9 @@ def _course_id(evidence_id: str) -> bool:
 def _label_findings(read: Submission, context: Context) -> list[Finding]:
     scored, gold, out = _scored(read, context), context.gold, []
     odd = [cid for cid in scored if read.raw[cid]["claim_label"] not in C.LABELS]
-    if odd:
+    if odd and L.run_metadata(read.raw) is not None:
+        out.append(_finding("llm_unusable", odd, f"{len(odd)} unusable answers (label null): scored wrong"))
+    elif odd:
         kinds = Counter(_label_shown(read.raw[cid]["claim_label"]) for cid in odd)
         said = ", ".join(f"{label} ({n})" for label, n in kinds.most_common(3))
         out.append(

@@ -38,6 +38,27 @@ RETRIES = 4
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 
+#: When the prices below were read from the providers' price pages.
+PRICES_DATE = "2025-06"
+#: US dollars per million tokens (input, output) by model id prefix; the longest prefix wins.
+PRICES = (
+    ("gpt-4o-mini", 0.15, 0.60),
+    ("gpt-4o", 2.50, 10.00),
+    ("gpt-4.1-nano", 0.10, 0.40),
+    ("gpt-4.1-mini", 0.40, 1.60),
+    ("gpt-4.1", 2.00, 8.00),
+    ("claude-3-haiku", 0.25, 1.25),
+    ("claude-3-5-haiku", 0.80, 4.00),
+    ("claude-3-5-sonnet", 3.00, 15.00),
+    ("claude-3-7-sonnet", 3.00, 15.00),
+    ("claude-sonnet-4", 3.00, 15.00),
+    ("claude-opus-4", 15.00, 75.00),
+)
+
+
+#: A 95% Wilson interval's half-width at p = 0.5 over n claims is about this over sqrt(n).
+WIDTH_AT_HALF = 0.98
+
 #: What each label means, one line each, as the prompt states it.
 LABEL_MEANINGS = {
     "SUPPORTS": "the passages support the claim",
@@ -88,6 +109,13 @@ def protocol_constants() -> dict:
         "retries": RETRIES,
         "backoff_base": BACKOFF_BASE,
         "backoff_cap": BACKOFF_CAP,
+        "probe_system_prompt": PROBE_SYSTEM_V1,
+        "near_verbatim": NEAR_VERBATIM,
+        "probe_slack": PROBE_SLACK,
+        "probe_definition": PROBE_DEFINITION,
+        "prices": [{"prefix": prefix, "in": inp, "out": out} for prefix, inp, out in PRICES],
+        "prices_date": PRICES_DATE,
+        "width_at_half": WIDTH_AT_HALF,
     }
 
 
@@ -234,13 +262,61 @@ def run_metadata(run: Mapping) -> dict | None:
 def describe_run(meta: Mapping) -> str:
     """One line naming an LLM run: its model, prompt, condition and sample."""
     sample = meta.get("sample") or {}
-    how = "stratified, " if sample.get("stratified") else ""
+    how = ", stratified by gold label" if sample.get("stratified") else ""
     return (
         f"an LLM run of {meta.get('model')} (prompt {meta.get('prompt_version')}, {meta.get('condition')} "
-        f"passages, {sample.get('n')} claims sampled, {how}seed {sample.get('seed')})"
+        f"passages, {sample.get('n')} {meta.get('split', 'dev')} claims sampled with seed {sample.get('seed')}{how})"
     )
 
 
 def claim_entries(run: Mapping) -> dict[str, dict]:
     """The run's claim entries (every key but the reserved one)."""
     return {key: value for key, value in run.items() if key != RUN_KEY}
+
+
+# -- the contamination probe ---------------------------------------------------------------------
+
+PROBE_SYSTEM_V1 = (
+    "You will be given the beginning of a sentence. If you have seen the sentence before, continue it "
+    "exactly as it was written; otherwise continue it as best you can. Answer with the continuation "
+    "only, no comment."
+)
+#: A probe's continuation is near-verbatim when its overlap reaches this share.
+NEAR_VERBATIM = 0.8
+#: How many words past the true second half's length the continuation is read to.
+PROBE_SLACK = 5
+PROBE_DEFINITION = (
+    "the claim's text split after ceil(words / 2) words; the model is given the first half; its "
+    "continuation is near-verbatim when the longest common subsequence of the true second half's "
+    f"tokens (lower-cased words, punctuation stripped) and the continuation's first (that many + {PROBE_SLACK}) "
+    f"tokens covers at least {NEAR_VERBATIM:.0%} of the true second half"
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def probe_halves(text: str) -> tuple[str, str]:
+    """A claim's text cut after ``ceil(words / 2)`` words: (given half, true second half)."""
+    words = text.split()
+    cut = (len(words) + 1) // 2
+    return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def probe_tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def probe_overlap(second_half: str, continuation: str) -> float:
+    """The share of the true second half's tokens the continuation repeats in order (the longest
+    common subsequence over the true half's length, the continuation read to its length plus
+    :data:`PROBE_SLACK` tokens); 1.0 for an empty second half."""
+    truth = probe_tokens(second_half)
+    if not truth:
+        return 1.0
+    said = probe_tokens(continuation)[: len(truth) + PROBE_SLACK]
+    previous = [0] * (len(said) + 1)
+    for word in truth:
+        current = [0]
+        for j, other in enumerate(said):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1] / len(truth)

@@ -1,0 +1,102 @@
+"""An LLM run read against a build (docs/llm.md): the sample and the passages shown, computed
+from the build, and the run scored beside the build's notebook classifier on the same claims
+(:func:`claimtrace.evaluation.llm_score.score_run`); several runs of one model, their spread. No
+network here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from claimtrace.data.files import Claim
+from claimtrace.errors import DataError
+from claimtrace.evaluation import llm as P
+from claimtrace.evaluation.llm_score import score_run
+from claimtrace.workdir.reader import Build
+
+
+def sample_of(build: Build, split: str, n: int, seed: int, stratified: bool) -> list[str]:
+    """The sampled claim ids of a split's labelled claims (:func:`claimtrace.evaluation.llm.sample_ids`)."""
+    claims = build.claims(split)
+    labels = {cid: claim.label for cid, claim in claims.items() if claim.label is not None}
+    if not labels:
+        raise DataError(f"the {split} split has no labelled claims to sample")
+    return P.sample_ids(labels, n, seed, stratified)
+
+
+def passages_for(build: Build, split: str, claim: Claim, condition: str) -> list[tuple[str, str]]:
+    """(id, text) of the passages shown for a claim: those the build's notebook pipeline retrieved
+    (what its classifier read, in that order), or the claim's gold passages."""
+    if condition == "retrieved":
+        ids = build.retrieval(split)[claim.id]["evidences"]
+    elif condition == "gold":
+        ids = list(claim.evidences or ())
+    else:
+        raise DataError(f"condition {condition!r}: expected one of {', '.join(P.CONDITIONS)}")
+    return [(pid, build.passage_text(pid) or "") for pid in ids]
+
+
+def shown_ids(build: Build, value: Mapping) -> dict[str, list[str]]:
+    """claim id -> the passage ids a run's model was shown, recomputed from the build (what
+    its citations are checked against)."""
+    meta = P.run_metadata(value) or {}
+    claims = build.claims(meta.get("split", "dev"))
+    return {
+        cid: [pid for pid, _ in passages_for(build, meta.get("split", "dev"), claims[cid], meta["condition"])]
+        for cid in P.claim_entries(value)
+        if cid in claims
+    }
+
+
+def llm_report(build: Build, value: Mapping) -> dict:
+    """An LLM run's figures (:func:`~claimtrace.evaluation.llm_score.score_run`) against the
+    build's notebook classifier (retrieved passages, notebook protocol) on the run's claims."""
+    meta = P.run_metadata(value) or {}
+    split = meta.get("split", "dev")
+    verdicts = build.verdicts(split)
+    notebook = {cid: entry["retrieved"]["notebook"]["verdict"] for cid, entry in verdicts.items()}
+    report = score_run(value, build.claims(split), notebook, shown_ids(build, value))
+    report["describe"] = P.describe_run(meta)
+    if meta.get("probe"):
+        report["probe"] = {key: meta["probe"][key] for key in ("definition", "asked", "near_verbatim", "share")}
+    return report
+
+
+def spread(reports: Mapping[str, dict], metas: Mapping[str, dict]) -> list[dict]:
+    """Run-to-run spread of several LLM runs of one model (same condition and split): their
+    accuracies' range, and whether they asked the same claims (then paired, else not comparable
+    claim by claim)."""
+    groups: dict[tuple, list[str]] = {}
+    for name, meta in metas.items():
+        groups.setdefault((meta.get("model"), meta.get("condition"), meta.get("split")), []).append(name)
+    out = []
+    for (model, condition, _split), names in groups.items():
+        scored = [n for n in names if "accuracy" in reports[n]]
+        if len(scored) < 2:
+            continue
+        accuracies = {n: reports[n]["accuracy"]["estimate"] for n in scored}
+        samples = {tuple(metas[n]["sample"]["claim_ids"]) for n in scored}
+        widest = max(reports[n]["interval_width"] for n in scored)
+        out.append(
+            {
+                "model": model,
+                "condition": condition,
+                "runs": scored,
+                "accuracy": accuracies,
+                "range": max(accuracies.values()) - min(accuracies.values()),
+                "same_claims": len(samples) == 1,
+                "interval_width": widest,
+            }
+        )
+    return out
+
+
+def spread_sentence(row: dict) -> str:
+    """The run-to-run spread line, with what chance alone would give at that sample size."""
+    low, high = min(row["accuracy"].values()), max(row["accuracy"].values())
+    claims = "on the same claims" if row["same_claims"] else "on different samples"
+    return (
+        f"{len(row['runs'])} runs of {row['model']} ({row['condition']}, {claims}): accuracy from {low:.2f} to "
+        f"{high:.2f}, a spread of {row['range']:.2f}; each run's 95% interval is about ±{row['interval_width']:.2f} "
+        "wide, so a spread within that cannot be told apart from chance"
+    )
