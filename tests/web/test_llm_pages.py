@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 import pytest
 
 from claimtrace.evaluation import llm as protocol
+from claimtrace.evaluation import llm_score
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.web.app import create_app
@@ -115,24 +116,48 @@ def _check_run_file(run: dict, web_tracer) -> dict:
     return entries
 
 
-def _check_figures(page, entries: dict, web_tracer) -> None:
-    """The figures shown are the evaluation layer's on the same claims."""
+def _check_figures(page, run: dict, web_tracer) -> None:
+    """The figures shown are claimtrace.evaluation.llm_score's on the same run: every estimate,
+    the Wilson intervals, McNemar's test and Cohen's h exactly; the bootstrap intervals come from
+    the page's own seeded stream (numpy's PCG64 is not in the browser), so only their estimates."""
     figures = page.evaluate("() => claimtrace.llm.score(claimtrace.state.llm.run, claimtrace.state.llm.data)")
-    labels = _labels(web_tracer)
-    verdicts = web_tracer.build.verdict_table("dev", "retrieved")
-    ids = list(entries)
-    mine = [labels[cid] == entries[cid]["claim_label"] for cid in ids]
-    notebook = [labels[cid] == verdicts[cid]["notebook"] for cid in ids]
-    wilson = S.wilson(sum(mine), len(ids))
-    assert (figures["accuracy"]["lower"], figures["accuracy"]["upper"]) == pytest.approx((wilson.lower, wilson.upper))
-    test = S.mcnemar(mine, notebook)
-    assert (figures["paired"]["b"], figures["paired"]["c"]) == (test.b, test.c)
-    assert figures["paired"]["p"] == pytest.approx(test.exact_p, rel=1e-9)
-    h = S.cohens_h(sum(mine) / len(ids), sum(notebook) / len(ids))
-    assert figures["paired"]["h"] == pytest.approx(h, abs=1e-12)
-    gold = [labels[cid] for cid in ids]
-    said = [verdicts[cid]["notebook"] for cid in ids]
-    assert figures["notebook_macro_f1"]["estimate"] == pytest.approx(S.macro_f1(gold, said), abs=1e-12)
+    build = web_tracer.build
+    claims = build.claims("dev")
+    notebook = {cid: v["notebook"] for cid, v in build.verdict_table("dev", "retrieved").items()}
+    shown = {cid: r["evidences"] for cid, r in build.retrieval("dev").items()}
+    python = llm_score.score_run(run, claims, notebook, shown)
+    close = {"abs": 1e-12}
+    for mine, theirs in (
+        (figures["accuracy"], python["accuracy"]),
+        (figures["notebook_accuracy"], python["notebook_accuracy"]),
+    ):
+        assert (mine["estimate"], mine["lower"], mine["upper"]) == pytest.approx(
+            (theirs["estimate"], theirs["lower"], theirs["upper"]), **close
+        )
+    assert figures["macro_f1"]["estimate"] == pytest.approx(python["macro_f1"]["estimate"], **close)
+    paired = python["paired"]
+    assert figures["paired"]["difference"] == pytest.approx(paired["A"]["estimate"], **close)
+    assert (figures["paired"]["b"], figures["paired"]["c"]) == (paired["mcnemar"]["b"], paired["mcnemar"]["c"])
+    assert figures["paired"]["p"] == pytest.approx(paired["mcnemar"]["exact_p"], rel=1e-9)
+    assert figures["paired"]["h"] == pytest.approx(paired["cohens_h"], **close)
+    cited = python["citations"]
+    assert (figures["citations"]["cited"], figures["citations"]["valid"]) == (cited["cited"], cited["valid"])
+    assert figures["citations"]["lower"] == pytest.approx(cited["validity"]["lower"], **close)
+    assert figures["evidence_f"]["estimate"] == pytest.approx(python["evidence_f"]["estimate"], **close)
+    assert (figures["latency"]["median"], figures["latency"]["p90"]) == pytest.approx(
+        (python["latency"]["median_ms"], python["latency"]["p90_ms"]), **close
+    )
+    assert (figures["tokens"]["input"], figures["tokens"]["output"]) == (
+        python["tokens"]["in"],
+        python["tokens"]["out"],
+    )
+    assert figures["cost"]["usd"] == python["cost"]["usd"] == "unknown"  # no price for the stand-in's id
+    assert figures["half_width"] == pytest.approx(python["interval_width"], **close)
+    assert (figures["n"], figures["unusable"], figures["failed"]) == (
+        python["counts"]["scored"],
+        python["counts"]["unusable"],
+        python["counts"]["failed"],
+    )
 
 
 def _check_key_kept_to_itself(page) -> None:
@@ -165,7 +190,7 @@ def test_a_stratified_run_paired_exported_and_imported_unchanged(page, site, pro
     assert len(asked) == 21 and all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in asked)
     run_bytes = _download(page, "#llm-export")
     entries = _check_run_file(json.loads(run_bytes), web_tracer)
-    _check_figures(page, entries, web_tracer)
+    _check_figures(page, json.loads(run_bytes), web_tracer)
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#results").screenshot(path=str(ARTIFACTS / "evaluation-results-1280.png"))
 

@@ -103,7 +103,7 @@
       (h.sample.stratified ? " (stratified" : " (") + ", seed " + h.sample.seed + "), " + h.condition + " passages: " +
       s.unusable + " unusable (scored as wrong), " + s.failed + " failed (left out)." }));
     box.appendChild(el("p", { cls: "llm-width", text: "How wide: at " + s.n + " claims a 95% interval on an accuracy near one half reaches about " +
-      width + " either side (0.98/√" + s.n + "); read every figure below with its interval." }));
+      width + " either side (" + data.protocol.width_at_half + "/√" + s.n + "); read every figure below with its interval." }));
     box.appendChild(resultsTable("accuracy and macro-F1 on the same " + s.n + " claims, with 95% intervals (" + width + " at this N)",
       ["system", "accuracy (Wilson)", "macro-F1 (bootstrap)", "evidence F (bootstrap)"], [
         [h.model, share(s.accuracy), interval(s.macro_f1), interval(s.evidence_f)],
@@ -117,7 +117,9 @@
     box.appendChild(el("p", { cls: "llm-citations", text: "Citations: " + s.citations.valid + " of " + s.citations.cited +
       " cited ids were among the passages shown, " + (s.citations.cited ? interval(s.citations) : "none cited") +
       ". Latency median " + num(s.latency.median, 0) + " ms, 90th percentile " + num(s.latency.p90, 0) + " ms over " + s.latency.calls +
-      " calls; tokens " + s.tokens.input + " in, " + s.tokens.output + " out." }));
+      " calls; tokens " + s.tokens.input + " in, " + s.tokens.output + " out; estimated cost " +
+      (s.cost.usd === "unknown" ? "unknown (no price for this model id)" : "$" + s.cost.usd.toFixed(4)) +
+      " (prices of " + s.cost.prices_date + ")." }));
     var linkRoot = claimtrace.root;
     box.appendChild(resultsTable("each claim: the gold label, the notebook’s and the model’s", ["claim", "gold", "notebook", "model", "cited (not shown)"],
       s.rows.map(function (r) {

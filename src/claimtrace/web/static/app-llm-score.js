@@ -39,14 +39,15 @@
 
   /* scikit-learn's macro-F1 (zero_division=0) over the labels present in gold or predictions;
      ``weights`` the times each claim is drawn (a bootstrap resample), 1 each when omitted.
-     An unusable answer (null) is a prediction of no label: wrong, and no label of its own. */
+     An unusable answer (null) is named UNUSABLE, a wrong label of its own (as
+     claimtrace.evaluation.llm_score names it). */
   stats.macroF1 = function (gold, predicted, weights) {
     var tp = {}, inGold = {}, inPredicted = {};
     gold.forEach(function (g, i) {
-      var w = weights ? weights[i] : 1, p = predicted[i];
+      var w = weights ? weights[i] : 1, p = predicted[i] == null ? "UNUSABLE" : predicted[i];
       if (!w) return;
       inGold[g] = (inGold[g] || 0) + w;
-      if (p != null) inPredicted[p] = (inPredicted[p] || 0) + w;
+      inPredicted[p] = (inPredicted[p] || 0) + w;
       if (p === g) tp[g] = (tp[g] || 0) + w;
     });
     var labels = Object.keys(inGold).concat(Object.keys(inPredicted).filter(function (l) { return !(l in inGold); }));
@@ -106,6 +107,17 @@
   };
 
   stats.verdict = function (p) { return p < ALPHA ? "more than chance" : "cannot be told apart"; };
+
+  /* The estimated cost in dollars from the protocol's price table (the longest model id prefix
+     that matches), or "unknown"; with the table's date. */
+  stats.cost = function (protocol, model, tokensIn, tokensOut) {
+    var best = null;
+    protocol.prices.forEach(function (row) {
+      if (model.indexOf(row.prefix) === 0 && (!best || row.prefix.length > best.prefix.length)) best = row;
+    });
+    if (!best) return { usd: "unknown", prices_date: protocol.prices_date };
+    return { usd: (tokensIn * best["in"] + tokensOut * best.out) / 1e6, prices_date: protocol.prices_date };
+  };
 
   /* ---------------------------------------------------------------- the run file */
 
@@ -220,7 +232,7 @@
     var test = llm.stats.mcnemar(b, c);
     return {
       header: header, condition: condition, n: n, failed: Object.keys(header.failed || {}).length, unusable: unusable,
-      half_width: n ? 0.98 / Math.sqrt(n) : NaN,
+      half_width: n ? data.protocol.width_at_half / Math.sqrt(n) : NaN,
       accuracy: accuracy, notebook_accuracy: notebookAccuracy, supports_accuracy: llm.stats.wilson(count(supportsRight), n),
       macro_f1: f1(mine), notebook_macro_f1: f1(notebook),
       paired: { difference: accuracy.estimate - notebookAccuracy.estimate, b: b, c: c, p: test.p,
@@ -229,6 +241,7 @@
       evidence_f: meanF(evidence), notebook_evidence_f: meanF(notebookEvidence),
       latency: { median: llm.stats.quantile(sorted, 0.5), p90: llm.stats.quantile(sorted, 0.9), calls: sorted.length },
       tokens: { input: tokensIn, output: tokensOut },
+      cost: llm.stats.cost(data.protocol, header.model || "", tokensIn, tokensOut),
       rows: rows
     };
   };

@@ -11,19 +11,16 @@ batches of 16: the verdicts the course's predictions file holds). Nothing is rec
 
 from __future__ import annotations
 
-import math
-
 from claimtrace import constants as C
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.llm import protocol_constants
+from claimtrace.evaluation.llm_score import interval_width
 
 #: The split the page samples from (the protocol's default pool).
 SPLIT = "dev"
 #: The sample size the page starts with (the protocol's interval note is given at it).
 DEFAULT_N = 20
 DEFAULT_SEED = 2024
-#: Wilson's half-width at p = 0.5 is about this over sqrt(N) (1.96 / 2).
-HALF_WIDTH_AT_HALF = 0.98
 
 #: Shown with the protocol: the bootstrap the page's figures use (the evaluation layer's).
 BOOTSTRAP = {"resamples": S.RESAMPLES, "seed": S.SEED}
@@ -71,7 +68,7 @@ AI_LOG_DATA = {
 
 def half_width(n: int) -> float:
     """About how far a Wilson 95% interval reaches either side of 0.5 at ``n`` claims."""
-    return HALF_WIDTH_AT_HALF / math.sqrt(n) if n > 0 else float("nan")
+    return interval_width(n)
 
 
 def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
