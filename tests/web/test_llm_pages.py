@@ -240,6 +240,37 @@ def test_the_pages_statistics_are_the_evaluation_layers(page, site):
         assert f == pytest.approx(evidence_f(predicted, gold_ids), abs=1e-15)
 
 
+def test_anthropics_wire_format_and_a_wrong_key_failed_not_scored(browser, web_tracer):
+    with FakeProvider("anthropic", expected_key=KEY) as fake:
+        app = create_app(tracer=web_tracer, llm_origins=(fake.anthropic_base_url,))
+        with serving(app) as base:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.goto(base + "/evaluation.html", wait_until="load")
+            for key, expected in ((KEY, "0 failed"), ("sk-wrong", "4 failed")):
+                page.click("#llm-open-settings")
+                page.select_option("#llm-provider", "anthropic")
+                page.fill("#llm-base-url", fake.anthropic_base_url)
+                page.fill("#llm-model", "claude-3-5-haiku-latest")
+                page.fill("#llm-key", key)
+                page.click("#llm-save")
+                page.fill("#llm-n", "4")
+                page.uncheck("#llm-stratified")
+                page.click("#llm-start")
+                page.wait_for_selector("#llm-progress:has-text('Done')", timeout=60_000)
+                assert (
+                    expected in page.locator("#llm-progress").inner_text() + page.locator("#llm-results").inner_text()
+                )
+            context.close()
+    calls = [r for r in fake.requests if r["path"] == "/v1/messages"]
+    assert len(calls) == 8  # a 401 is not asked again
+    first = calls[0]
+    assert first["headers"]["x-api-key"] == KEY and first["headers"]["anthropic-version"] == "2023-06-01"
+    assert first["headers"]["anthropic-dangerous-direct-browser-access"] == "true"
+    assert first["body"]["max_tokens"] == 400 and first["body"]["temperature"] == 0
+    assert first["body"]["system"] == protocol.SYSTEM_PROMPT_V1 and first["body"]["messages"][0]["role"] == "user"
+
+
 def test_forget_remember_and_the_audit_log(page, site, provider):
     page.goto(site + "/evaluation.html", wait_until="load")
     _set_provider(page, provider.openai_base_url)

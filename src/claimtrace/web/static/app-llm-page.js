@@ -157,6 +157,7 @@
       data.claims.forEach(function (claim) { byId[claim.id] = claim; });
       state.stop = false;
       start.disabled = true;
+      progress.textContent = "Drawing the sample…";
       stop.disabled = false;
       llm.sample(data.claims, n, seed, stratified, data.protocol.stratify_order).then(function (ids) {
         var run = {};
