@@ -23,7 +23,7 @@ from claimtrace.data.files import course_file
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
-from claimtrace.web.render import ASSETS, STATIC
+from claimtrace.web.render import ASSETS, LLM_SCRIPTS, STATIC
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 from claimtrace.workdir.reader import Build
 
@@ -695,8 +695,9 @@ def test_answers_over_1_kb_are_gzipped_and_static_files_cached_by_their_hashed_n
     assert page.headers["content-encoding"] == "gzip" and len(page.content) > 1000
     small = web_client.get("/claim/claim-424242.json", headers={"Accept-Encoding": "gzip"})
     assert "content-encoding" not in small.headers  # under 1 KB: sent as it is
+    evaluation = web_client.get("/evaluation.html").text  # the LLM scripts: linked by the LLM pages
     for name, hashed in ASSETS.items():
-        assert f"static/{hashed}" in page.text
+        assert f"static/{hashed}" in (evaluation if name in LLM_SCRIPTS else page.text)
         answer = web_client.get(f"/static/{hashed}")
         assert answer.status_code == 200 and answer.headers["cache-control"] == "public, max-age=31536000, immutable"
         assert answer.content == (STATIC / name).read_bytes()

@@ -14,6 +14,7 @@ from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, port_option,
 from claimtrace.compare.store import DEFAULT_CAP_BYTES
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
+from claimtrace.web.policy import origin_of
 
 
 def predictions_options(command: Callable) -> Callable:
@@ -35,6 +36,14 @@ def predictions_options(command: Callable) -> Callable:
     )(command)
     command = click.option(
         "--name", "names", multiple=True, help="A name for each --predictions, in order (default: the file's stem)."
+    )(command)
+    command = click.option(
+        "--llm-origin",
+        "llm_origins",
+        multiple=True,
+        help="A provider's base URL (e.g. a local model's http://127.0.0.1:8080/v1) the evaluation page and the "
+        "claim pages' second opinion may call from the browser, beside api.anthropic.com and api.openai.com "
+        "(repeatable; the content security policy lets no other page connect anywhere but this site).",
     )(command)
     return click.option(
         "--predictions",
@@ -117,6 +126,7 @@ def serve_command(
     names: tuple[str, ...],
     class_dir: str | None,
     course_baseline: bool,
+    llm_origins: tuple[str, ...],
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     import uvicorn
@@ -131,6 +141,7 @@ def serve_command(
     stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
     build = open_build(ctx, workdir)
     runs = _given_runs(ctx, predictions, names, course_baseline, class_dir)
+    origins = tuple(origin_of(url) for url in llm_origins)
     store = {"path": str(store_path or store_beside(build.root)), "cap_bytes": store_cap << 20}
     tracer = Tracer(build, RunStore(store["path"], store["cap_bytes"]))  # a file that is no store stops it now
     _give_runs(tracer, runs)  # a bad file stops the server now, naming it
@@ -138,13 +149,15 @@ def serve_command(
     click.echo(f"claimtrace: runs kept in {store['path']}", err=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if workers == 1:
-        uvicorn.Server(server_config(create_app(tracer=tracer, warm=True, prerender=prerender), port)).run()
+        uvicorn.Server(
+            server_config(create_app(tracer=tracer, warm=True, prerender=prerender, llm_origins=origins), port)
+        ).run()
         return
     # Several processes: uvicorn starts each worker from an import string; the worker reads
     # which build to open from the environment it inherits.
     from uvicorn.supervisors import Multiprocess
 
-    WorkerSettings(build.root, folder, prerender, runs, store).export()
+    WorkerSettings(build.root, folder, prerender, runs, store, origins).export()
     config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
@@ -194,11 +207,13 @@ def site_command(
     names: tuple[str, ...],
     class_dir: str | None,
     course_baseline: bool,
+    llm_origins: tuple[str, ...],
 ) -> None:
     """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
     from claimtrace.web.site import write_site
     from claimtrace.web.tracer import Tracer
 
+    origins = tuple(origin_of(url) for url in llm_origins)
     tracer = Tracer(open_build(ctx, workdir))
     _give_runs(tracer, _given_runs(ctx, predictions, names, course_baseline, class_dir))
     result = write_site(
@@ -210,6 +225,7 @@ def site_command(
         progress=True,
         limit=limit,
         json_twins=json_twins,
+        llm_origins=origins,
     )
     click.echo(json.dumps(result, ensure_ascii=False))
 

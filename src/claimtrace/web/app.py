@@ -54,7 +54,11 @@ __all__ = ["create_app", "MAX_BODY_BYTES"]
 
 
 def create_app(
-    build: Build | None = None, tracer: Tracer | None = None, warm: bool = False, prerender: bool = False
+    build: Build | None = None,
+    tracer: Tracer | None = None,
+    warm: bool = False,
+    prerender: bool = False,
+    llm_origins: tuple[str, ...] = (),
 ) -> FastAPI:
     """The site over a build, or over a tracer already made for one (see the module docstring
     for the routes).
@@ -62,7 +66,9 @@ def create_app(
     ``warm``: load the build and the front page in the background while the server starts, then
     every split's Explore. ``prerender`` (with ``warm``): then render every claim page once and
     keep it whole (a server under load: about 16 ms a claim in the background, then a claim page
-    costs nothing); ``/api/build.json`` reports the progress under ``"server"``.
+    costs nothing); ``/api/build.json`` reports the progress under ``"server"``. ``llm_origins``:
+    the origins (``scheme://host:port``) of provider base URLs the LLM pages may connect to,
+    beside the known providers' (``serve --llm-origin``).
     """
     tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="server")
@@ -81,7 +87,7 @@ def create_app(
     app.add_middleware(HostGuard, renderer=renderer)
     app.add_middleware(BuildWatch, stamp=lambda: build_stamp(tracer.build), reload=lambda: reload_site(app, answers))
     app.add_middleware(Failsafe, site=lambda: app.state.site)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, llm_origins=llm_origins)
     # answers over 1 KB are gzipped for a client that takes it (train's Explore: 230 KB -> 74 KB)
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)

@@ -22,6 +22,7 @@ import traceback
 
 from claimtrace.errors import DataError
 from claimtrace.lib.lru import LRU
+from claimtrace.web.policy import LLM_PAGES, policy
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response
 from claimtrace.web.views.status import public_paths
@@ -31,13 +32,10 @@ from claimtrace.web.views.status import public_paths
 ALLOWED_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "testserver"})
 
 #: Sent with every response. No inline script runs (app.js is the only script; the JSON data
-#: blocks are not run); style attributes stay allowed for the inline CSS bars of the charts.
+#: blocks are not run); style attributes stay allowed for the inline CSS bars of the charts. The
+#: pages that call a visitor's LLM get a wider connect-src (:func:`claimtrace.web.policy.policy_for`).
 SECURITY_HEADERS = (
-    (
-        b"content-security-policy",
-        b"default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
-        b"img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    ),
+    (b"content-security-policy", policy().encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
@@ -54,10 +52,13 @@ ANSWER_CACHE_BYTES = 256 * 2**20
 
 
 class SecurityHeaders:
-    """Adds SECURITY_HEADERS to every response; answers HEAD as GET without the body."""
+    """Adds SECURITY_HEADERS to every response (an LLM page's policy in place of the site's:
+    ``llm_origins``, the base URLs the server was told of); answers HEAD as GET without the body."""
 
-    def __init__(self, app):
+    def __init__(self, app, llm_origins: tuple[str, ...] = ()):
         self.app = app
+        wider = (b"content-security-policy", policy(llm_origins).encode())
+        self.llm_headers = (wider, *SECURITY_HEADERS[1:])
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -66,9 +67,11 @@ class SecurityHeaders:
         if head:
             scope = {**scope, "method": "GET"}
 
+        headers = self.llm_headers if LLM_PAGES.fullmatch(scope.get("path", "/")) else SECURITY_HEADERS
+
         async def secured(message):
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
+                message = {**message, "headers": [*message.get("headers", ()), *headers]}
             elif head and message["type"] == "http.response.body":
                 message = {**message, "body": b""}  # Content-Length stays the GET body's, as HEAD wants
             await send(message)

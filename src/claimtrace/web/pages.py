@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from claimtrace import __version__
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import Renderer, root_for
@@ -25,6 +26,7 @@ from claimtrace.web.runs import with_runs
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views.attribution import attribution_page
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
+from claimtrace.web.views.llm import AI_LOG_DATA, evaluation_data
 from claimtrace.web.views.parity import parity
 from claimtrace.web.views.results import results
 from claimtrace.web.views.tour import tour_view
@@ -292,6 +294,25 @@ ATTRIBUTION = Page(
     data=lambda tracer, key: attribution_page(tracer.build),
     template=lambda renderer, data, root: renderer.attribution_page(data, root),
     aliases=(Address("/attribution", None, "html"),),
+#: A visitor's own LLM on a seeded sample of dev claims, paired with the notebook's classifier:
+#: the protocol, and the claims, passages and verdicts the browser runs it on.
+EVALUATION = Page(
+    "evaluation",
+    "evaluation.html",
+    "evaluation.json",
+    data=lambda tracer, key: tracer.build.once("evaluation", lambda: evaluation_data(tracer.build, __version__)),
+    template=lambda renderer, data, root: renderer.evaluation_page(data, root),
+    aliases=(Address("/evaluation", None, "html"),),
+)
+#: Every call to a visitor's LLM this browser made (the log lives in the browser; its twin says
+#: what a record holds).
+AI_LOG = Page(
+    "ai-log",
+    "ai-log.html",
+    "ai-log.json",
+    data=lambda tracer, key: AI_LOG_DATA,
+    template=lambda renderer, data, root: renderer.ai_log_page(data, root),
+    aliases=(Address("/ai-log", None, "html"),),
 )
 TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
 BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
@@ -311,6 +332,8 @@ PAGES = (
     RESULTS,
     ATTRIBUTION,
     METHODS,
+    EVALUATION,
+    AI_LOG,
     COMPARE_INDEX,
     COMPARE_CLASS,
     COMPARE,

@@ -24,7 +24,9 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
+from claimtrace.web.policy import policy
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -41,9 +43,17 @@ STATIC_FILES = (
     "app-explore.js",
     "app-forms.js",
     "app-sweep.js",
+    "app-llm.js",
+    "app-llm-score.js",
+    "app-llm-page.js",
     "app.js",
     "style.css",
 )
+
+
+#: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
+#: only when its second opinion is there (the claim pages are most of a static export).
+LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js")
 
 
 def _hashed(name: str) -> str:
@@ -256,6 +266,9 @@ def make_env() -> Environment:
         asset=ASSETS.__getitem__,
         claims_table=claims_table,
         stems_of_stems=stems_of_stems,
+        second_opinion=second_opinion_data,
+        LLM_SCRIPTS=LLM_SCRIPTS,
+        llm_protocol=page_protocol,
         pictures=pictures,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
@@ -291,9 +304,13 @@ class Renderer:
     #: Rendered claim and Explore pages kept (a trace never changes once computed).
     PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
 
-    def __init__(self, tracer: Tracer, mode: str = "server"):
+    #: The pages that call a visitor's LLM from the browser (their policy may connect to it).
+    LLM_PAGES = frozenset({"evaluation", "claim"})
+
+    def __init__(self, tracer: Tracer, mode: str = "server", llm_origins: tuple[str, ...] = ()):
         self.tracer = tracer
         self.mode = mode
+        self.llm_origins = tuple(llm_origins)
         self.env = make_env()
         self._pages: LRU[tuple, str] = LRU(self.PAGE_CACHE)
 
@@ -301,7 +318,11 @@ class Renderer:
         return self._pages.get_or_make(key, make)
 
     def _render(self, template: str, root: str, **context) -> str:
-        return self.env.get_template(template).render(root=root, mode=self.mode, **context)
+        # An exported page carries its content security policy as a <meta>: no header there.
+        page = context.get("page")
+        # Markup: the policy is the site's own text (no quote to escape inside content="...").
+        csp = Markup(policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True))
+        return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
         ids = list(self.tracer.claims(split))
@@ -354,6 +375,21 @@ class Renderer:
         return self._render(
             "methods.html", root, m=data, page="methods", title="Methods: the pipeline, the models, the data"
         )
+
+    def evaluation_page(self, data: dict, root: str) -> str:
+        return self._render(
+            "evaluation.html",
+            root,
+            e=data,
+            passages=self.tracer.build.once(
+                ("evaluation-passages", data["split"]), lambda: passage_texts(self.tracer.build, data)
+            ),
+            page="evaluation",
+            title="Would an LLM do better? Your model, paired",
+        )
+
+    def ai_log_page(self, data: dict, root: str) -> str:
+        return self._render("ai_log.html", root, a=data, page="ai-log", title="Your LLM calls, kept in this browser")
 
     def compare_index(self, data: dict, root: str) -> str:
         return self._render(

@@ -147,14 +147,17 @@ class WorkerSettings:
         "CLAIMTRACE_SERVE_PRERENDER",
         "CLAIMTRACE_SERVE_RUNS",
         "CLAIMTRACE_SERVE_STORE",
+        "CLAIMTRACE_SERVE_LLM_ORIGINS",
     )
 
-    def __init__(self, workdir, data_dir, prerender: bool, runs=(), store: dict | None = None):
+    def __init__(self, workdir, data_dir, prerender: bool, runs=(), store: dict | None = None, llm_origins=()):
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
         #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
         self.runs = [(str(path), name) for path, name in runs]
         #: the run store every worker opens: ``{"path", "cap_bytes"}`` (``serve --store``)
         self.store = dict(store or {})
+        #: the provider origins the LLM pages may connect to (serve --llm-origin)
+        self.llm_origins = tuple(llm_origins)
 
     def export(self) -> None:
         values = (
@@ -163,6 +166,7 @@ class WorkerSettings:
             "1" if self.prerender else "",
             json.dumps(self.runs),
             json.dumps(self.store),
+            json.dumps(self.llm_origins),
         )
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
@@ -171,8 +175,9 @@ class WorkerSettings:
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender, runs, store = (os.environ.get(name, "") for name in cls._VARIABLES)
-        return cls(workdir, data_dir, prerender == "1", json.loads(runs or "[]"), json.loads(store or "{}"))
+        workdir, data_dir, prerender, runs, store, origins = (os.environ.get(name, "") for name in cls._VARIABLES)
+        runs, store, origins = json.loads(runs or "[]"), json.loads(store or "{}"), json.loads(origins or "[]")
+        return cls(workdir, data_dir, prerender == "1", runs, store, origins)
 
     def open_store(self) -> RunStore | None:
         """The run store the server was told (None: each process keeps its runs in memory)."""
@@ -189,7 +194,7 @@ def app_from_environment() -> FastAPI:
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
     tracer = Tracer(Build(settings.workdir, settings.data_dir), settings.open_store())
     tracer.runs.give_all(settings.runs)
-    return create_app(tracer=tracer, warm=True, prerender=settings.prerender)
+    return create_app(tracer=tracer, warm=True, prerender=settings.prerender, llm_origins=settings.llm_origins)
 
 
 def server_config(app, port: int, **options):

@@ -57,6 +57,7 @@ from claimtrace.web.render import (
 )
 from claimtrace.web.tracer import Tracer
 from claimtrace.web.views import tour
+from claimtrace.web.views.llm import second_opinion_data
 from claimtrace.workdir.reader import Build
 
 
@@ -74,11 +75,14 @@ def _script(name: str, key: str | None, value) -> str:
 
 
 def live_data(trace: dict) -> dict | None:
-    """What the live editor needs of one claim (the reference the page compares edits with)."""
+    """What the live editor needs of one claim (the reference the page compares edits with), and
+    what the claim page's second opinion needs beyond it (its gold ids and the notebook's
+    verdicts: the claim's text and label are here already)."""
     c = trace.get("classifier", {})
     if c.get("status") != "ok":
         return None
     head = trace["claim"]
+    opinion = second_opinion_data(trace)
     return {
         "claim_id": head["id"],
         "label": head["label"],
@@ -86,6 +90,10 @@ def live_data(trace: dict) -> dict | None:
         "text": c["text"],
         # what the editor compares an edit with (not the PyTorch check: the claim's page shows it)
         "alone": {"logits": c["alone"]["logits"], "verdict": c["alone"]["verdict"]},
+        # the second opinion's gold ids and the notebook's verdicts on retrieved and gold passages
+        "opinion": None
+        if opinion is None
+        else [opinion["gold"], opinion["notebook"]["retrieved"], opinion["notebook"]["gold"]],
     }
 
 
@@ -226,6 +234,7 @@ def write_site(
     json_twins: bool = False,
     shared_parts: bool = True,
     only: Iterable[str] | None = None,
+    llm_origins: tuple[str, ...] = (),
 ) -> dict:
     """Write the site for a build (or a tracer already made for one) into ``out``; return
     counts, bytes and seconds.
@@ -236,6 +245,8 @@ def write_site(
     ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
     (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
     ``only``: write only these claims' pages (and claim-752's), a preview like ``limit``.
+    ``llm_origins``: provider origins the LLM pages' content security policy lets them call,
+    beside the known providers' (``site --llm-origin``).
     """
     started = time.perf_counter()
     tracer = tracer or Tracer(build)
@@ -243,7 +254,9 @@ def write_site(
     out.mkdir(parents=True, exist_ok=True)
     splits = [s for s in C.SPLITS if s in set(splits)]
     claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
-    export = _Export(out, tracer, Renderer(tracer, mode="static"), _planned(tracer, claim_ids, json_twins))
+    export = _Export(
+        out, tracer, Renderer(tracer, mode="static", llm_origins=llm_origins), _planned(tracer, claim_ids, json_twins)
+    )
     export.copy_static()
     for page in PAGES:
         if page is not CLAIM:  # per split, what the pages repeat written once (_write_claims)

@@ -11,6 +11,9 @@
      app-editor.js   the live model-input editor, and a static claim page's charts
      app-explore.js  Explore's claims table, and the tables whose heads sort them
      app-forms.js    the claim form, the forms that filter in place, and a run's upload and box
+     app-llm.js      the LLM harness: settings and key, the sample, the prompt, the providers, the answer
+     app-llm-score.js  an LLM run's file, its check on import, and its scores
+     app-llm-page.js the evaluation page, the audit log page and a claim page's second opinion
      app.js          the start: the static export's shared parts put back, then each part started
 
    Each part adds its own entry to the object (claimtrace.table, claimtrace.charts, ...). */
@@ -29,6 +32,7 @@
       drawn: null, // the result the charts show
       editor: null, // the live editor's elements, its claim and whether its table is loaded
       explore: null, // Explore's claims, filters, sort and page (app-explore.js)
+      llm: null, // the evaluation page's data and its run (app-llm-page.js)
       resizing: null // the timer that waits for the window to stop resizing (app.js)
     }
   });

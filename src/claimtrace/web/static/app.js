@@ -36,6 +36,26 @@
     claimtrace.state.resizing = setTimeout(function () { claimtrace.markScrollables(); }, 150);
   });
 
+  /* The LLM scripts: linked by the evaluation and audit log pages; a claim page loads them only
+     for its second opinion, from the addresses its box names. */
+  function startLlm() {
+    if (claimtrace.llmPages) {
+      claimtrace.llmPages.startEvaluation();
+      claimtrace.llmPages.startAiLog();
+      return;
+    }
+    var box = document.getElementById("second-opinion");
+    if (!box) return;
+    box.getAttribute("data-scripts").split(" ").reduce(function (loaded, src) {
+      return loaded.then(function () { return claimtrace.loadScript(claimtrace.root + src); });
+    }, Promise.resolve()).then(function () {
+      claimtrace.llmPages.startSecondOpinion();
+      box.setAttribute("data-ready", "true");
+    }, function (err) {
+      document.getElementById("second-opinion-status").textContent = "The second opinion cannot start: " + err.message;
+    });
+  }
+
   expandShared();
   claimtrace.explore.start();
   claimtrace.explore.startSortable();
@@ -46,5 +66,6 @@
   claimtrace.forms.startRunBox();
   claimtrace.forms.startRunFilter();
   claimtrace.forms.startRunUpload();
+  startLlm();
   claimtrace.markScrollables();
 })(window.claimtrace);
