@@ -34,8 +34,9 @@ _EVIDENCE_SOURCES = ("gold", "retrieved")
     type=click.Choice(C.CLASSIFIER_VARIANTS),
     default="notebook",
     show_default=True,
-    help="The notebook's model, or the intended one (both bugs fixed; writes "
-    "classifier_intended.safetensors and training_log_intended.json).",
+    help="The notebook's model, the intended one (both bugs fixed; writes "
+    "classifier_intended.safetensors and training_log_intended.json), or the notebook's LSTM "
+    "(classifier_lstm.safetensors, training_log_lstm.json).",
 )
 @click.pass_context
 def train_command(
@@ -48,7 +49,8 @@ def train_command(
     variant: str,
 ) -> None:
     """Train the notebook's classifier (gold evidence), or with --variant intended the same model
-    with its two bugs fixed, the same way; keep the best dev checkpoint."""
+    with its two bugs fixed, or with --variant lstm the notebook's LSTM, the same way; keep the
+    best dev checkpoint."""
     from claimtrace.models.train import train, training_data
 
     data = training_data(data_dir(ctx))
