@@ -22,10 +22,12 @@ from claimtrace.pipeline.retrieval import VARIANTS
 SCORE_RETRIEVALS = ("notebook", "raw-claim-text", "cosine-once", "unpadded-tags", "bm25")
 
 
-#: The classifiers: the notebook's model (both bugs) and the intended one (both fixed).
+#: The classifiers: the notebook's model (both bugs), the intended one (both fixed) and the
+#: notebook's other model, its LSTM (verdict read at the 128th position, usually a [PAD]).
 SCORE_MODELS = {
     "notebook": "the notebook's model (attention across the batch, positions by batch index)",
     "intended": "the intended model (batch-first attention, positions by word index)",
+    "lstm": "the notebook's LSTM (4 layers of 256, its verdict read at the last of the 128 positions)",
 }
 
 

@@ -197,7 +197,7 @@ def _bm25(run: BuildRun) -> dict:
 def _classifier(run: BuildRun) -> dict:
     with run.step("classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
         summary = {"classifier": build_classifier(run.reader)}
-    with run.step("more verdicts", "the intended model, BM25's and the variants' evidence"):
+    with run.step("more verdicts", "the intended model and the LSTM, BM25's and the variants' evidence"):
         build_more_verdicts(run.reader)
     with run.step("scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
         summary["scoreboard"] = build_scoreboard(run.reader)
