@@ -20,7 +20,6 @@ from claimtrace.workdir.reader import Build
 from claimtrace.workdir.stages.classifier import source_inputs
 from claimtrace.workdir.stages.retrieval import VARIANT_SPLITS
 
-
 #: The models beside the build's checkpoint, each with its shipped weights and the shipped vocabulary.
 _OTHER_MODELS = ("intended", "lstm")
 
