@@ -20,6 +20,7 @@ DEFERRED = (
     "nltk",
     "claimtrace.models.transformer",
     "claimtrace.models.intended",
+    "claimtrace.models.lstm",
     "claimtrace.models.train",
 )
 

@@ -154,7 +154,8 @@ def scoreboard(build, split: str = "dev") -> dict:
         the notebook's, tested); ``baselines`` the same for each baseline (``"baseline": true``,
         ``description``); ``statistics`` how the intervals and tests were made;
         ``intended_minus_notebook_on_gold`` the intended model minus the notebook's on the same
-        claims with gold evidence, batches of 16 (:func:`verdicts_paired`).
+        claims with gold evidence, batches of 16 (:func:`verdicts_paired`);
+        ``lstm_minus_notebook_on_gold`` the same for the notebook's LSTM against its Transformer.
     """
     gold = build.claims(split)
     results = {row.name: (row, row_result(build, split, row)) for row in scoreboard_rows()}
@@ -176,11 +177,14 @@ def scoreboard(build, split: str = "dev") -> dict:
         "rows": rows,
         "baselines": extra,
         "statistics": tested["method"],
-        "intended_minus_notebook_on_gold": verdicts_paired(
-            gold,
-            build.verdict_of(split, "intended", "gold", "notebook"),
-            build.verdict_of(split, "notebook", "gold", "notebook"),
-        ),
+        **{
+            f"{model}_minus_notebook_on_gold": verdicts_paired(
+                gold,
+                build.verdict_of(split, model, "gold", "notebook"),
+                build.verdict_of(split, "notebook", "gold", "notebook"),
+            )
+            for model in ("intended", "lstm")
+        },
     }
 
 
