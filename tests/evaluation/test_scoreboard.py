@@ -91,6 +91,20 @@ def test_a_row_says_what_it_changes_from_the_notebooks_pipeline():
     assert bm25[1] == SCORE_MODELS["intended"] and bm25[2] == "each claim alone (a batch of one)"
 
 
+def test_a_rows_file_row_holds_the_same_predictions(demo_build):
+    """The intended model's and the LSTM's alone rows share their notebook rows' files: the
+    build's predictions of both are the same, claim for claim."""
+    for row in scoreboard_rows():
+        if row.file_row != row:
+            assert row.model in ("intended", "lstm") and row.protocol == "alone"
+            for split in ("dev", "test"):
+                assert demo_build.predictions(split, row.retrieval, row.model, "alone") == demo_build.predictions(
+                    split, row.retrieval, row.model, "notebook"
+                )
+        else:
+            assert row.protocol == "notebook" or row.model == "notebook"
+
+
 def test_a_row_is_found_by_name_and_an_unknown_name_lists_them():
     assert scoreboard_row("bm25+intended+notebook") == ScoreRow("bm25", "intended", "notebook")
     with pytest.raises(DataError, match=r"unknown scoreboard row 'bm25\+nobody\+alone': expected one of notebook"):

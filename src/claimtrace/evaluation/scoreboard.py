@@ -31,6 +31,12 @@ SCORE_MODELS = {
 }
 
 
+#: The models whose claims never meet their batch-mates (models.predict.PerClaimClassifier): the
+#: build computes their two protocols once, so a row's "alone" predictions are its "notebook"
+#: row's, file for file.
+ONE_COMPUTATION_MODELS = frozenset({"intended", "lstm"})
+
+
 _PROTOCOL_CHANGES = {"alone": "each claim alone (a batch of one)", "notebook": "batches of 16 in file order"}
 
 
@@ -48,6 +54,15 @@ class ScoreRow:
     @property
     def name(self) -> str:
         return f"{self.retrieval}+{self.model}+{self.protocol}"
+
+    @property
+    def file_row(self) -> ScoreRow:
+        """The row whose predictions file holds this row's predictions: itself, or for a model
+        of :data:`ONE_COMPUTATION_MODELS` under "alone", the same row under "notebook" (the same
+        verdicts, so a site writes that file once)."""
+        if self.model in ONE_COMPUTATION_MODELS and self.protocol == "alone":
+            return ScoreRow(self.retrieval, self.model, "notebook")
+        return self
 
     def changes(self) -> list[str]:
         """What this row changes from the notebook's pipeline (its retrieval as designed, its

@@ -132,7 +132,8 @@ def _chosen_claims(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]
 
 
 def _row_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[tuple[str, str]]:
-    return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()]
+    # one file per distinct predictions: a row whose file is another's is served but not written twice
+    return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows() if row.file_row == row]
 
 
 WALKTHROUGH = Page(

@@ -218,8 +218,9 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     except Missing as err:
         return missing(err.stage, err.reason)
     # both splits' files from either page: the test predictions are what one would submit
+    # a row whose predictions are another row's (ScoreRow.file_row) links to that row's file
     section["downloads"] = {
-        row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
+        row.name: {s: prediction_path(s, row.file_row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
     }
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
     section["intended_training"] = intended_training()
