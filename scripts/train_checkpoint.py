@@ -15,7 +15,12 @@ Writes (--variant intended: the same model with both bugs fixed, trained the sam
   classifier_intended.safetensors       best-dev checkpoint, float16 (exactness not claimed)
   classifier_intended_provenance.json   seed, settings, per-epoch log, best epoch, accuracies of
                                         the float16 checkpoint, the notebook model's curve beside
-It checks that the run's vocabulary is the shipped classifier_vocab.json and leaves the notebook
+Writes (--variant lstm: the notebook's other model, its LSTM, trained the same way):
+  classifier_lstm.safetensors           best-dev checkpoint, float16 (exactness not claimed)
+  classifier_lstm_provenance.json       seed, settings, per-epoch log beside the notebook's printed
+                                        LSTM log, best epoch, seconds, accuracies of the float16
+                                        checkpoint
+Both check that the run's vocabulary is the shipped classifier_vocab.json and leave the notebook
 model's files alone.
 
 Training is deterministic for a given seed on one machine with the same thread count; another
@@ -55,10 +60,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--note", default=None, help="Free text stored in the provenance (e.g. machine load).")
     parser.add_argument(
+        "--calibration",
+        type=float,
+        default=None,
+        help="Seconds of ../shared/bench/calibrate.py measured beside the training (stored with its time).",
+    )
+    parser.add_argument(
         "--variant",
         choices=C.CLASSIFIER_VARIANTS,
         default="notebook",
-        help="notebook (default) or intended (both bugs fixed; float16 checkpoint).",
+        help="notebook (default), intended (both bugs fixed) or lstm (float16 checkpoints).",
     )
     args = parser.parse_args()
 
@@ -80,6 +91,9 @@ def main() -> None:
     log = json.loads((workdir / C.TRAINING_LOG_FILES[args.variant]).read_text(encoding="utf-8"))
     if args.variant == "intended":
         export_intended(workdir, log, args.assets, data_dir, args.note)
+        return
+    if args.variant == "lstm":
+        export_lstm(workdir, log, args.assets, data_dir, args.note, args.calibration)
         return
 
     assets = args.assets
@@ -158,10 +172,10 @@ def library_versions() -> dict[str, str]:
     }
 
 
-def intended_accuracies(model, data) -> dict:
-    """Accuracy of the loaded (float16 -> float32) intended model with gold evidence, train and
-    dev, in both protocols; for this model they differ only by float noise, since a claim no
-    longer sees its batch-mates."""
+def float16_accuracies(model, data) -> dict:
+    """Accuracy of a loaded (float16 -> float32) model whose claims never meet their batch-mates
+    (the intended one, the LSTM) with gold evidence, train and dev, in both protocols; they
+    differ only by float noise."""
     import torch
 
     from claimtrace.models.predict import accuracy_and_confusion
@@ -198,11 +212,7 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     from claimtrace.models.train import training_data
     from claimtrace.models.transformer import load_state_dict
 
-    if log.get("variant") != "intended":
-        raise SystemExit(f"{workdir}: not an intended run")
-    # The ids of both checkpoints refer to one shipped vocabulary: refuse a run with another.
-    if sha256_file(workdir / C.VOCAB_FILE) != sha256_file(assets / C.VOCAB_FILE):
-        raise SystemExit(f"{workdir / C.VOCAB_FILE} differs from the shipped {C.VOCAB_FILE}")
+    check_run(workdir, log, assets, "intended")
     source = workdir / C.CHECKPOINT_FILES["intended"]
     target = assets / C.CHECKPOINT_FILES["intended"]
     metadata = {
@@ -213,7 +223,7 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     }
     save_float16_checkpoint(load_state_dict(source), target, metadata=metadata)
     model = load_intended_model(target)  # loads back what was just written
-    accuracies = intended_accuracies(model, training_data(data_dir))
+    accuracies = float16_accuracies(model, training_data(data_dir))
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     shipped_dev = accuracies["dev"]["notebook"]["correct"]
     provenance = {
@@ -254,6 +264,102 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
         f"dev, float16 checkpoint: {shipped_dev}/{accuracies['dev']['notebook']['claims']} "
         f"(training log, float32: {recorded}); {target.stat().st_size} bytes"
     )
+
+
+def check_run(workdir: Path, log: dict, assets: Path, variant: str) -> None:
+    """The run is of ``variant`` and its ids refer to the shipped vocabulary (every checkpoint's
+    do: one input serves them all)."""
+    from claimtrace.models.table import sha256_file
+
+    if log.get("variant") != variant:
+        raise SystemExit(f"{workdir}: not a run of the {variant} model")
+    if sha256_file(workdir / C.VOCAB_FILE) != sha256_file(assets / C.VOCAB_FILE):
+        raise SystemExit(f"{workdir / C.VOCAB_FILE} differs from the shipped {C.VOCAB_FILE}")
+
+
+# --- The LSTM -------------------------------------------------------------------------------------
+
+
+def lstm_beside_notebook(history: list[dict]) -> list[dict]:
+    """Each epoch of this run beside the notebook's printed LSTM log (course.ORIGINAL_LSTM_LOG)."""
+    from claimtrace.course import ORIGINAL_LSTM_LOG
+
+    rows = []
+    for record in history:
+        printed = ORIGINAL_LSTM_LOG.get(record["epoch"])
+        rows.append(
+            {
+                "epoch": record["epoch"],
+                "train_loss": round(record["train_loss"], 4),
+                "train_accuracy": round(record["train_accuracy"], 4),
+                "dev_accuracy": round(record["dev_accuracy"], 4),
+                "notebook": None
+                if printed is None
+                else dict(zip(("train_loss", "train_accuracy", "dev_loss", "dev_accuracy"), printed, strict=True)),
+            }
+        )
+    return rows
+
+
+def export_lstm(
+    workdir: Path, log: dict, assets: Path, data_dir: Path, note: str | None, calibration: float | None
+) -> None:
+    """Ship the LSTM run's best checkpoint in float16 with its provenance."""
+    from claimtrace.models.intended import save_float16_checkpoint
+    from claimtrace.models.lstm import load_lstm_model
+    from claimtrace.models.table import sha256_file
+    from claimtrace.models.train import training_data
+    from claimtrace.models.transformer import load_state_dict
+
+    check_run(workdir, log, assets, "lstm")
+    target = assets / C.CHECKPOINT_FILES["lstm"]
+    metadata = {
+        "variant": "lstm",
+        "seed": str(log["seed"]),
+        "epoch": str(log["best_epoch"]),
+        "exactness": "not claimed: float16 copy of the float32 training checkpoint",
+    }
+    save_float16_checkpoint(load_state_dict(workdir / C.CHECKPOINT_FILES["lstm"]), target, metadata=metadata)
+    accuracies = float16_accuracies(load_lstm_model(target), training_data(data_dir))
+    recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
+    provenance = {
+        "what": "The notebook's LSTM (its cell 'LSTM Classification Model': Embedding, LSTM(256, 256, 4, "
+        "batch_first=True, dropout=0.1), dropout, Linear on the last of the 128 positions), trained by "
+        "claimtrace with the notebook's train_model regime (claimtrace.models.lstm).",
+        "exactness": "Not claimed. The checkpoint is a float16 copy of the float32 best-dev weights; the "
+        "accuracies below are the float16 checkpoint's own, loaded back in float32.",
+        "regenerate": f"python scripts/train_checkpoint.py --variant lstm --seed {log['seed']} "
+        f"--epochs {log['epochs']} --threads {log['threads']}",
+        "variant": "lstm",
+        "dtype": "float16",
+        "seed": log["seed"],
+        "epochs": log["epochs"],
+        "threads": log["threads"],
+        "batch_size": log["batch_size"],
+        "learning_rate": log["learning_rate"],
+        "libraries": library_versions(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "training_seconds": log.get("seconds"),
+        "calibration": {
+            "seconds": calibration,
+            "command": "NLTK_DATA=../shared/data/nltk_data python ../shared/bench/calibrate.py ../shared/data",
+        },
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "note": note,
+        "best_epoch": log["best_epoch"],
+        "best_dev_accuracy": log["best_dev_accuracy"],
+        "best_dev_correct_float32": recorded,
+        "best_dev_correct_float16": accuracies["dev"]["notebook"]["correct"],
+        "history": log["history"],
+        "beside_the_notebook": lstm_beside_notebook(log["history"]),
+        "accuracy_with_gold_evidence": accuracies,
+        "files": {name: sha256_file(assets / name) for name in (C.CHECKPOINT_FILES["lstm"], C.VOCAB_FILE)},
+        "labels": list(C.LABELS),
+    }
+    write_atomic(assets / C.PROVENANCE_FILES["lstm"], json.dumps(provenance, indent=1) + "\n")
+    print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
+    print(f"dev, float16 checkpoint: {provenance['best_dev_correct_float16']}/154 (training log: {recorded})")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ DEFERRED = (
     "nltk",
     "claimtrace.models.transformer",
     "claimtrace.models.intended",
+    "claimtrace.models.lstm",
     "claimtrace.models.train",
 )
 

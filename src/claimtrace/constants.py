@@ -136,6 +136,8 @@ N_LAYERS = 6
 FF_DIM = 512
 DROPOUT = 0.1
 PE_MAX_LEN = 5000
+#: The notebook's LSTM (its "LSTM Classification Model" cell): 4 stacked layers of 256.
+LSTM_LAYERS = 4
 LEARNING_RATE = 1e-4
 EPOCHS = 10
 BATCH_SIZE = 16
@@ -184,10 +186,24 @@ TRAINING_LOG_FILE = "training_log.json"
 #: The classifiers claimtrace trains: "notebook" (the notebook's model, bugs included) and
 #: "intended" (the same model with the batch-first and pe-by-batch-position bugs fixed; trained
 #: the same way, shipped in float16, its exactness not claimed). Files per variant:
-CLASSIFIER_VARIANTS = ("notebook", "intended")
-CHECKPOINT_FILES = {"notebook": CHECKPOINT_FILE, "intended": "classifier_intended.safetensors"}
-TRAINING_LOG_FILES = {"notebook": TRAINING_LOG_FILE, "intended": "training_log_intended.json"}
-PROVENANCE_FILES = {"notebook": PROVENANCE_FILE, "intended": "classifier_intended_provenance.json"}
+#: "lstm" is the notebook's other model (models.lstm), trained the same way and shipped in
+#: float16 too.
+CLASSIFIER_VARIANTS = ("notebook", "intended", "lstm")
+CHECKPOINT_FILES = {
+    "notebook": CHECKPOINT_FILE,
+    "intended": "classifier_intended.safetensors",
+    "lstm": "classifier_lstm.safetensors",
+}
+TRAINING_LOG_FILES = {
+    "notebook": TRAINING_LOG_FILE,
+    "intended": "training_log_intended.json",
+    "lstm": "training_log_lstm.json",
+}
+PROVENANCE_FILES = {
+    "notebook": PROVENANCE_FILE,
+    "intended": "classifier_intended_provenance.json",
+    "lstm": "classifier_lstm_provenance.json",
+}
 #: The seed of the shipped checkpoint (see classifier_provenance.json for why this one).
 SHIPPED_SEED = 0
 #: libgomp's wait policy for torch's OpenMP threads. On a CPU shared with other processes the

@@ -186,6 +186,31 @@ ORIGINAL_LOG: dict[int, tuple[float, float]] = {
 }
 
 
+#: The notebook's LSTM training run as it printed it (its cell "Train the LSTM model", the same
+#: ``train_model`` as the Transformer's), epoch -> (train loss, train accuracy, dev loss, dev
+#: accuracy), rounded to 4 places.
+ORIGINAL_LSTM_LOG: dict[int, tuple[float, float, float, float]] = {
+    1: (1.2922, 0.4161, 1.2715, 0.4416),
+    2: (1.2611, 0.4218, 1.2694, 0.4416),
+    3: (1.2592, 0.4251, 1.2682, 0.4481),
+    4: (1.2557, 0.4332, 1.2618, 0.4675),
+    5: (1.2496, 0.4520, 1.2513, 0.4675),
+    6: (1.2209, 0.4650, 1.2013, 0.5130),
+    7: (1.1240, 0.5440, 1.0935, 0.5779),
+    8: (1.0539, 0.5700, 1.0808, 0.5519),
+    9: (1.0205, 0.5912, 1.1122, 0.5325),
+    10: (0.9683, 0.6287, 1.1163, 0.5844),
+}
+
+#: The group's comparison of the two models' dev accuracy: LSTM 46.75% against
+#: Transformer 57.14% (the LSTM's figure is its epoch 4-5 accuracy, not its best, 58.44% at 10).
+NOTEBOOK_LSTM = "the notebook's markdown cell after its training curves"
+REPORT_LSTM_VS_TRANSFORMER = {
+    "lstm": Figure(0.4675, "46.75%", NOTEBOOK_LSTM),
+    "transformer": Figure(0.5714, "57.14%", NOTEBOOK_LSTM),
+}
+
+
 def is_course_corpus(corpus: dict | None) -> bool:
     """Whether a build's manifest corpus is the course's own evidence.json, the one case in which
     the course's retrieval figures and the build's should coincide.

@@ -32,7 +32,7 @@ def test_cli_train_variant(data, tmp_path, monkeypatch):
     from claimtrace.cli.main import main
 
     monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
-    for variant, args in (("notebook", []), ("intended", ["--variant", "intended"])):
+    for variant, args in (("notebook", []), ("intended", ["--variant", "intended"]), ("lstm", ["--variant", "lstm"])):
         workdir = tmp_path / variant
         result = CliRunner().invoke(
             main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args]
@@ -76,6 +76,26 @@ def test_cli_explain_works_from_any_directory(data_dir, demo_build, tmp_path, mo
 def test_cli_explain_unknown_claim(data_dir, demo_build):
     result = _cli(data_dir, "explain", "claim-no-such", "--workdir", str(demo_build.root))
     assert result.exit_code == 2 and "not a train, dev or test claim" in result.output
+
+
+def test_cli_explain_model_lstm(data_dir, demo_build):
+    """The LSTM's reading of claim-752 is the build's stored one; the text names where it is read."""
+    args = ("explain", "claim-752", "--workdir", str(demo_build.root), "--model", "lstm")
+    result = _cli(data_dir, *args, "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    stored = demo_build.more_verdicts("dev")["claim-752"]["lstm"]["retrieved"]
+    for protocol in C.PROTOCOLS:
+        assert out[protocol]["verdict"] == stored[protocol]["verdict"]
+        assert out[protocol]["logits"] == stored[protocol]["logits"]
+    assert out["same"] is True and out["model"] == "lstm"
+    assert out["last_position"] == {"position": C.MAX_LEN - 1, "token": C.PAD}
+    assert out["real_tokens"] + out["pad_tokens"] == C.MAX_LEN
+    text = _cli(data_dir, *args, "--evidence", "gold")
+    assert text.exit_code == 0 and "verdict read at position 127, a [PAD]" in text.output
+    train_id = next(iter(demo_build.claims("train")))
+    refused = _cli(data_dir, "explain", train_id, "--workdir", str(demo_build.root), "--model", "lstm")
+    assert refused.exit_code == 2 and "dev and test claims only" in refused.output
 
 
 def test_cli_explain_gold_of_a_test_claim_is_refused(data_dir, demo_build):

@@ -132,7 +132,7 @@ def test_every_scoreboard_row_equals_evaluate_on_its_exported_predictions(demo_b
     board = report["scoreboard"]
     assert board["anchor"] == TABLE2["dev"]
     assert [r["name"] for r in board["rows"]] == [r.name for r in scoreboard_rows()]
-    assert len(board["rows"]) == 5 * 2 * 2
+    assert len(board["rows"]) == 5 * 3 * 2
     assert board["rows"][0]["name"] == "notebook+notebook+notebook" and board["rows"][0]["changes"] == []
     assert board["rows"][0]["F"] == report["course"]["F"] and board["rows"][0]["A"] == report["course"]["A"]
     for row in board["rows"]:

@@ -75,11 +75,11 @@ class _Build:
 
 def test_the_rows_are_every_retrieval_model_and_protocol_the_notebooks_own_first():
     rows = scoreboard_rows()
-    assert len(rows) == len(SCORE_RETRIEVALS) * len(SCORE_MODELS) * 2 == 20
-    assert len({row.name for row in rows}) == 20
+    assert len(rows) == len(SCORE_RETRIEVALS) * len(SCORE_MODELS) * 2 == 30
+    assert len({row.name for row in rows}) == 30
     assert rows[0] == ScoreRow("notebook", "notebook", "notebook") and rows[0].name == "notebook+notebook+notebook"
     assert [row.protocol for row in rows[:2]] == ["notebook", "alone"]  # batches of 16 first, then alone
-    assert [row.retrieval for row in rows[::4]] == list(SCORE_RETRIEVALS)  # retrieval-major
+    assert [row.retrieval for row in rows[:: 2 * len(SCORE_MODELS)]] == list(SCORE_RETRIEVALS)  # retrieval-major
     assert set(SCORE_RETRIEVALS) == {*VARIANTS, "bm25"}
 
 
@@ -89,6 +89,20 @@ def test_a_row_says_what_it_changes_from_the_notebooks_pipeline():
     bm25 = ScoreRow("bm25", "intended", "alone").changes()
     assert len(bm25) == 3 and bm25[0].startswith("BM25 over the raw passage text") and "not a quirk" in bm25[0]
     assert bm25[1] == SCORE_MODELS["intended"] and bm25[2] == "each claim alone (a batch of one)"
+
+
+def test_a_rows_file_row_holds_the_same_predictions(demo_build):
+    """The intended model's and the LSTM's alone rows share their notebook rows' files: the
+    build's predictions of both are the same, claim for claim."""
+    for row in scoreboard_rows():
+        if row.file_row != row:
+            assert row.model in ("intended", "lstm") and row.protocol == "alone"
+            for split in ("dev", "test"):
+                assert demo_build.predictions(split, row.retrieval, row.model, "alone") == demo_build.predictions(
+                    split, row.retrieval, row.model, "notebook"
+                )
+        else:
+            assert row.protocol == "notebook" or row.model == "notebook"
 
 
 def test_a_row_is_found_by_name_and_an_unknown_name_lists_them():

@@ -18,9 +18,14 @@ def test_site_writes_every_rows_predictions(web_tracer, tmp_path):
     out = tmp_path / "site"
     write_site(None, out, tracer=web_tracer, splits=("test",), limit=0)
     written = sorted(p.name for p in (out / "predictions" / "test").iterdir())
-    assert written == sorted(f"{r.name}.json" for r in scoreboard_rows())
+    assert written == sorted(f"{r.name}.json" for r in scoreboard_rows() if r.file_row == r)
     page = (out / "explore" / "test.html").read_text(encoding="utf-8")
     assert 'href="../predictions/test/bm25+intended+notebook.json"' in page
+    # the alone row of a model that computes both protocols at once links to its notebook row's file
+    assert (
+        'href="../predictions/test/bm25+lstm+notebook.json" type="application/json" download="test-bm25+lstm+alone.json"'
+        in page
+    )
 
 
 # --- the static site ----------------------------------------------------------------------------

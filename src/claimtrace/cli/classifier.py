@@ -34,8 +34,9 @@ _EVIDENCE_SOURCES = ("gold", "retrieved")
     type=click.Choice(C.CLASSIFIER_VARIANTS),
     default="notebook",
     show_default=True,
-    help="The notebook's model, or the intended one (both bugs fixed; writes "
-    "classifier_intended.safetensors and training_log_intended.json).",
+    help="The notebook's model, the intended one (both bugs fixed; writes "
+    "classifier_intended.safetensors and training_log_intended.json), or the notebook's LSTM "
+    "(classifier_lstm.safetensors, training_log_lstm.json).",
 )
 @click.pass_context
 def train_command(
@@ -48,7 +49,8 @@ def train_command(
     variant: str,
 ) -> None:
     """Train the notebook's classifier (gold evidence), or with --variant intended the same model
-    with its two bugs fixed, the same way; keep the best dev checkpoint."""
+    with its two bugs fixed, or with --variant lstm the notebook's LSTM, the same way; keep the
+    best dev checkpoint."""
     from claimtrace.models.train import train, training_data
 
     data = training_data(data_dir(ctx))
@@ -146,11 +148,23 @@ def _verdicts_of(build, split: str, checkpoint: str | None, sources: tuple[str, 
     help="Where the claim's evidence comes from: the passages the build retrieved (what the "
     "pipeline classifies, and what the site shows), or its gold passages.",
 )
+@click.option(
+    "--model",
+    type=click.Choice(("transformer", "lstm")),
+    default="transformer",
+    show_default=True,
+    help="The build's Transformer (each token's exact share), or the notebook's other model, its "
+    "LSTM (its logits and where it reads them; dev and test claims).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.pass_context
-def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str, as_json: bool) -> None:
+def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str, model: str, as_json: bool) -> None:
     """Why the classifier gives CLAIM_ID its verdict: the model input, logits and verdict for
-    both protocols, the notebook batch's neighbours, and each token's share."""
+    both protocols, the notebook batch's neighbours, and each token's share (--model lstm: the
+    LSTM's logits and verdicts, and the position it reads them at)."""
+    if model == "lstm":
+        _explain_lstm(open_build(ctx, workdir), claim_id, source, as_json)
+        return
     from claimtrace.explain.verdict import explain_claim
 
     result = explain_claim(open_build(ctx, workdir), claim_id, source)
@@ -171,6 +185,26 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str
         click.echo(f"  {entry['token']:16s}" + " ".join(f"{v:+.4f}" for v in entry["contribution"]))
     pad = result["contributions"]["padding"]
     click.echo(f"  {'[PAD] x' + str(pad['count']):16s}" + " ".join(f"{v:+.4f}" for v in pad["contribution"]))
+
+
+def _explain_lstm(build, claim_id: str, source: str, as_json: bool) -> None:
+    from claimtrace.explain.lstm import explain_lstm
+
+    result = explain_lstm(build, claim_id, source)
+    if as_json:
+        print_json(result)
+        return
+    click.echo(f"{claim_id} ({result['split']}): {result['claim_text']}  [{result['label']}]")
+    last = result["last_position"]
+    click.echo(
+        f"the notebook's LSTM ({result['checkpoint_name']}); {result['real_tokens']} real tokens, "
+        f"{result['pad_tokens']} [PAD]; verdict read at position {last['position']}, a {last['token']}"
+    )
+    for protocol in C.PROTOCOLS:
+        entry = result[protocol]
+        logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(C.LABELS, entry["logits"]))
+        click.echo(f"{protocol:9s}{entry['verdict']:16s}{logits}")
+    click.echo(result["note"])
 
 
 #: What this module adds to the ``claimtrace`` command.

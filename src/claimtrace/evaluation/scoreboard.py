@@ -22,11 +22,19 @@ from claimtrace.pipeline.retrieval import VARIANTS
 SCORE_RETRIEVALS = ("notebook", "raw-claim-text", "cosine-once", "unpadded-tags", "bm25")
 
 
-#: The classifiers: the notebook's model (both bugs) and the intended one (both fixed).
+#: The classifiers: the notebook's model (both bugs), the intended one (both fixed) and the
+#: notebook's other model, its LSTM (verdict read at the 128th position, usually a [PAD]).
 SCORE_MODELS = {
     "notebook": "the notebook's model (attention across the batch, positions by batch index)",
     "intended": "the intended model (batch-first attention, positions by word index)",
+    "lstm": "the notebook's LSTM (4 layers of 256, its verdict read at the last of the 128 positions)",
 }
+
+
+#: The models whose claims never meet their batch-mates (models.predict.PerClaimClassifier): the
+#: build computes their two protocols once, so a row's "alone" predictions are its "notebook"
+#: row's, file for file.
+ONE_COMPUTATION_MODELS = frozenset({"intended", "lstm"})
 
 
 _PROTOCOL_CHANGES = {"alone": "each claim alone (a batch of one)", "notebook": "batches of 16 in file order"}
@@ -46,6 +54,15 @@ class ScoreRow:
     @property
     def name(self) -> str:
         return f"{self.retrieval}+{self.model}+{self.protocol}"
+
+    @property
+    def file_row(self) -> ScoreRow:
+        """The row whose predictions file holds this row's predictions: itself, or for a model
+        of :data:`ONE_COMPUTATION_MODELS` under "alone", the same row under "notebook" (the same
+        verdicts, so a site writes that file once)."""
+        if self.model in ONE_COMPUTATION_MODELS and self.protocol == "alone":
+            return ScoreRow(self.retrieval, self.model, "notebook")
+        return self
 
     def changes(self) -> list[str]:
         """What this row changes from the notebook's pipeline (its retrieval as designed, its
@@ -152,7 +169,8 @@ def scoreboard(build, split: str = "dev") -> dict:
         the notebook's, tested); ``baselines`` the same for each baseline (``"baseline": true``,
         ``description``); ``statistics`` how the intervals and tests were made;
         ``intended_minus_notebook_on_gold`` the intended model minus the notebook's on the same
-        claims with gold evidence, batches of 16 (:func:`verdicts_paired`).
+        claims with gold evidence, batches of 16 (:func:`verdicts_paired`);
+        ``lstm_minus_notebook_on_gold`` the same for the notebook's LSTM against its Transformer.
     """
     gold = build.claims(split)
     results = {row.name: (row, row_result(build, split, row)) for row in scoreboard_rows()}
@@ -174,11 +192,14 @@ def scoreboard(build, split: str = "dev") -> dict:
         "rows": rows,
         "baselines": extra,
         "statistics": tested["method"],
-        "intended_minus_notebook_on_gold": verdicts_paired(
-            gold,
-            build.verdict_of(split, "intended", "gold", "notebook"),
-            build.verdict_of(split, "notebook", "gold", "notebook"),
-        ),
+        **{
+            f"{model}_minus_notebook_on_gold": verdicts_paired(
+                gold,
+                build.verdict_of(split, model, "gold", "notebook"),
+                build.verdict_of(split, "notebook", "gold", "notebook"),
+            )
+            for model in ("intended", "lstm")
+        },
     }
 
 

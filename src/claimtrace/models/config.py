@@ -42,3 +42,26 @@ class TransformerConfig:
     #: within a claim (quirk "batch-first bug": the notebook left ``batch_first=False``) and the
     #: positional table by word position.
     fixed: bool = False
+
+
+@dataclass(frozen=True)
+class LSTMConfig:
+    """The notebook's other classifier, ``LSTM(input_dim=len(vocab), model_dim=256,
+    num_layers=4, num_classes=4, dropout=0.1)`` (its cell "LSTM Classification Model"), field by
+    field in the order it reads its input. It shares the Transformer's inputs (models.inputs)."""
+
+    #: Token ids: the same 5,886-entry vocabulary as the Transformer's.
+    vocab_size: int = C.VOCAB_SIZE
+    #: Ids per claim, padded with ``[PAD]`` or cut. The LSTM steps through all of them, padding
+    #: included (the notebook packed no sequence), and reads its output at the last one.
+    max_len: int = C.MAX_LEN
+    #: The embedding's width and each LSTM layer's hidden size (the notebook's ``model_dim``).
+    #: Quirk "no embedding scale": unlike the Transformer's, the embedding is used as it is.
+    d_model: int = C.EMBED_DIM
+    #: Stacked LSTM layers (``num_layers_lstm = 4``), ``batch_first=True``.
+    n_layers: int = C.LSTM_LAYERS
+    #: Between the LSTM's layers (PyTorch's ``dropout=``) and once more on its output before
+    #: ``fc_out`` (off in eval mode).
+    dropout: float = C.DROPOUT
+    #: Logits, one per label, from the output at position ``max_len - 1`` only.
+    n_classes: int = len(C.LABELS)

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.lib.store import atomic_output
 from claimtrace.models.config import TransformerConfig
-from claimtrace.models.predict import run_calls
+from claimtrace.models.predict import PerClaimClassifier
 from claimtrace.models.transformer import TransformerClassifier, model_from_state, sinusoidal_table
 
 INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
@@ -121,47 +120,17 @@ def intended_provenance(path=None) -> dict:
         return json.load(handle)
 
 
-class IntendedClassifier:
-    """The intended model behind :func:`claimtrace.models.predict.predict`'s interface,
-    ``logits(input_ids, protocol)``, each distinct input computed once, in large batches.
+class IntendedClassifier(PerClaimClassifier):
+    """The intended model behind :func:`claimtrace.models.predict.predict`'s interface.
 
     Its attention runs within a claim and its positional encoding marks words, so a claim's
     logits do not depend on its batch-mates: "alone" (a batch of one) and "notebook" (batches of
     16 in file order) are the same function of the claim, and one computation serves both
-    protocols and every evidence source that gives the same input. Only the float32 sums' shape
-    differs from a batch of one or of 16: tests/models/test_intended.py holds the logits
-    within ``constants.FLOAT32_AGREEMENT`` of both calls and every demo verdict to theirs. The
-    model has no exact table, and its float16 weights claim no exactness anyway (module
-    docstring).
+    protocols (:class:`~claimtrace.models.predict.PerClaimClassifier`). tests/models/test_intended.py
+    holds the logits within ``constants.FLOAT32_AGREEMENT`` of both calls and every demo verdict to
+    theirs. The model has no exact table, and its float16 weights claim no exactness anyway
+    (module docstring).
     """
 
-    #: Claims per forward call. Measured on the shared 2-core machine (one thread): about 25 ms
-    #: a claim in batches of 16 or 64, 31 ms in batches of 160, 32 ms one at a time; batches of 16
-    #: hold half the memory (over the demo's dev inputs, two calls at a time: a peak of 483 MiB
-    #: against 842 MiB) and moved no demo verdict from 64's (logits within 1.7e-6).
-    BATCH = 16
-
     def __init__(self, model: TransformerClassifier | None = None):
-        self.model = load_intended_model() if model is None else model
-        self._logits: dict[bytes, np.ndarray] = {}
-
-    def logits(self, input_ids, protocol: str) -> np.ndarray:
-        """(n, 4) float64 (float32 values) for ids (n, 128), the same under both protocols."""
-        if protocol not in C.PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
-        ids = np.ascontiguousarray(np.asarray(input_ids, dtype=np.int64))
-        keys = [row.tobytes() for row in ids]
-        first = {}  # each input not computed yet -> its first row
-        for row, key in enumerate(keys):
-            if key not in self._logits:
-                first.setdefault(key, row)
-        new = list(first)
-        if new:
-            rows = torch.from_numpy(ids[list(first.values())])
-            self.model.eval()
-            batches = list(rows.split(self.BATCH))
-            computed = torch.cat(run_calls(self.model, batches)).double().numpy()
-            self._logits.update(zip(new, computed, strict=True))
-        if not keys:
-            return np.zeros((0, len(C.LABELS)))
-        return np.stack([self._logits[k] for k in keys])
+        super().__init__(load_intended_model() if model is None else model)

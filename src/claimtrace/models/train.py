@@ -10,17 +10,19 @@ epoch).
 What this port adds: a seed (torch, numpy, random) and a fixed number of CPU threads, so that
 two runs with the same seed on one machine give identical weights; a JSON log.
 
-Two variants (``constants.CLASSIFIER_VARIANTS``) share that loop, seed and data: ``notebook`` trains the
-notebook's model, ``intended`` the same model with its two bugs fixed (``transformer.py``,
-``fixed=True``). With the same seed both start from the same initial weights.
+Three variants (``constants.CLASSIFIER_VARIANTS``) share that loop, seed and data: ``notebook``
+trains the notebook's model, ``intended`` the same model with its two bugs fixed
+(``transformer.py``, ``fixed=True``), ``lstm`` the notebook's other model (``lstm.py``), which
+the notebook trained with the same ``train_model``. With the same seed the two Transformers start
+from the same initial weights.
 
 Files written to the work folder (each variant has its own names, so one folder can hold both):
 
-* ``classifier.safetensors`` / ``classifier_intended.safetensors``: the best checkpoint
+* ``classifier.safetensors`` / ``classifier_intended.safetensors`` / ``classifier_lstm.safetensors``: the best checkpoint
   (float32, the notebook's tensor names, the variant in its metadata);
 * ``classifier_vocab.json``: the vocabulary the ids refer to (5,886 tokens, in id order; the same
   for both variants);
-* ``training_log.json`` / ``training_log_intended.json``: settings and one record per epoch,
+* ``training_log.json`` / ``training_log_intended.json`` / ``training_log_lstm.json``: settings and one record per epoch,
   rewritten after every epoch.
 """
 
@@ -149,9 +151,9 @@ def train(
         A progress bar per epoch.
     echo : callable, optional
         Receives one line per epoch.
-    variant : {"notebook", "intended"}
-        The notebook's model, or the same model with both bugs fixed (``fixed=True``); the
-        regime is the same.
+    variant : {"notebook", "intended", "lstm"}
+        The notebook's model, the same model with both bugs fixed (``fixed=True``), or the
+        notebook's LSTM; the regime is the same.
 
     Returns
     -------
@@ -170,8 +172,7 @@ def train(
 
 
 def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
-    # Built right after seeding, in the same module order for both variants: same initial weights.
-    model = build_model(len(data.vocab), fixed=variant == "intended")
+    model = new_model(variant, len(data.vocab))
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=C.LEARNING_RATE)
 
@@ -209,6 +210,16 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
         if workdir is not None:
             write_atomic(workdir / C.TRAINING_LOG_FILES[variant], json.dumps(log, indent=1) + "\n")
     return TrainResult(model, log, checkpoint)
+
+
+def new_model(variant: str, vocab_size: int):
+    """A freshly initialised model of ``variant``. Called right after seeding: the two
+    Transformers build their modules in the same order, so they start from the same weights."""
+    if variant == "lstm":
+        from claimtrace.models.lstm import build_lstm
+
+        return build_lstm(vocab_size)
+    return build_model(vocab_size, fixed=variant == "intended")
 
 
 def _new_log(data: TrainingData, variant: str, seed: int, epochs: int, threads: int) -> dict:

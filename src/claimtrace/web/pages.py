@@ -137,7 +137,8 @@ def _chosen_claims(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]
 
 
 def _row_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[tuple[str, str]]:
-    return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows()]
+    # one file per distinct predictions: a row whose file is another's is served but not written twice
+    return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows() if row.file_row == row]
 
 
 WALKTHROUGH = Page(
@@ -294,6 +295,7 @@ ATTRIBUTION = Page(
     data=lambda tracer, key: attribution_page(tracer.build),
     template=lambda renderer, data, root: renderer.attribution_page(data, root),
     aliases=(Address("/attribution", None, "html"),),
+)
 #: A visitor's own LLM on a seeded sample of dev claims, paired with the notebook's classifier:
 #: the protocol, and the claims, passages and verdicts the browser runs it on.
 EVALUATION = Page(

@@ -203,7 +203,7 @@ def _bm25(run: BuildRun) -> dict:
 def _classifier(run: BuildRun) -> dict:
     with run.step("classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
         summary = {"classifier": build_classifier(run.reader)}
-    with run.step("more verdicts", "the intended model, BM25's and the variants' evidence"):
+    with run.step("more verdicts", "the intended model and the LSTM, BM25's and the variants' evidence"):
         build_more_verdicts(run.reader)
     with run.step("sweep", "dev F, A and HM by cosine threshold, overlap threshold and top-n"):
         build_sweep(run.reader)

@@ -439,7 +439,7 @@ class Build:
     def more_verdicts(self, split: str) -> dict[str, dict]:
         """claim id -> ``{model: {source: {protocol: {"logits", "verdict"}}}}``: the verdicts
         :meth:`verdicts` does not hold (the notebook's model on BM25 and quirk-variant evidence;
-        the intended model on every source)."""
+        the intended model and the LSTM on every source; dev and test only)."""
         return self.once(
             ("more_verdicts", split), lambda: read_json(self._require("classifier", self.work.more_verdicts(split)))
         )
@@ -453,7 +453,7 @@ class Build:
         )
 
     def verdict_of(self, split: str, model: str, source: str, protocol: str) -> dict[str, str]:
-        """claim id -> verdict of one model (``notebook`` or ``intended``) on one evidence source
+        """claim id -> verdict of one model (``notebook``, ``intended`` or ``lstm``) on one evidence source
         (``gold``, ``retrieved``, ``bm25`` or a quirk variant) under one protocol."""
         if model == "notebook" and source in ("gold", "retrieved"):
             return {cid: entry[source][protocol]["verdict"] for cid, entry in self.verdicts(split).items()}

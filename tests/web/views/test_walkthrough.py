@@ -151,6 +151,24 @@ def test_fixes_box_of_claim_752(web_client, demo_build):
     assert 'id="fixes"' in page and "With the fixes" in page
 
 
+def test_claim_page_says_what_the_lstm_says(web_client, demo_build):
+    """The sentence on the LSTM reads the build's stored verdicts; a training claim says why it
+    has none."""
+    result = web_client.get("/claim/claim-752.json").json()
+    lstm = result["lstm"]
+    more = demo_build.more_verdicts("dev")["claim-752"]["lstm"]
+    assert lstm["status"] == "ok" and list(lstm["verdicts"]) == ["retrieved", "gold"]
+    for source in ("retrieved", "gold"):
+        assert lstm["verdicts"][source] == {p: more[source][p]["verdict"] for p in C.PROTOCOLS}
+    page = web_client.get("/claim/claim-752.html").text
+    sentence = page[page.index('id="lstm-says"') : page.index("</p>", page.index('id="lstm-says"'))]
+    assert "The notebook’s other model, the LSTM, says" in sentence
+    assert f"verdict v-{lstm['verdicts']['retrieved']['alone']}" in sentence and "retrieved evidence" in sentence
+    train_id = next(iter(demo_build.claims("train")))
+    assert web_client.get(f"/claim/{train_id}.json").json()["lstm"]["status"] == "none"
+    assert "not run on the training claims" in web_client.get(f"/claim/{train_id}.html").text
+
+
 def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
     """BM25's passages are shown; the verdicts say what is not built."""
     from fastapi.testclient import TestClient

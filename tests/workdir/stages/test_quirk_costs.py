@@ -28,18 +28,42 @@ def test_more_verdicts_cover_every_source(demo_build):
     for split in C.SPLITS:
         more = demo_build.more_verdicts(split)
         entry = more[next(iter(more))]
-        if split == "train":  # the claims both models were trained on: not run
-            assert entry == {"notebook": {}, "intended": {}}
+        if split == "train":  # the claims every model was trained on: not run
+            assert entry == {"notebook": {}, "intended": {}, "lstm": {}}
             continue
         intended = {"retrieved", "bm25"} | ({"gold"} if split != "test" else set())
         variants = {"raw-claim-text", "cosine-once", "unpadded-tags"}
-        assert set(entry["intended"]) == intended | variants
+        assert set(entry["intended"]) == set(entry["lstm"]) == intended | variants
         assert set(entry["notebook"]) == {"bm25"} | variants
         assert set(entry["intended"]["bm25"]) == set(C.PROTOCOLS)
         assert (demo_build.root / "classifier" / "inputs" / f"{split}-bm25.npz").is_file()
-    # the intended model's two protocols are one computation per input (IntendedClassifier)
+    # the intended model's and the LSTM's two protocols are one computation per input
     dev = demo_build.more_verdicts("dev")
-    assert all(e["intended"]["gold"]["alone"] == e["intended"]["gold"]["notebook"] for e in dev.values())
+    for model in ("intended", "lstm"):
+        assert all(e[model]["gold"]["alone"] == e[model]["gold"]["notebook"] for e in dev.values())
+
+
+def test_lstm_verdicts_are_those_of_its_own_calls(demo_build):
+    """The LSTM's stored logits (each distinct input once, in batches of 16) against both
+    protocols' calls on every dev claim, retrieved and gold evidence: within float32's agreement,
+    and the same verdict (batch_first=True: a claim never meets its batch-mates)."""
+    import numpy as np
+    import torch
+
+    from claimtrace.models.lstm import load_lstm_model
+    from claimtrace.models.transformer import alone_logits, notebook_logits, torch_threads
+
+    model = load_lstm_model()
+    more = demo_build.more_verdicts("dev")
+    with torch_threads(1):
+        for source in ("gold", "retrieved"):
+            encoded = demo_build.inputs("dev", source)
+            stored = np.array([more[cid]["lstm"][source]["notebook"]["logits"] for cid in encoded.claim_ids])
+            ids = torch.from_numpy(encoded.input_ids)
+            for run in (notebook_logits, alone_logits):
+                called = run(model, ids).double().numpy()
+                assert np.abs(stored - called).max() < C.FLOAT32_AGREEMENT
+                assert (stored.argmax(1) == called.argmax(1)).all(), (source, run.__name__)
 
 
 def test_intended_verdicts_are_those_of_its_own_calls(demo_build):
@@ -91,3 +115,19 @@ def test_explore_reports_the_intended_models_training_measured(web_client, demo_
     paired = web_client.get("/explore/dev.json").json()["scoreboard"]["intended_on_gold"]
     assert paired == demo_build.scoreboard()["intended_minus_notebook_on_gold"]
     assert paired["verdict"] == "cannot be told apart" and f"McNemar’s exact p = {paired['p']:.2f}" in page
+
+
+def test_explore_sets_the_lstms_log_beside_the_notebooks(web_client, demo_build):
+    """The LSTM's trained log beside the one the notebook printed, and its best epoch against the
+    Transformer on the same claims, paired and tested."""
+    from claimtrace.course import ORIGINAL_LSTM_LOG
+
+    section = web_client.get("/explore/dev.json").json()["scoreboard"]
+    trained = section["lstm_training"]
+    assert [r["notebook"]["dev_accuracy"] for r in trained["curve"]] == [ORIGINAL_LSTM_LOG[e][3] for e in range(1, 11)]
+    assert trained["interval"]["successes"] == trained["dev_correct"] and trained["claims"] == 154
+    paired = section["lstm_on_gold"]
+    assert paired == demo_build.scoreboard()["lstm_minus_notebook_on_gold"]
+    page = web_client.get("/explore/dev.html").text
+    assert "The notebook’s LSTM, measured" in page and 'id="lstm-log"' in page
+    assert ("differ by more than chance" if paired["verdict"] == "more than chance" else "cannot be told apart") in page

@@ -218,13 +218,16 @@ def scoreboard_section(build: Build, split: str) -> dict | None:
     except Missing as err:
         return missing(err.stage, err.reason)
     # both splits' files from either page: the test predictions are what one would submit
+    # a row whose predictions are another row's (ScoreRow.file_row) links to that row's file
     section["downloads"] = {
-        row.name: {s: prediction_path(s, row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
+        row.name: {s: prediction_path(s, row.file_row.name) for s in PREDICTION_SPLITS} for row in scoreboard_rows()
     }
     section["row_changes"] = {row.name: row.changes() for row in scoreboard_rows()}
     section["intended_training"] = intended_training()
+    section["lstm_training"] = lstm_training()
     if split == "dev":
         section["intended_on_gold"] = board.get("intended_minus_notebook_on_gold")
+        section["lstm_on_gold"] = board.get("lstm_minus_notebook_on_gold")
     return section
 
 
@@ -262,6 +265,27 @@ def intended_training() -> dict:
         "claims": 154,
         "curve": curve,
         "helped": mine["dev_correct"] > theirs["dev_correct"],
+    }
+
+
+def lstm_training() -> dict | None:
+    """The notebook's LSTM as claimtrace trained it beside the log the notebook printed for it,
+    epoch by epoch, from the shipped checkpoint's provenance (no torch); None without it."""
+    path = ASSETS_DIR / C.PROVENANCE_FILES["lstm"]
+    if not path.is_file():
+        return None
+    provenance = json.loads(path.read_text(encoding="utf-8"))
+    best = provenance["history"][provenance["best_epoch"] - 1]
+    claims = provenance["accuracy_with_gold_evidence"]["dev"]["notebook"]["claims"]
+    return {
+        "best_epoch": provenance["best_epoch"],
+        "dev_correct": best["dev_correct"],
+        "claims": claims,
+        "interval": S.wilson(best["dev_correct"], claims).to_dict(),
+        "seed": provenance["seed"],
+        "training_seconds": provenance["training_seconds"],
+        "curve": provenance["beside_the_notebook"],
+        "report": {key: figure.shown for key, figure in course.REPORT_LSTM_VS_TRANSFORMER.items()},
     }
 
 

@@ -3,7 +3,8 @@
 :func:`assemble` gives the page's whole data; each stage's section is a plain function of the
 build and what the section is about, in the module of its stage group (``words``: preprocessing
 and tagging; ``vectors``: the tag vectors; ``retrieval``: the filter, the sorts and the fallback;
-``classifier``: the model input and each token's share; ``fixes``: BM25 and the intended model;
+``classifier``: the model input and each token's share; ``lstm``: the notebook's other model's
+verdicts; ``fixes``: BM25 and the intended model;
 ``record``: how often the verdict's pipeline is right over dev, for the summary card).
 Each returns a :class:`~claimtrace.web.views.walkthrough.claim.Section`: its JSON-serialisable
 data, which the HTML page and the JSON twin both render, and the notes it adds to the top of the
@@ -26,6 +27,7 @@ from claimtrace.web.views.status import brief_build_info, missing
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
 from claimtrace.web.views.walkthrough.fixes import fixes_section
+from claimtrace.web.views.walkthrough.lstm import lstm_section
 from claimtrace.web.views.walkthrough.record import record_section
 from claimtrace.web.views.walkthrough.retrieval import retrieval_section
 from claimtrace.web.views.walkthrough.vectors import vectorisation_section
@@ -56,6 +58,7 @@ def assemble(
         "tagging": tagging_section(build, tagged.passage_id, tagged.role, stems),
         "vectorisation": vectorisation_section(build, found, vectors.passage_id, vectors.role),
         "classifier": classifier_section(build, pre, claim, split, retrieval.data, stems),
+        "lstm": lstm_section(build, claim, split),
         "fixes": fixes_section(build, claim, split),
         "record": record_section(build, typed=claim is None),
     }
