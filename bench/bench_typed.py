@@ -79,6 +79,12 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=40, help="typed claims per client")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="server processes")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds to wait once warm (a version that does not say when it is warm)",
+    )
     args = parser.parse_args()
     print(json.dumps({"calibrate_s": calibrate(args.data)}), flush=True)
     for workers in args.workers:
@@ -88,6 +94,7 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             warm_up = wait_warm(base, workers)  # each worker's model loaded (and rows checked) first
+            time.sleep(args.settle)
             with ThreadPoolExecutor(workers) as pool:  # and the caches of words
                 list(pool.map(client, [base] * workers, [sentences(3, seed=seed) for seed in range(workers)]))
             print(json.dumps({"workers": workers, "warm_up_s": round(warm_up, 1)}), flush=True)

@@ -194,3 +194,26 @@ def _wait_closed(clients: list[socket.socket], within: float) -> tuple[set, list
                 selector.unregister(key.fileobj)
                 still_open.discard(key.fileobj)
     return still_open, answered
+
+
+def test_every_connection_sends_its_writes_at_once():
+    """A worker's connections (from a socket its supervisor opened) come without TCP_NODELAY: the
+    protocol sets it, else an answer's second write waited for the client's delayed ACK (40 ms)."""
+    import socket
+
+    from claimtrace.web.serving import _no_delay
+
+    class Transport:
+        def __init__(self, sock):
+            self.sock = sock
+
+        def get_extra_info(self, name):
+            return self.sock if name == "socket" else None
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+        with client, accepted:
+            accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+            _no_delay(Transport(accepted))
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1

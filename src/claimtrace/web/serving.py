@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
 from fastapi import FastAPI
 
@@ -47,6 +48,19 @@ def _raw_answer(status: int, reason: str, message: str) -> bytes:
     if status == 503:
         lines.append(b"retry-after: 5")
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def _no_delay(transport) -> None:
+    """Send each write at once (``TCP_NODELAY``). A worker of ``serve --workers N`` serves a
+    socket its supervisor opened, and its connections came without it: an answer's headers and
+    body, two writes, then waited for the client's delayed acknowledgement, about 40 ms on every
+    request after a connection's first (measured: 48 ms against 6 ms for the one-process server)."""
+    connection = transport.get_extra_info("socket")
+    if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # closed meanwhile
+            pass
 
 
 class _Deadlines:
@@ -98,6 +112,7 @@ class _Deadlines:
             self.transport.close()
 
     def connection_made(self, transport) -> None:
+        _no_delay(transport)
         super().connection_made(transport)
         if len(self.connections) > MAX_CONNECTIONS:
             transport.write(_raw_answer(503, "Service Unavailable", "Too many connections: try again shortly.\n"))

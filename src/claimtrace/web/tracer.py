@@ -182,7 +182,8 @@ class Tracer:
     def warm(self, splits=C.SPLITS, wait_for_first_page: float = 30.0) -> None:
         """Load what the front page needs; once a first page has been answered (or after
         ``wait_for_first_page`` seconds), queue every split's Explore in the background, so that
-        a server's pages are ready when asked for."""
+        a server's pages are ready when asked for, trace a first typed claim, and return when
+        every Explore is computed (a server then says ``"typed_ready"``: warm)."""
         try:
             self.trace(WALKTHROUGH_CLAIM)
         except (StageMissing, UnknownClaim):
@@ -191,6 +192,11 @@ class Tracer:
         for split in splits:
             self.explore_when_ready(split, 0.0)
         self._warm_typed()
+        for future in list(self._futures.values()):  # warm once every Explore is computed too
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - a split that cannot be explored says so on its page
+                pass
 
     #: What a server traces once at start so that its first typed claim costs what any other does
     #: (the classifier's PyTorch model is imported and loaded on the first: 2-12 s, one worker at a
