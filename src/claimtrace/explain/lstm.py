@@ -13,6 +13,7 @@ from typing import Any
 
 from claimtrace import constants as C
 from claimtrace.errors import DataError
+from claimtrace.explain.verdict import located_claim
 
 #: Why ``explain --model lstm`` lists no per-word shares.
 NO_EXACT_SHARES = (
@@ -41,13 +42,7 @@ def explain_lstm(build, claim_id: str, source: str = "retrieved") -> dict:
         read), ``alone`` and ``notebook`` (``{"logits", "verdict"}``, the build's), ``same``
         (whether the two protocols agree), ``note``.
     """
-    found = build.locate(claim_id)
-    if found is None:
-        raise DataError(f"{claim_id}: not a train, dev or test claim")
-    split, _ = found
-    claim = build.claims(split)[claim_id]
-    if source == "gold" and claim.label is None:
-        raise DataError(f"{claim_id}: gold evidence exists only for train and dev claims ({split} is unlabelled)")
+    split, claim = located_claim(build, claim_id, source)
     stored = build.more_verdicts(split)[claim_id].get("lstm", {}).get(source)
     if not stored:
         raise DataError(f"{claim_id}: the build runs the LSTM on dev and test claims only ({split} claim)")

@@ -179,6 +179,19 @@ def notebook_batch(build, split: str, source: str, row: int) -> dict:
     }
 
 
+def located_claim(build, claim_id: str, source: str):
+    """A course claim's split and the claim itself, when it can be explained with ``source``:
+    DataError for an id of no split, or gold evidence asked of an unlabelled (test) claim."""
+    found = build.locate(claim_id)
+    if found is None:
+        raise DataError(f"{claim_id}: not a train, dev or test claim")
+    split, _ = found
+    claim = build.claims(split)[claim_id]
+    if source == "gold" and claim.label is None:
+        raise DataError(f"{claim_id}: gold evidence exists only for train and dev claims ({split} is unlabelled)")
+    return split, claim
+
+
 def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
     """Everything about one course claim's verdict, from a build.
 
@@ -191,13 +204,7 @@ def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
         The evidence the classifier read: what the build retrieved (what the pipeline
         classifies, and what the site shows), or the gold passages (train and dev).
     """
-    found = build.locate(claim_id)
-    if found is None:
-        raise DataError(f"{claim_id}: not a train, dev or test claim")
-    split, _ = found
-    claim = build.claims(split)[claim_id]
-    if source == "gold" and claim.label is None:
-        raise DataError(f"{claim_id}: gold evidence exists only for train and dev claims ({split} is unlabelled)")
+    split, claim = located_claim(build, claim_id, source)
     classifier = build.classifier()
     encoded = build.inputs(split, source)
     row = encoded.claim_ids.index(claim_id)
