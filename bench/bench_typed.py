@@ -18,6 +18,7 @@ shared).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -25,7 +26,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 from bench_statistics import calibrate
 from bench_web import free_port, percentile, start_server, stop_server, wait_warm
 
@@ -42,13 +42,25 @@ def sentences(n: int, seed: int) -> list[str]:
 
 
 def client(base: str, texts: list[str]) -> list[float]:
+    """One closed-loop client: each text posted as a typed claim on one kept-alive connection,
+    the next sent when the last is answered whole; each answer's latency in ms. The standard
+    library's client, not httpx: the load generator shares the server's two cores, and httpx's
+    own work per request was a large part of what eight clients cost them."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
     latencies = []
-    with httpx.Client(timeout=60) as http:
+    try:
         for text in texts:
+            body = json.dumps({"text": text}).encode()
             started = time.perf_counter()
-            response = http.post(f"{base}/api/trace", json={"text": text})
+            connection.request("POST", "/api/trace", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
             latencies.append((time.perf_counter() - started) * 1e3)
-            response.raise_for_status()
+            if response.status != 200:
+                raise SystemExit(f"a typed claim was answered {response.status}")
+    finally:
+        connection.close()
     return latencies
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import threading
 import time
@@ -20,6 +21,7 @@ from fastapi.testclient import TestClient
 from claimtrace import constants as C
 from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from claimtrace.data.files import course_file
+from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
@@ -676,7 +678,9 @@ def test_downloads_are_saved_under_their_split_and_row(web_client):
     are flagged beside them."""
     page = web_client.get("/explore/dev.html").text
     names = re.findall(r'href="\.\./predictions/(dev|test)/([^"]+)\.json"[^>]* download="([^"]+)"', page)
-    assert names and all(name == f"{split}-{row}.json" for split, row, name in names)
+    # a row whose predictions are another row's links to that row's file, saved under its own name
+    files = {f"{split}-{row.name}.json": row.file_row.name for split in ("dev", "test") for row in scoreboard_rows()}
+    assert names and all(name.startswith(f"{split}-") and files[name] == row for split, row, name in names)
     assert len({name for _, _, name in names}) == len(names)
     assert "<code>cf:</code>" in page
     ids = web_client.get("/explore/dev.json").json()["evidence_ids"]
@@ -730,7 +734,7 @@ def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
     while not app.state.warmth["warm"]:
         assert time.monotonic() < deadline, app.state.warmth
         time.sleep(0.1)
-    assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True}
+    assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True, "typed_ready": True}
     kept = dict(app.state.warmth)
     asked = []
     original = tracer.trace
@@ -739,6 +743,6 @@ def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
         claim_id = next(iter(few["dev"]))
         page = client.get(f"/claim/{claim_id}.html")
         assert page.status_code == 200 and asked == []
-        assert client.get("/api/build.json").json()["server"] == kept
+        assert client.get("/api/build.json").json()["server"] == {**kept, "process": os.getpid()}
     fresh = TestClient(create_app(tracer=tracer)).get(f"/claim/{claim_id}.html")  # rendered on request
     assert fresh.content == page.content
