@@ -101,3 +101,17 @@ def test_in_memory_stores_are_each_their_own():
 def test_the_store_sits_beside_the_build_never_inside(tmp_path):
     work = tmp_path / "work" / "demo"
     assert store_beside(work) == tmp_path / "work" / "demo.runs.sqlite"
+
+
+def test_a_store_that_cannot_be_written_is_named(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    import claimtrace.compare.store as module
+
+    store._local.connection = sqlite3.connect(path, timeout=0.1, isolation_level=None)  # not 30 s here
+    with pytest.raises(DataError, match="runs.sqlite: could not keep the run"):
+        store.put(_file(1), "late")
+    blocker.execute("ROLLBACK")
+    assert module.run_digest(_file(1)) not in [r.digest for r in store.listed()]

@@ -26,13 +26,13 @@ other splits are ignored), placed in the split its claims belong to, and audited
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimtrace import course
 from claimtrace.compare.llm_report import llm_report, spread
+from claimtrace.compare.store import run_digest
 from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
@@ -105,7 +105,7 @@ def run_from_json(
     gold = splits[report.found.split]
     predictions = {cid: claim for cid, claim in report.read.entries.items() if cid in gold}
     missing = tuple(cid for cid in gold if cid not in predictions)
-    digest = hashlib.sha256(raw).hexdigest()[:16]
+    digest = run_digest(raw)
     found = {key: value for key, value in report.to_dict().items() if key in REPORT_KEYS}
     if L.run_metadata(value) is not None:  # an LLM run: its own entries and metadata, scored in compare()
         found["llm_run"] = {key: entry for key, entry in value.items() if key in gold or key == L.RUN_KEY}

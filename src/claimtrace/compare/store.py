@@ -146,6 +146,8 @@ class RunStore:
                 for statement in _SCHEMA.split(";")[:-1]:  # not executescript: it would commit
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.OperationalError as err:  # locked past the timeout by another process
+            raise DataError(f"{self.path}: cannot open the runs database: {err}") from None
         except sqlite3.DatabaseError as err:
             raise DataError(f"{self.path}: not a runs database ({err}): move it aside") from None
 
@@ -158,6 +160,12 @@ class RunStore:
         a start is added anew, so it is evicted last), then evict the oldest runs, none of
         ``keep`` nor this one, while the store is over its cap. Returns the run's record and
         what was evicted."""
+        try:
+            return self._put(raw, name, kind, keep)
+        except sqlite3.Error as err:  # locked past the timeout, a full disk, a read-only file
+            raise DataError(f"{self.path or 'the in-memory run store'}: could not keep the run: {err}") from None
+
+    def _put(self, raw: bytes, name: str, kind: str, keep: frozenset[str]) -> tuple[Stored, list[Evicted]]:
         digest = run_digest(raw)
         now = time.time()
         db = self._db
