@@ -43,14 +43,26 @@ format: $(VENV)/.installed-test
 
 env: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.lock pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+## The installer: uv, pinned here, puts the locks' exact versions into the venvs from the same
+## registry pip uses, in seconds rather than pip's minute and a half (docs/benchmarks.md, "First
+## contact"). pip fetches uv itself into the venv's own folder; the machine's pip find-links
+## (PIP_FIND_LINKS: where a local PyTorch CPU wheel lies) are given to uv as well, so both
+## installers take the same files.
+UV_VERSION := 0.13.9
+UV := $(VENV)/installer/bin/uv
+UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS-$${PIP_FIND_LINKS-}}" UV_LINK_MODE=copy $(UV) pip install -q --python $(PY)
+
+$(UV):
+	test -x $(PY) || $(PYTHON) -m venv --without-pip $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check --target $(VENV)/installer uv==$(UV_VERSION)
+
+$(VENV)/.installed: requirements.lock pyproject.toml $(UV)
+	$(UV_INSTALL) -r requirements.lock
+	$(UV_INSTALL) --no-deps -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed requirements-dev.lock
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.lock
+	$(UV_INSTALL) -r requirements-dev.lock
 	touch $@
 
 ## axe-core for the browser tests' accessibility checks, pinned by tests/axe/package-lock.json

@@ -1,13 +1,16 @@
 """``make test`` sets itself up: scripts/ensure-chromium, its first step, finds Debian's
 Chromium, installs it where it can (root with apt-get), or stops at once with one line saying
 what to install. Each path is tried with a made-up Chromium path, apt-get and user id (the
-machine's own Chromium is left alone)."""
+machine's own Chromium is left alone). And the environments it installs (with uv, pinned in the
+Makefile) hold the locks' exact versions."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,3 +88,34 @@ def test_make_test_runs_it_first_and_ci_runs_only_the_readmes_commands():
         if line.strip() and not line.startswith("#") and not line.startswith(("set ", "cd "))
     ]
     assert commands == ["make lint", "make test"]
+
+
+def _pins(lock: Path) -> dict[str, str]:
+    """name -> version of every ``name==version`` line of a lock file."""
+    pins = {}
+    for line in lock.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{lock.name}: {line!r} is not an exact pin"
+            pins[name] = version
+    return pins
+
+
+def test_the_installed_environment_holds_the_locks_exact_versions():
+    """uv installs from the same registry and find-links as pip would: every pin of both locks
+    is the version installed (a local label such as torch's ``+cpu`` aside)."""
+    for lock in ("requirements.lock", "requirements-dev.lock"):
+        for name, pinned in _pins(REPO / lock).items():
+            installed = metadata.version(name).split("+", 1)[0]
+            assert installed == pinned, f"{lock}: {name} {pinned} pinned, {installed} installed"
+
+
+def test_the_installer_is_pinned_and_given_pips_find_links():
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^UV_VERSION := \d+\.\d+\.\d+$", makefile, re.M)
+    assert "uv==$(UV_VERSION)" in makefile
+    assert "PIP_FIND_LINKS" in makefile  # the local PyTorch CPU wheel, for uv too
+    installs = [line for line in makefile.splitlines() if line.startswith("\t") and " install " in line]
+    # Every install into .venv goes through uv; pip only fetches uv itself (and builds the oracle).
+    assert all("$(UV_INSTALL)" in line or "uv==" in line or "$(ORACLE)" in line for line in installs), installs

@@ -18,7 +18,7 @@ def test_a_short_lecture_hall_has_no_error_and_every_upload_everywhere(demo_buil
     finally:
         sys.path.remove(str(BENCH))
     args = ["--workdir", str(demo_build.root), "--data", str(data_dir), "--no-calibrate"]
-    args += ["--typists", "8", "--uploaders", "2", "--seconds", "10", "--think", "0.2", "--upload-every", "1"]
+    args += ["--typists", "8", "--uploaders", "2", "--seconds", "5", "--think", "0.2", "--upload-every", "1"]
     summary = bench.main(args)
     assert summary["errors"] == 0, summary["first_errors"]
     assert summary["typed"] >= 8 and summary["uploads"] >= 4, summary
