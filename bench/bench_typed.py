@@ -2,8 +2,10 @@
 1 and 2 worker processes, beside the one-at-a-time latency.
 
     python bench/bench_typed.py --workdir BUILD [--claims 40] [--clients 1 8] [--workers 1 2]
+        [--typed-processes 0 2]
 
-For each worker count, starts ``claimtrace serve --workdir BUILD --workers W`` on a free
+For each typed-processes count and worker count, starts ``claimtrace serve --workdir BUILD
+--workers W --typed-processes T`` on a free
 loopback port, waits until every worker has warmed up (``bench_web.wait_warm``) and traces a
 few typed claims on each, then for each client count sends
 ``--claims`` typed claims per client, each POST /api/trace of a new sentence (course words in a
@@ -92,6 +94,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="server processes")
     parser.add_argument(
+        "--typed-processes",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="serve --typed-processes: each value measured (0: typed claims traced in the server process)",
+    )
+    parser.add_argument(
         "--settle",
         type=float,
         default=0.0,
@@ -99,20 +108,22 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(json.dumps({"calibrate_s": calibrate(args.data)}), flush=True)
-    for workers in args.workers:
+    for workers, typed in [(w, t) for t in args.typed_processes for w in args.workers]:
         port = free_port()
         serve = ["--data", str(args.data), "serve", "--workdir", str(args.workdir), "--port", str(port)]
-        server = start_server([*serve, "--workers", str(workers)], port)
+        server = start_server([*serve, "--workers", str(workers), "--typed-processes", str(typed)], port)
         base = f"http://127.0.0.1:{port}"
         try:
             warm_up = wait_warm(base, workers)  # each worker's model loaded (and rows checked) first
             time.sleep(args.settle)
             with ThreadPoolExecutor(workers) as pool:  # and the caches of words
                 list(pool.map(client, [base] * workers, [sentences(3, seed=seed) for seed in range(workers)]))
-            print(json.dumps({"workers": workers, "warm_up_s": round(warm_up, 1)}), flush=True)
+            print(
+                json.dumps({"workers": workers, "typed_processes": typed, "warm_up_s": round(warm_up, 1)}), flush=True
+            )
             alone = None
             for count in sorted(set([1, *args.clients])):
-                summary = {"workers": workers, **run_clients(base, count, args.claims)}
+                summary = {"workers": workers, "typed_processes": typed, **run_clients(base, count, args.claims)}
                 alone = summary["median_ms"] if count == 1 else alone
                 summary["p99_over_alone_median"] = round(summary["p99_ms"] / alone, 2)
                 print(json.dumps(summary), flush=True)

@@ -16,6 +16,10 @@ from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 from claimtrace.web.policy import origin_of
 
+#: Typed-claims processes per server process by default: one per core of the two-core machines
+#: the project is measured on (bench/bench_typed.py; docs/benchmarks.md, "Typed claims under load").
+TYPED_PROCESSES = 2
+
 
 def predictions_options(command: Callable) -> Callable:
     """``--predictions FILE [--name NAME]... [--class DIR] [--course-baseline]``: runs to set
@@ -108,6 +112,15 @@ def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
     help="MiB of stored files past which the oldest runs are evicted (and the compare page says so).",
 )
 @click.option(
+    "--typed-processes",
+    "typed_processes",
+    type=click.IntRange(0, 64),
+    default=TYPED_PROCESSES,
+    show_default=True,
+    help="Processes tracing typed claims side by side for every server process, from one queue (each holds a "
+    "reader of the build); 0: each server process traces its own, one at a time.",
+)
+@click.option(
     "--prerender",
     is_flag=True,
     help="Once warm, render every claim page and keep it (a server under load; about 16 ms a claim, in the background).",
@@ -121,6 +134,7 @@ def serve_command(
     workers: int,
     store_path: str | None,
     store_cap: int,
+    typed_processes: int,
     prerender: bool,
     predictions: tuple[str, ...],
     names: tuple[str, ...],
@@ -129,13 +143,10 @@ def serve_command(
     llm_origins: tuple[str, ...],
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
-    import uvicorn
-
     from claimtrace.compare.store import RunStore, store_beside
     from claimtrace.pipeline.preprocess import stopwords
-    from claimtrace.web.app import create_app
-    from claimtrace.web.serving import WorkerSettings, server_config
     from claimtrace.web.tracer import Tracer
+    from claimtrace.web.typed_processes import TypedProcesses
 
     folder = data_dir(ctx)
     stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
@@ -148,16 +159,34 @@ def serve_command(
     _check_port_free(port)
     click.echo(f"claimtrace: runs kept in {store['path']}", err=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
+    if typed_processes:
+        click.echo(f"claimtrace: typed claims traced by {typed_processes} process(es) of their own", err=True)
+    typed = TypedProcesses(build.root, folder, typed_processes) if typed_processes else None
+    try:
+        _run_server(build, folder, port, workers, tracer, prerender, runs, store, origins, typed)
+    finally:
+        if typed is not None:
+            typed.close()
+
+
+def _run_server(build, folder, port, workers, tracer, prerender, runs, store, origins, typed) -> None:
+    """uvicorn, in this process or with ``workers`` processes, each reaching ``typed``."""
+    import uvicorn
+
+    from claimtrace.web.app import create_app
+    from claimtrace.web.serving import WorkerSettings, server_config
+
     if workers == 1:
-        uvicorn.Server(
-            server_config(create_app(tracer=tracer, warm=True, prerender=prerender, llm_origins=origins), port)
-        ).run()
+        client = typed.client() if typed is not None else None
+        app = create_app(tracer=tracer, warm=True, prerender=prerender, llm_origins=origins, typed=client)
+        uvicorn.Server(server_config(app, port)).run()
         return
     # Several processes: uvicorn starts each worker from an import string; the worker reads
     # which build to open from the environment it inherits.
     from uvicorn.supervisors import Multiprocess
 
-    WorkerSettings(build.root, folder, prerender, runs, store, origins).export()
+    shared = {"socket": str(typed.socket_path), "processes": typed.processes} if typed is not None else {}
+    WorkerSettings(build.root, folder, prerender, runs, store, origins, shared).export()
     config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 

@@ -46,11 +46,15 @@ from claimtrace.web.pages import CLAIM
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
-from claimtrace.web.tracer import StageMissing, Tracer
+from claimtrace.web.tracer import StageMissing, Tracer, build_stamp
+from claimtrace.web.typed_processes import TypedClient
 from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
+
+#: Seconds a server waits for its typed-claims processes to be warm before it says it is.
+TYPED_START_SECONDS = 300
 
 
 def create_app(
@@ -59,6 +63,7 @@ def create_app(
     warm: bool = False,
     prerender: bool = False,
     llm_origins: tuple[str, ...] = (),
+    typed: TypedClient | None = None,
 ) -> FastAPI:
     """The site over a build, or over a tracer already made for one (see the module docstring
     for the routes).
@@ -68,7 +73,8 @@ def create_app(
     keep it whole (a server under load: about 16 ms a claim in the background, then a claim page
     costs nothing); ``/api/build.json`` reports the progress under ``"server"``. ``llm_origins``:
     the origins (``scheme://host:port``) of provider base URLs the LLM pages may connect to,
-    beside the known providers' (``serve --llm-origin``).
+    beside the known providers' (``serve --llm-origin``). ``typed``: the way to the processes tracing typed
+    claims that ``serve`` started (``web.typed_processes``; None: traced in turn in this one).
     """
     tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="server")
@@ -91,23 +97,11 @@ def create_app(
     # answers over 1 KB are gzipped for a client that takes it (train's Explore: 230 KB -> 74 KB)
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
+        tracer.typed_processes = typed
         limit_malloc_arenas()
         pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
         threading.Thread(target=warm_up, args=(app, answers, prerender), name="claimtrace-warm", daemon=True).start()
     return app
-
-
-def build_stamp(build: Build) -> tuple:
-    """What changes when a build is completed or repaired: its manifest's and build.json's
-    size, modification time and inode (every file the build writes is recorded in the manifest)."""
-    stamp = []
-    for path in (build.work.file_manifest, build.work.build_record):
-        try:
-            status = path.stat()
-            stamp.append((status.st_size, status.st_mtime_ns, status.st_ino))
-        except OSError:
-            stamp.append(None)
-    return tuple(stamp)
 
 
 def reload_site(app: FastAPI, answers: AnswerCache) -> None:
@@ -116,6 +110,7 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
     old: Build = app.state.tracer.build
     tracer = Tracer(Build(old.root, old.data_dir))
     tracer.runs = app.state.tracer.runs.over(tracer.build)  # the runs given and uploaded stay
+    tracer.typed_processes = app.state.tracer.typed_processes  # they read the build again themselves
     app.state.site = SiteState(tracer, Renderer(tracer, mode="server"))
     app.state.tracer = tracer
     answers.clear()
@@ -127,6 +122,9 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool) -> None:
     try:
         app.state.tracer.warm()
+        typed = app.state.tracer.typed_processes
+        if typed is not None:
+            app.state.warmth["typed_processes"] = typed.wait_ready(TYPED_START_SECONDS)
         app.state.warmth["typed_ready"] = True  # a typed claim now costs what any other does
         if prerender:
             prerender_claim_pages(app, answers)

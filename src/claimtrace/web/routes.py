@@ -34,7 +34,8 @@ from claimtrace.web.responses import (
     wants_json,
 )
 from claimtrace.web.runs import evicted_line, with_runs
-from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, StageMissing, Tracer, UnknownClaim
+from claimtrace.web.tracer import MAX_TEXT_CHARS, StageMissing, Tracer, UnknownClaim
+from claimtrace.web.typed_processes import typed_answer
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
 
@@ -218,21 +219,31 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     site = _site(request)
     error, status, result = None, 200, None
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
-    problem = None if text is None else text_problem(text)
-    try:
-        if problem is not None:
-            raise BadText(problem)
-        result = site.tracer.trace_text(text) if text is not None else site.tracer.trace(claim_id or WALKTHROUGH_CLAIM)
-    except BadText as err:
-        error, status = str(err), 413 if len(text or "") > MAX_TEXT_CHARS else 400
-    except UnknownClaim:
-        return _unknown_claim(request, claim_id or "", kind == "json")
-    if kind == "json":
-        return json_response({"error": error, "status": status} if error else result, status)
-    if shown_text is None:
-        shown_text = result["claim"]["text"] if result else ""
+    if text is not None:
+        status, value = typed_answer(site.tracer, text)
+        if kind == "json":
+            return json_response(value, status)
+        error, result = (value["error"], None) if status != 200 else (None, value)
+    else:
+        try:
+            result = site.tracer.trace(claim_id or WALKTHROUGH_CLAIM)
+        except UnknownClaim:
+            return _unknown_claim(request, claim_id or "", kind == "json")
+        if kind == "json":
+            return json_response(result)
+        shown_text = result["claim"]["text"]
     page = site.renderer.live_page(root_for(request.url.path), result, text=shown_text, error=error)
     return html_response(page, status)
+
+
+async def typed_json(request: Request, text: str) -> Response:
+    """A typed text's JSON answer: traced by the typed-claims processes where the server has
+    them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
+    site = _site(request)
+    if site.tracer.typed_processes is not None:
+        status, body = await site.tracer.typed_processes.answer(text)
+        return Response(body, status_code=status, media_type="application/json")
+    return await site.tracer.in_turn(live_response, request, text, None, "json")
 
 
 class Body(NamedTuple):
@@ -379,14 +390,14 @@ async def live_post(request: Request):
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
-    return await run_in_threadpool(live_response, request, text, None, "html")
+    return await _site(request).tracer.in_turn(live_response, request, text, None, "html")
 
 
 @actions.get("/api/trace")
-def api_trace(request: Request, text: str | None = None, claim: str | None = None):
+async def api_trace(request: Request, text: str | None = None, claim: str | None = None):
     if text is None and claim is not None:
-        return answer_claim(request, pages.CLAIM, Asked(claim, "json"))
-    return live_response(request, text if text is not None else "", None, "json")
+        return await run_in_threadpool(answer_claim, request, pages.CLAIM, Asked(claim, "json"))
+    return await typed_json(request, text if text is not None else "")
 
 
 @actions.post("/api/trace")
@@ -394,7 +405,7 @@ async def api_trace_post(request: Request):
     text, error, status = await read_text(request)
     if error:
         return json_response({"error": error, "status": status}, status)
-    return await run_in_threadpool(live_response, request, text, None, "json")  # off the event loop
+    return await typed_json(request, text)
 
 
 @actions.post("/api/compare")

@@ -17,6 +17,7 @@ from claimtrace.errors import DataError
 from claimtrace.web.app import create_app
 from claimtrace.web.middleware import SECURITY_HEADERS
 from claimtrace.web.tracer import Tracer
+from claimtrace.web.typed_processes import TypedClient
 from claimtrace.workdir.reader import Build
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
@@ -163,9 +164,19 @@ class WorkerSettings:
         "CLAIMTRACE_SERVE_RUNS",
         "CLAIMTRACE_SERVE_STORE",
         "CLAIMTRACE_SERVE_LLM_ORIGINS",
+        "CLAIMTRACE_SERVE_TYPED",
     )
 
-    def __init__(self, workdir, data_dir, prerender: bool, runs=(), store: dict | None = None, llm_origins=()):
+    def __init__(
+        self,
+        workdir,
+        data_dir,
+        prerender: bool,
+        runs=(),
+        store: dict | None = None,
+        llm_origins=(),
+        typed: dict | None = None,
+    ):
         self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
         #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
         self.runs = [(str(path), name) for path, name in runs]
@@ -173,6 +184,9 @@ class WorkerSettings:
         self.store = dict(store or {})
         #: the provider origins the LLM pages may connect to (serve --llm-origin)
         self.llm_origins = tuple(llm_origins)
+        #: the processes tracing typed claims for every worker: ``{"socket", "processes"}``
+        #: (serve --typed-processes; empty: each worker traces its own, in turn)
+        self.typed = dict(typed or {})
 
     def export(self) -> None:
         values = (
@@ -182,6 +196,7 @@ class WorkerSettings:
             json.dumps(self.runs),
             json.dumps(self.store),
             json.dumps(self.llm_origins),
+            json.dumps(self.typed),
         )
         os.environ.update(dict(zip(self._VARIABLES, values)))
 
@@ -190,9 +205,11 @@ class WorkerSettings:
         missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
         if missing:
             raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender, runs, store, origins = (os.environ.get(name, "") for name in cls._VARIABLES)
+        workdir, data_dir, prerender, runs, store, origins, typed = (
+            os.environ.get(name, "") for name in cls._VARIABLES
+        )
         runs, store, origins = json.loads(runs or "[]"), json.loads(store or "{}"), json.loads(origins or "[]")
-        return cls(workdir, data_dir, prerender == "1", runs, store, origins)
+        return cls(workdir, data_dir, prerender == "1", runs, store, origins, json.loads(typed or "{}"))
 
     def open_store(self) -> RunStore | None:
         """The run store the server was told (None: each process keeps its runs in memory)."""
@@ -209,7 +226,13 @@ def app_from_environment() -> FastAPI:
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
     tracer = Tracer(Build(settings.workdir, settings.data_dir), settings.open_store())
     tracer.runs.give_all(settings.runs)
-    return create_app(tracer=tracer, warm=True, prerender=settings.prerender, llm_origins=settings.llm_origins)
+    return create_app(
+        tracer=tracer,
+        warm=True,
+        prerender=settings.prerender,
+        llm_origins=settings.llm_origins,
+        typed=TypedClient(settings.typed["socket"], settings.typed["processes"]) if settings.typed else None,
+    )
 
 
 def server_config(app, port: int, **options):

@@ -12,6 +12,7 @@ computed and scheduling the slow work. The data of every answer comes from the v
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -82,6 +83,19 @@ def public_reasons(value, root):
 _NESTED = (dict, list)
 
 
+def build_stamp(build: Build) -> tuple:
+    """What changes when a build is completed or repaired: its manifest's and build.json's
+    size, modification time and inode (every file the build writes is recorded in the manifest)."""
+    stamp = []
+    for path in (build.work.file_manifest, build.work.build_record):
+        try:
+            status = path.stat()
+            stamp.append((status.st_size, status.st_mtime_ns, status.st_ino))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
+
+
 class Tracer:
     """Traces over one build, cached (a trace never changes once computed)."""
 
@@ -92,6 +106,10 @@ class Tracer:
         self._explored: set[str] = set()  # the splits whose Explore is computed
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._typed_thread: ThreadPoolExecutor | None = None  # typed claims, in turn (in_turn)
+        #: The processes tracing typed claims (``web.typed_processes.TypedProcesses``), where the
+        #: server has them (``serve --typed-processes N``); None: typed claims are traced in turn here.
+        self.typed_processes = None
         self.progress: dict[str, dict] = {}
         self._typed = 0  # typed claims traced (every RELEASE_EVERY, freed memory is returned)
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
@@ -122,6 +140,17 @@ class Tracer:
         result = self._assemble(claim.text, claim=claim, split=split, position=position)
         self._traces.put(claim_id, result)
         return self._traces.get(claim_id) or result  # the first one kept, if two threads raced
+
+    def in_turn(self, call, *args):
+        """``call(*args)`` on the typed claims' own thread, after those asked before it (an
+        awaitable). Typed claims are almost all Python, so two at once only share one core
+        under the interpreter's lock, each taking as long as both; in turn, first come first
+        served, each waits for those ahead and then takes what it takes alone (bench/bench_typed.py)."""
+        if self._typed_thread is None:
+            with self._lock:
+                if self._typed_thread is None:
+                    self._typed_thread = ThreadPoolExecutor(1, thread_name_prefix="typed-claims")
+        return asyncio.wrap_future(self._typed_thread.submit(call, *args))
 
     def trace_text(self, text: str) -> dict:
         """Any text as a new claim: every stage, no gold passages, no notebook batch."""
@@ -191,7 +220,7 @@ class Tracer:
         self.first_page_served.wait(wait_for_first_page)
         for split in splits:
             self.explore_when_ready(split, 0.0)
-        self._warm_typed()
+        self.warm_typed()
         for future in list(self._futures.values()):  # warm once every Explore is computed too
             try:
                 future.result()
@@ -203,7 +232,7 @@ class Tracer:
     #: time, in a lecture hall's first seconds).
     WARM_TEXT = "Arctic sea ice is warming the ocean."
 
-    def _warm_typed(self) -> None:
+    def warm_typed(self) -> None:
         try:
             self.build.classifier().prepare_typed()  # a typed claim's forward call from the encoder's rows
             self._assemble(self.WARM_TEXT)

@@ -1,0 +1,221 @@
+"""Typed claims traced in processes of their own (``serve --typed-processes N``).
+
+A typed claim's trace is almost all Python: in one server process, two at once share one core
+under the interpreter's lock, and the next waits for both. Measured on the demo build with one
+worker: 8 clients typing at once got 95 claims/s against 104 for one client alone, so each
+waited for the seven others, and the slowest for more (bench/bench_typed.py).
+
+So ``serve`` starts N processes that do nothing else (:class:`TypedProcesses`), each with its
+own reader of the build (the large arrays are mapped, so shared). They all accept on one Unix
+socket, and a process asks for the next connection only when it has answered the last: the
+socket's queue is one queue, first come first served, for every server process, and N claims
+are traced at once on N cores whichever worker took the request. A server process hands a
+typed text over and sends back the answer's bytes (:class:`TypedClient`): the same bytes as its
+own trace would be (:func:`typed_answer`, the same encoder; ``tests/web/test_typed_processes.py``).
+
+A process that dies is started again within a second, and the claim it held is answered 503
+saying so; a process looks at the build's manifest at most once a second and reads the build
+again when it was completed or repaired, as the server's pages do; every process ends with the
+command that started it, however that ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import multiprocessing
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from claimtrace.data.files import choose_data_dir
+from claimtrace.models.predict import pin_one_thread
+from claimtrace.web.responses import encode, text_problem
+from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, Tracer, build_stamp
+from claimtrace.workdir.reader import Build
+
+#: How often a typed-claims process looks whether its command is still there, and the command
+#: whether each process is (a dead one is started again).
+CHECK_SECONDS = 1.0
+#: Connections waiting for a typed-claims process, beyond which a claim is answered 503.
+WAITING = 256
+#: Bytes of a message's length prefix; a status and a length prefix the answer.
+_PREFIX = 4
+
+
+def typed_answer(tracer: Tracer, text: str) -> tuple[int, dict]:
+    """A typed text's JSON answer, ``(status, value)``: its trace, or ``{"error", "status"}``
+    (400 for a text that cannot be traced, 413 past :data:`MAX_TEXT_CHARS`)."""
+    try:
+        problem = text_problem(text)
+        if problem is not None:
+            raise BadText(problem)
+        return 200, tracer.trace_text(text)
+    except BadText as err:
+        status = 413 if len(text) > MAX_TEXT_CHARS else 400
+        return status, {"error": str(err), "status": status}
+
+
+def unavailable(why: str) -> tuple[int, bytes]:
+    return 503, encode({"error": f"{why}: try again in a moment.", "status": 503})
+
+
+# --- the command's side: the processes ------------------------------------------------------------
+
+
+class TypedProcesses:
+    """N processes tracing typed claims, accepting on one Unix socket (started at once).
+
+    Parameters
+    ----------
+    workdir, data_dir : str or Path
+        The build and the course data, as the server has them.
+    processes : int
+        How many claims are traced at once (one core each).
+    """
+
+    def __init__(self, workdir, data_dir, processes: int):
+        self.workdir, self.data_dir, self.processes = str(workdir), str(data_dir), int(processes)
+        self.folder = Path(tempfile.mkdtemp(prefix="claimtrace-typed-"))
+        self.socket_path = self.folder / "typed.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.socket_path))
+        self._listener.listen(WAITING)
+        # spawn, not fork: the command may have threads whose locks a forked child would inherit held
+        self._context = multiprocessing.get_context("spawn")
+        self._closing = threading.Event()
+        self._running = [self._start() for _ in range(self.processes)]
+        self.restarted = 0
+        threading.Thread(target=self._watch, name="typed-claims-watch", daemon=True).start()
+
+    def _start(self):
+        process = self._context.Process(
+            target=_serve_claims,
+            args=(self._listener, self.workdir, self.data_dir, str(self.folder), os.getpid()),
+            name="claimtrace-typed",
+            daemon=True,  # ended when the command exits normally; _end_with covers the rest
+        )
+        process.start()
+        return process
+
+    def _watch(self) -> None:
+        while not self._closing.wait(CHECK_SECONDS):
+            for index, process in enumerate(self._running):
+                if not process.is_alive() and not self._closing.is_set():
+                    (self.folder / f"ready-{process.pid}").unlink(missing_ok=True)
+                    self._running[index] = self._start()
+                    self.restarted += 1
+
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self._running]
+
+    def client(self) -> TypedClient:
+        return TypedClient(self.socket_path, self.processes)
+
+    def close(self) -> None:
+        self._closing.set()
+        for process in self._running:
+            process.terminate()
+        for process in self._running:
+            process.join(timeout=10)
+        self._listener.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: str, command: int) -> None:
+    """A typed-claims process: warm, then one connection at a time, for ever."""
+    threading.Thread(target=_end_with, args=(command,), name="typed-claims-command", daemon=True).start()
+    pin_one_thread()  # N processes on N cores: no PyTorch thread competes with another process
+    choose_data_dir(data_dir)
+    tracer = Tracer(Build(workdir, data_dir))
+    tracer.warm_typed()
+    # What is loaded now stays for the process's life: kept out of the collector's full passes,
+    # which would otherwise walk it all every few hundred claims (a slow claim now and then).
+    gc.collect()
+    gc.freeze()
+    Path(folder, f"ready-{os.getpid()}").touch()
+    seen, checked = build_stamp(tracer.build), time.monotonic()
+    while True:
+        connection, _ = listener.accept()
+        with connection:
+            if time.monotonic() - checked >= CHECK_SECONDS:  # a completed or repaired build: read again
+                checked, stamp = time.monotonic(), build_stamp(tracer.build)
+                if stamp != seen:
+                    seen, tracer = stamp, Tracer(Build(workdir, data_dir))
+            try:
+                text = json.loads(_receive(connection))
+            except (OSError, ValueError):  # the server process gave up on it
+                continue
+            status, value = typed_answer(tracer, text)
+            body = encode(value)
+            try:
+                connection.sendall(status.to_bytes(_PREFIX, "big") + len(body).to_bytes(_PREFIX, "big") + body)
+            except OSError:
+                continue
+
+
+def _receive(connection: socket.socket) -> bytes:
+    size = int.from_bytes(_exactly(connection, _PREFIX), "big")
+    return _exactly(connection, size)
+
+
+def _exactly(connection: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
+def _end_with(command: int) -> None:
+    """End this process once the command that started it has gone, however it went (killed
+    included): nothing else would tell a process waiting in accept()."""
+    while os.getppid() == command:
+        time.sleep(CHECK_SECONDS)
+    os._exit(0)
+
+
+# --- a server process's side -----------------------------------------------------------------------
+
+
+class TypedClient:
+    """A server process's way to the typed-claims processes: a text in, ``(status, JSON bytes)``
+    out, over one new connection to their socket per claim."""
+
+    def __init__(self, socket_path, processes: int):
+        self.socket_path, self.processes = str(socket_path), int(processes)
+
+    def ready(self) -> int:
+        """How many of the processes are warm (each says so with a file beside the socket)."""
+        return len(list(Path(self.socket_path).parent.glob("ready-*")))
+
+    def wait_ready(self, limit: float) -> int:
+        deadline = time.monotonic() + limit
+        while self.ready() < self.processes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.ready()
+
+    async def answer(self, text: str) -> tuple[int, bytes]:
+        message = json.dumps(text).encode("ascii")  # ASCII JSON: any text, lone surrogates included
+        try:
+            reader, writer = await asyncio.open_unix_connection(self.socket_path)
+        except OSError:
+            return unavailable("Typed claims cannot be traced now (their processes are not there)")
+        try:
+            writer.write(len(message).to_bytes(_PREFIX, "big") + message)
+            await writer.drain()
+            head = await reader.readexactly(2 * _PREFIX)
+            status, size = int.from_bytes(head[:_PREFIX], "big"), int.from_bytes(head[_PREFIX:], "big")
+            return status, await reader.readexactly(size)
+        except (OSError, asyncio.IncompleteReadError):
+            return unavailable("The process tracing this claim stopped; it is being started again")
+        finally:
+            writer.close()
