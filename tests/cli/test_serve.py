@@ -64,7 +64,7 @@ def _free_port() -> int:
 
 def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
     """``claimtrace serve --workers 2``: two processes share the port; each answers pages and
-    reports itself in /api/build.json."""
+    reports itself in /api/build.json; typed claims go to the typed-claims processes both share."""
     port = _free_port()
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
@@ -76,6 +76,10 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
             answer = httpx.get(base + path, timeout=120, headers={"Connection": "close"})
             assert answer.status_code == 200, path
         assert "server" in httpx.get(f"{base}/api/build.json", timeout=60).json()
+        for n in range(4):  # on new connections: either worker, one queue
+            text = f"Glaciers lost {n} gigatonnes in {2000 + n}."
+            answer = httpx.post(f"{base}/api/trace", json={"text": text}, timeout=120, headers={"Connection": "close"})
+            assert answer.status_code == 200 and answer.json()["claim"]["text"] == text
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -95,7 +99,8 @@ def test_serve_with_two_workers_takes_an_upload_every_worker_serves_and_a_restar
     answered by each worker; after a restart over the same store it is still there."""
     store = tmp_path / "demo.runs.sqlite"
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve", "--workdir"]
-    command += [str(demo_build.root), "--workers", "2", "--store", str(store), "--port"]
+    # typed claims play no part here: no typed-claims processes to start (twice)
+    command += [str(demo_build.root), "--workers", "2", "--store", str(store), "--typed-processes", "0", "--port"]
     port = _free_port()
     server, base = _serving([*command, str(port)], port)
     try:
@@ -166,7 +171,16 @@ def test_serve_class_answers_every_compare_page(demo_build, data_dir, tmp_path):
     folder = write_class(tmp_path / "class", data_dir, demo_build)
     port = _free_port()
     command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
-    command += ["--workdir", str(demo_build.root), "--port", str(port), "--class", str(folder)]
+    command += [
+        "--workdir",
+        str(demo_build.root),
+        "--port",
+        str(port),
+        "--class",
+        str(folder),
+        "--typed-processes",
+        "0",
+    ]
     server, base = _serving(command, port)
     try:
         index = httpx.get(f"{base}/compare/index.json", timeout=120).json()
