@@ -35,13 +35,14 @@ sys.path.insert(0, str(REPO / "src"))
 from claimtrace import constants as C  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
+from claimtrace.evaluation.seed_spread import SEED_SPREAD_PATH, SEEDS  # noqa: E402
 from claimtrace.lib.store import write_atomic  # noqa: E402
 
-#: The 2024 site's seeds (its web/data/seed-spread.json).
-SEEDS = (42, 1, 2, 3, 4)
 #: The models retrained, by the name the file uses -> the training variant.
 MODELS = {"transformer": "notebook", "lstm": "lstm"}
-OUTPUT = REPO / "src" / "claimtrace" / "assets" / "seed_spread.json"
+#: The file the site reads (claimtrace.evaluation.seed_spread), where the seeds (the 2024
+#: site's, its web/data/seed-spread.json) are named too.
+OUTPUT = SEED_SPREAD_PATH
 #: The evidence each run is scored with.
 EVIDENCE = ("gold", "retrieved")
 

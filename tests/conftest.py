@@ -122,15 +122,18 @@ def _demo_key(data_dir: Path) -> str:
     """A digest of everything the demo build is made from: the code the build imports (the
     modules of ``claimtrace.workdir.build``'s import closure, tests/layering.py), by path, the
     shipped assets (the checkpoints) and the data files. Editing code the build does not import
-    (the command line, the site) keeps the build."""
+    (the command line, the site) keeps the build, and so does the seed-spread file."""
     import hashlib
 
+    from claimtrace.evaluation.seed_spread import SEED_SPREAD_FILE
     from tests.layering import PACKAGE, closure, modules
 
     digest = hashlib.sha256()
     known = modules()
     inputs = [known[name] for name in sorted(closure("claimtrace.workdir.build"))]
-    inputs += sorted((PACKAGE / "assets").iterdir()) + sorted(data_dir.rglob("*"))
+    # the seed-spread file is the site's, not the build's, and is rewritten while seeds train
+    assets = [path for path in sorted((PACKAGE / "assets").iterdir()) if path.name != SEED_SPREAD_FILE]
+    inputs += assets + sorted(data_dir.rglob("*"))
     for path in inputs:
         if path.is_file() and "__pycache__" not in path.parts:
             name = str(path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE) else path.relative_to(data_dir))

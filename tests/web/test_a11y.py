@@ -26,6 +26,7 @@ SERVED = [
     "/results.html",
     "/attribution.html",  # not computed on the demo build: the page says how (tests/web/views/ has it computed)
     "/methods.html",
+    "/seeds.html",  # the shipped seed-spread file's state (tests/web/test_seeds_page.py draws five seeds)
     "/nowhere.html",
 ]
 #: More pages of a type above, with what differs (another claim's verdicts, a split without
@@ -47,6 +48,7 @@ EXPORTED = [
     "results.html",
     "attribution.html",
     "methods.html",
+    "seeds.html",
     "404.html",
 ]
 

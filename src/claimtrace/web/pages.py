@@ -29,6 +29,7 @@ from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row
 from claimtrace.web.views.llm import AI_LOG_DATA, evaluation_data
 from claimtrace.web.views.parity import parity
 from claimtrace.web.views.results import results
+from claimtrace.web.views.seeds import seeds_page
 from claimtrace.web.views.tour import tour_view
 
 
@@ -271,6 +272,18 @@ METHODS = Page(
     aliases=(Address("/methods", None, "html"),),
 )
 
+#: The notebook's Transformer and its LSTM retrained under several seeds, beside the build's own
+#: checkpoints: whether the difference between the two survives the seeds' spread. Read afresh on
+#: every request (the file grows while the seeds train).
+SEEDS = Page(
+    "seeds",
+    "seeds.html",
+    "seeds.json",
+    data=lambda tracer, key: seeds_page(tracer.build),
+    template=lambda renderer, data, root: renderer.seeds_page(data, root),
+    aliases=(Address("/seeds", None, "html"),),
+)
+
 
 def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
     """The class page is exported when there is a dev run to show."""
@@ -334,6 +347,7 @@ PAGES = (
     RESULTS,
     ATTRIBUTION,
     METHODS,
+    SEEDS,
     EVALUATION,
     AI_LOG,
     COMPARE_INDEX,

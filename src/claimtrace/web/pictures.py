@@ -37,15 +37,18 @@ def _f(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _svg(width: int, height: int, title: str, body: list[str], cls: str) -> Markup:
+def svg_picture(width: int, height: int, title: str, body: list[str], cls: str, attributes: str = "") -> Markup:
+    """An SVG picture with its title said to a screen reader; ``attributes`` go on the element
+    as written (``data-`` axes a browser test measures against)."""
     return Markup(
-        f'<svg class="picture {cls}" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'<svg class="picture {cls}"{attributes} viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
         f"<title>{escape(title)}</title>" + "".join(body) + "</svg>"
     )
 
 
-def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -> str:
+def svg_text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -> str:
+    """A text of a picture, escaped."""
     extra = f' class="{cls}"' if cls else ""
     return f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}"{extra}>{escape(text)}</text>'
 
@@ -123,15 +126,15 @@ def _curve_panel(which: str, series: dict[str, list[tuple[int, float]]], low: fl
     def y(value: float) -> float:
         return top + (high - value) / (high - low) * plot_h
 
-    body = [_text(left, 14, f"{which} accuracy", cls="ptitle")]
+    body = [svg_text(left, 14, f"{which} accuracy", cls="ptitle")]
     steps = round((high - low) / 0.05)
     for k in range(steps + 1):
         value = low + k * 0.05
         body.append(f'<line x1="{left}" x2="{width - right}" y1="{_f(y(value))}" y2="{_f(y(value))}" class="grid"/>')
-        body.append(_text(left - 4, y(value) + 4, f"{value:.2f}", "end", "tick"))
+        body.append(svg_text(left - 4, y(value) + 4, f"{value:.2f}", "end", "tick"))
     for epoch in range(1, epochs + 1):
-        body.append(_text(x(epoch), height - bottom + 14, str(epoch), "middle", "tick"))
-    body.append(_text(left + plot_w / 2, height - 2, "epoch", "middle", "tick"))
+        body.append(svg_text(x(epoch), height - bottom + 14, str(epoch), "middle", "tick"))
+    body.append(svg_text(left + plot_w / 2, height - 2, "epoch", "middle", "tick"))
     for name, points in series.items():
         path = " ".join(f"{_f(x(e))},{_f(y(v))}" for e, v in points)
         cls = SERIES_CLASSES[name]
@@ -141,7 +144,7 @@ def _curve_panel(which: str, series: dict[str, list[tuple[int, float]]], low: fl
             for e, v in points
         )
     summary = "; ".join(f"{name}: {points[0][1]:.3f} to {points[-1][1]:.3f}" for name, points in series.items())
-    return _svg(width, height, f"{which} accuracy by epoch ({summary})", body, "curve")
+    return svg_picture(width, height, f"{which} accuracy by epoch ({summary})", body, "curve")
 
 
 # --- confusion heat maps --------------------------------------------------------------------------------
@@ -154,12 +157,12 @@ def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
     cell, left, top = 46, 62, 34
     never = [j for j in range(len(labels)) if all(row[j] == 0 for row in matrix)]
     width, height = left + cell * len(labels) + 8, top + cell * len(labels) + (34 if never else 10)
-    body = [_text(left + cell * len(labels) / 2, 12, "verdict", "middle", "tick")]
+    body = [svg_text(left + cell * len(labels) / 2, 12, "verdict", "middle", "tick")]
     for j, label in enumerate(labels):
-        body.append(_text(left + cell * j + cell / 2, top - 6, SHORT[label], "middle", "head"))
+        body.append(svg_text(left + cell * j + cell / 2, top - 6, SHORT[label], "middle", "head"))
     for i, label in enumerate(labels):
         total = sum(matrix[i]) or 1
-        body.append(_text(left - 6, top + cell * i + cell / 2 + 4, SHORT[label], "end", "head"))
+        body.append(svg_text(left - 6, top + cell * i + cell / 2 + 4, SHORT[label], "end", "head"))
         for j, n in enumerate(matrix[i]):
             share = n / total
             x, y = left + cell * j, top + cell * i
@@ -170,22 +173,22 @@ def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
                 f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill-opacity="{share:.4f}" class="{cls}"/>'
             )
             ink = "light" if share > HEAT_INK_SHARE else "dark"
-            body.append(_text(x + cell / 2, y + cell / 2 + 5, str(n), "middle", f"count {ink}"))
+            body.append(svg_text(x + cell / 2, y + cell / 2 + 5, str(n), "middle", f"count {ink}"))
     for j in never:
         x = left + cell * j
         body.append(
             f'<rect x="{x + 2}" y="{top + 2}" width="{cell - 4}" height="{cell * len(labels) - 4}" '
             'class="never-box" stroke-width="2" stroke-dasharray="4 3"/>'
         )
-        body.append(_text(x + cell / 2, top + cell * len(labels) + 14, "never", "middle", "never"))
-        body.append(_text(x + cell / 2, top + cell * len(labels) + 27, "predicted", "middle", "never"))
+        body.append(svg_text(x + cell / 2, top + cell * len(labels) + 14, "never", "middle", "never"))
+        body.append(svg_text(x + cell / 2, top + cell * len(labels) + 27, "predicted", "middle", "never"))
     said = (
         f"; never predicted: {', '.join(labels[j] for j in never)}"
         if never
         else "; every verdict predicted at least once"
     )
     title = f"{caption}: rows are labels, columns verdicts, a cell’s shade its share of the label’s claims{said}"
-    return _svg(width, height, title, body, "heat")
+    return svg_picture(width, height, title, body, "heat")
 
 
 def never_predicted(matrix: Sequence[Sequence[int]]) -> list[str]:
@@ -217,7 +220,9 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None, baselines: Seque
         if row["retrieval"] != previous and i:
             body.append(f'<line x1="0" x2="{width}" y1="{y}" y2="{y}" class="grid"/>')
         previous = row["retrieval"]
-        body.append(_text(0, y + row_h - 5, f"{row['retrieval']} · {row['model']} · {row['protocol']}", cls="rowname"))
+        body.append(
+            svg_text(0, y + row_h - 5, f"{row['retrieval']} · {row['model']} · {row['protocol']}", cls="rowname")
+        )
     best = max(rows, key=lambda r: r["HM"])
     title = (
         f"HM, F and A of {len(rows)} combinations of retrieval, model and protocol on dev"
@@ -226,7 +231,7 @@ def scoreboard_chart(rows: Sequence[dict], anchor: dict | None, baselines: Seque
         + (f", against Table 2’s {anchor['HM']:.3f}" if anchor else "")
         + ("; whiskers are 95% intervals" if any(r.get("intervals") for r in rows) else "")
     )
-    return _svg(width, height, title, body, "scores")
+    return svg_picture(width, height, title, body, "scores")
 
 
 #: How a baseline is named in the scoreboard chart's row labels (after "baseline · ").
@@ -246,7 +251,7 @@ def _score_panel(rows: Sequence[dict], metric: str, anchor: dict | None, x0: int
     """One panel of the scoreboard chart: its title and axis, a bar and a whisker per row, the anchor."""
     bounds = [r["intervals"][metric]["upper"] for r in rows if r.get("intervals")]
     scale = max([r[metric] for r in rows] + bounds + ([anchor[metric]] if anchor else []))
-    body = [_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle")]
+    body = [svg_text(x0, 14, f"{metric} (0 to {scale:.3f})", cls="ptitle")]
     body.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 4}" y2="{height - 6}" class="axis"/>')
     for i, row in enumerate(rows):
         y = top + row_h * i
@@ -262,11 +267,11 @@ def _score_panel(rows: Sequence[dict], metric: str, anchor: dict | None, x0: int
         if interval and scale:
             body.append(whisker(interval, (0.0, scale), x0, SCORE_BAR, y + row_h / 2, f"{row['name']}: {metric}"))
             end = max(length, interval["upper"] / scale * SCORE_BAR)
-        body.append(_text(x0 + end + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
+        body.append(svg_text(x0 + end + 3, y + row_h - 5, f"{row[metric]:.3f}", cls="tick"))
     if anchor:
         ax = x0 + anchor[metric] / scale * SCORE_BAR
         body.append(f'<line x1="{_f(ax)}" x2="{_f(ax)}" y1="{top - 4}" y2="{height - 6}" class="anchor"/>')
-        body.append(_text(ax, top - 8, "Table 2", "middle", "anchor-label"))
+        body.append(svg_text(ax, top - 8, "Table 2", "middle", "anchor-label"))
     return body
 
 
@@ -345,7 +350,7 @@ def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str, dif
             rows, metric, (low, high), label_w + k * (panel_w + gap) + 10, panel_w - 20, top, row_h, height, differences
         )
     for i, row in enumerate(rows):
-        body.append(_text(0, top + row_h * i + row_h - 6, _clip(row["name"], 34), cls="rowname"))
+        body.append(svg_text(0, top + row_h * i + row_h - 6, _clip(row["name"], 34), cls="rowname"))
     sign = "+" if differences else ""
     said = "; ".join(
         f"{row['name']}: "
@@ -357,7 +362,7 @@ def interval_chart(rows: Sequence[dict], metrics: Sequence[str], title: str, dif
         for row in rows
     )
     cls = "intervals differences" if differences else "intervals"
-    return _svg(label_w + len(metrics) * (panel_w + gap), height, f"{title}: {said}", body, cls)
+    return svg_picture(label_w + len(metrics) * (panel_w + gap), height, f"{title}: {said}", body, cls)
 
 
 def _interval_panel(
@@ -368,11 +373,11 @@ def _interval_panel(
     low, high = domain
     sign = "+" if differences else ""
     what = f"{metric} difference" if differences else metric
-    body = [_text(x0 - 10, 14, f"{what} ({low:{sign}g} to {high:{sign}g})", cls="ptitle")]
+    body = [svg_text(x0 - 10, 14, f"{what} ({low:{sign}g} to {high:{sign}g})", cls="ptitle")]
     body.append(f'<line x1="{x0}" x2="{x0 + length}" y1="{height - 18}" y2="{height - 18}" class="axis"/>')
     for value in (low, (low + high) / 2, high):
         tx = x0 + (value - low) / (high - low) * length
-        body.append(_text(tx, height - 4, f"{value:{sign}g}", "middle", "tick"))
+        body.append(svg_text(tx, height - 4, f"{value:{sign}g}", "middle", "tick"))
     if low < 0:
         zx = x0 + (0 - low) / (high - low) * length
         body.append(f'<line x1="{_f(zx)}" x2="{_f(zx)}" y1="{top - 4}" y2="{height - 18}" class="zero"/>')
@@ -429,9 +434,9 @@ def _sweep_grid(axes: dict[str, _Axis], series: Sequence[tuple[str, str]], left:
             body.append(
                 f'<line x1="{left}" x2="{SWEEP_WIDTH - SWEEP_MARGINS[1]}" y1="{_f(axis.y(value))}" y2="{_f(axis.y(value))}" class="grid"/>'
             )
-            body.append(_text(left - 4, axis.y(value) + 4, f"{value:g}", "end", "tick"))
+            body.append(svg_text(left - 4, axis.y(value) + 4, f"{value:g}", "end", "tick"))
         names = " and ".join(name for key, name in series if key in keys)
-        body.append(_text(left + 4, y0 - 4, f"{names}, 0 to {axis.high:g}", cls="tick"))
+        body.append(svg_text(left + 4, y0 - 4, f"{names}, 0 to {axis.high:g}", cls="tick"))
     return body
 
 
@@ -456,16 +461,16 @@ def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
     def x(value: float) -> float:
         return left + (value - low) / (high - low) * plot_w
 
-    body = [_text(left - 30, 14, f"{chart['rule']} rule: by {chart['name']}", cls="ptitle")]
+    body = [svg_text(left - 30, 14, f"{chart['rule']} rule: by {chart['name']}", cls="ptitle")]
     body += _sweep_grid(axes, series, left)
     ticks = values if chart["parameter"] == "top_n" else values[::4]
     for value in ticks:
-        body.append(_text(x(value), height - bottom + 14, f"{value:g}", "middle", "tick"))
-    body.append(_text(left + plot_w / 2, height - 4, chart["name"], "middle", "tick"))
+        body.append(svg_text(x(value), height - bottom + 14, f"{value:g}", "middle", "tick"))
+    body.append(svg_text(left + plot_w / 2, height - 4, chart["name"], "middle", "tick"))
     span = f'y1="{SWEEP_PANELS[0][1]}" y2="{height - bottom}"'
     nx = x(chart["notebook"])
     body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" {span} class="notebook-mark"/>')
-    body.append(_text(nx + 3, SWEEP_PANELS[0][1] + 9, "notebook", cls="mark-label"))
+    body.append(svg_text(nx + 3, SWEEP_PANELS[0][1] + 9, "notebook", cls="mark-label"))
     for key, _name in series:
         a = axes[key]
         path = " ".join(f"{_f(x(p['value']))},{_f(a.y(p[key]))}" for p in chart["points"])
@@ -478,12 +483,12 @@ def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
     for p in chart["points"]:
         if p["best"]:
             body.append(f'<circle cx="{x(p["value"]):.2f}" cy="{axes["HM"].y(p["HM"]):.2f}" r="6" class="best-ring"/>')
-            body.append(_text(x(p["value"]), axes["HM"].y(p["HM"]) - 9, "best HM", "middle", "mark-label"))
+            body.append(svg_text(x(p["value"]), axes["HM"].y(p["HM"]) - 9, "best HM", "middle", "mark-label"))
     body.append(f'<line x1="{_f(nx)}" x2="{_f(nx)}" {span} class="cursor"/>')
     body.append(
         f'<rect x="{left}" y="{SWEEP_PANELS[0][1]}" width="{plot_w}" height="{height - bottom - SWEEP_PANELS[0][1]}" class="hit"/>'
     )
     said = f"{', '.join(n for _, n in series)} by {chart['name']}, {chart['rule']} rule; {chart['readout']}"
-    svg = str(_svg(SWEEP_WIDTH, height, said, body, "sweep"))
+    svg = str(svg_picture(SWEEP_WIDTH, height, said, body, "sweep"))
     extra = f' data-x0="{left}" data-xlen="{plot_w}" data-xmin="{low!r}" data-xmax="{high!r}"'
     return Markup(svg.replace('<svg class="picture sweep"', f'<svg class="picture sweep"{extra}', 1))

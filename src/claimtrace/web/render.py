@@ -25,6 +25,7 @@ from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
+from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
@@ -270,6 +271,7 @@ def make_env() -> Environment:
         LLM_SCRIPTS=LLM_SCRIPTS,
         llm_protocol=page_protocol,
         pictures=pictures,
+        seed_chart=seed_chart,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=C,
         COURSE=course,
@@ -370,6 +372,9 @@ class Renderer:
 
     def attribution_page(self, data: dict, root: str) -> str:
         return self._render("attribution.html", root, a=data, page="attribution", title="Attribution methods, graded")
+
+    def seeds_page(self, data: dict, root: str) -> str:
+        return self._render("seeds.html", root, s=data, page="seeds", title="Seeds: one training run is not the model")
 
     def methods_page(self, data: dict, root: str) -> str:
         return self._render(

@@ -60,7 +60,9 @@ def _safely(read: Callable[[], Any]) -> Any:
         return None
 
 
-def _provenance(build: Build, model: str) -> dict | None:
+def checkpoint_provenance(build: Build, model: str) -> dict | None:
+    """The provenance of the build's checkpoint of a model (the notebook's: the build's own,
+    shipped or trained; the others': the shipped one's); None without one."""
     if model == "notebook":
         return course.checkpoint_provenance(build.checkpoint_dir())
     name = C.PROVENANCE_FILES.get(model)
@@ -107,7 +109,7 @@ def model_figures(build: Build, scoreboard: dict | None, model: str) -> dict[str
     if together is not None:
         recall = together["intervals"]["recall"]
         figures["never"] = _labels([label for label in C.LABELS if recall[label]["predicted"] == 0])
-    provenance = _provenance(build, model) or {}
+    provenance = checkpoint_provenance(build, model) or {}
     best = next((h for h in provenance.get("history", []) if h["epoch"] == provenance.get("best_epoch")), {})
     figures["seed"] = str(provenance.get("seed", NOT_BUILT))
     figures["best_epoch"] = str(provenance.get("best_epoch", NOT_BUILT))
