@@ -183,19 +183,20 @@ def test_cli_attribute_reads_back_a_finished_run_and_names_the_command_when_none
 
     from claimtrace.errors import Missing
     from claimtrace.workdir.reader import Build
-    from claimtrace.workdir.stages.attribution import _write, grade_records
-    from tests.web.views.test_attribution import _records
+    from tests.web.views.test_attribution import _records, write_attribution
 
     root = tmp_path / "demo"
     shutil.copytree(demo_build.root, root)
     build = Build(root, data_dir)
-    records = _records(build, claims=None)  # every dev claim: the run is finished
-    _write(build, records, {**grade_records(records), "wall_seconds": 1.0, "workers": 2}, 2, complete=True)
+    write_attribution(build, _records(build, claims=None))  # every dev claim: the run is finished
     result = _cli(data_dir, "attribute", "--workdir", str(root), "--json")
     assert result.exit_code == 0, result.output
     grades = json.loads(result.output)
     assert grades["grades"]["occlusion"]["claims"] == len(build.claims("dev")) and "claims" not in grades
+    assert grades["lstm"]["methods"] == ["occlusion", "integrated_gradients"] and "claims" not in grades["lstm"]
     plain = _cli(data_dir, "attribute", "--workdir", str(root))
     assert "Occlusion by [PAD]" in plain.output and "passes" in plain.output and "fails" in plain.output
+    assert "the LSTM (154 claims, no exact answer): Occlusion by [PAD] and Integrated Gradients applied" in plain.output
+    assert "KernelSHAP               1.00 CPU s/claim over 2 (left out" in plain.output
     with pytest.raises(Missing, match="not computed yet: run `claimtrace attribute"):
         Build(demo_build.root, data_dir).attribution_grades()

@@ -57,3 +57,34 @@ def test_timing_has_its_interval_and_total():
     out = G.timing([1.0, 2.0, 3.0])
     assert out["total"] == 6.0 and out["per_claim"]["estimate"] == 2.0
     assert out["per_claim"]["lower"] <= 2.0 <= out["per_claim"]["upper"]
+
+
+def test_two_methods_that_agree_and_two_that_do_not():
+    claims = _claims(40)
+    same = [G.agreement_claim(e, 3 * e) for e in claims]  # the same order, another scale
+    assert all(g == pytest.approx({"spearman": 1.0, "kendall": 1.0, "top3": 1.0, "top_same": True}) for g in same)
+    over = G.agreement(same)
+    assert over["spearman"]["estimate"] == pytest.approx(1.0) and over["spearman"]["statistic"] == "median"
+    assert over["top_same"]["successes"] == 40 and over["spearman_at_least"]["successes"] == 40
+    opposite = G.agreement([G.agreement_claim(e, -e) for e in claims])  # the same sizes, every sign turned
+    assert opposite["spearman"]["upper"] == pytest.approx(-1.0) and opposite["spearman_at_least"]["successes"] == 0
+    assert opposite["top_same"]["successes"] == 40  # top words go by size: the same ones
+
+
+def test_the_median_has_a_bootstrap_interval_about_it():
+    values = np.r_[np.zeros(10), np.ones(11)]
+    got = G.median_interval(values)
+    assert got["estimate"] == 1.0 and got["lower"] == 0.0 and got["upper"] == 1.0
+    assert got["resamples"] == 10_000 and got["seed"] == 2024 and got["statistic"] == "median"
+
+
+def test_top_words_by_size_with_their_sign_and_completeness_as_graded():
+    tokens, values = ["a", "b", "c", "d"], [0.1, -0.5, 0.3, 0.5]
+    assert G.top_words(tokens, values) == [
+        {"token": "b", "value": -0.5},
+        {"token": "d", "value": 0.5},
+        {"token": "c", "value": 0.3},
+    ]  # ties: the earlier position first
+    assert G.completeness_error(values, 0.8) == pytest.approx(0.5)
+    e = _claims(1)[0]
+    assert G.completeness_error(e * 1.1, e.sum()) == pytest.approx(G.grade_claim(e * 1.1, e, e.sum())["completeness"])

@@ -47,6 +47,18 @@ def test_paths_of_a_workdir(tmp_path):
     assert work.corpus_path("/data/evidence.json") == layout.Path("/data/evidence.json")  # an older build.json's
 
 
+def test_attribution_scratch_files_per_worker_and_model(tmp_path):
+    work = Workdir(tmp_path)
+    # the Transformer's keep the name they had before the LSTM was attributed: a run killed then resumes
+    assert (
+        work.attribution_part(1).name == ".part-1.jsonl"
+        and work.attribution_part(0, "lstm").name == ".lstm-part-0.jsonl"
+    )
+    parts = [_write(work.attribution_part(k, model)) for model in ("lstm", "transformer") for k in (1, 0)]
+    assert work.attribution_parts() == [parts[3], parts[2]] and work.attribution_parts("lstm") == [parts[1], parts[0]]
+    assert work.attribution_lstm == tmp_path / "attribution" / "lstm.jsonl"
+
+
 def _write(path, text="x\n"):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -218,8 +218,9 @@ def _explain_lstm(build, claim_id: str, source: str, as_json: bool) -> None:
 @click.pass_context
 def attribute_command(ctx: click.Context, workdir: str, workers: int | None, limit: int | None, as_json: bool) -> None:
     """Grade four attribution methods (occlusion, Integrated Gradients, KernelSHAP, LIME) against
-    the exact per-token shares of the Transformer alone, over the build's dev claims; writes
-    attribution/claims.jsonl and attribution/grades.json into the build (resumable)."""
+    the exact per-token shares of the Transformer alone, over the build's dev claims, and apply
+    the cheapest two to the LSTM's verdicts; writes attribution/claims.jsonl, attribution/lstm.jsonl
+    and attribution/grades.json into the build (resumable)."""
     from claimtrace.workdir.stages.attribution import WORKERS, attribute_build
 
     build = open_build(ctx, workdir)
@@ -227,7 +228,8 @@ def attribute_command(ctx: click.Context, workdir: str, workers: int | None, lim
         build, workers=WORKERS if workers is None else workers, limit=limit, progress=lambda m: click.echo(m, err=True)
     )
     if as_json:
-        print_json({key: value for key, value in grades.items() if key != "claims"})
+        lstm = {key: value for key, value in grades["lstm"].items() if key != "claims"}
+        print_json({**{key: value for key, value in grades.items() if key != "claims"}, "lstm": lstm})
         return
     for name in (*grades["methods"], *grades["baselines"]):
         row = grades["grades"][name]
@@ -238,6 +240,24 @@ def attribute_command(ctx: click.Context, workdir: str, workers: int | None, lim
             f"  passed {row['passed']['successes']}/{row['claims']}"
             f" ({'passes' if row['passes'] else 'fails'}){seconds}"
         )
+    _echo_lstm(grades)
+
+
+def _echo_lstm(grades: dict) -> None:
+    """The LSTM's part: the methods applied, their agreement, every method's cost on it."""
+    lstm = grades["lstm"]
+    agreement = lstm["agreement"]
+    first, second = (grades["names"][m] for m in agreement["methods"])
+    median = agreement["spearman"]
+    click.echo(
+        f"the LSTM ({agreement['claims']} claims, no exact answer): {first} and {second} applied;"
+        f" their Spearman per claim, median {median['estimate']:.3f} [{median['lower']:.3f}, {median['upper']:.3f}]"
+    )
+    for name, cost in lstm["cost"].items():
+        if cost is not None:
+            per_claim = cost["cpu_seconds"]["per_claim"]["estimate"]
+            left_out = "" if name in lstm["methods"] else " (left out: measured on the first claims only)"
+            click.echo(f"  {grades['names'][name]:<24} {per_claim:.2f} CPU s/claim over {cost['claims']}{left_out}")
 
 
 COMMANDS = (train_command, evaluate_classifier_command, explain_command, attribute_command)

@@ -209,9 +209,19 @@ class Workdir:
     def attribution_grades(self) -> Path:
         return self.attribution_dir / "grades.json"
 
-    def attribution_part(self, worker: int) -> Path:
-        """A worker's claims while the command runs (a dot name: scratch, merged and removed)."""
-        return self.attribution_dir / f".part-{worker}.jsonl"
+    @property
+    def attribution_lstm(self) -> Path:
+        """The LSTM's verdict attributed by the methods applied to it (no exact answer there)."""
+        return self.attribution_dir / "lstm.jsonl"
+
+    def attribution_part(self, worker: int, model: str = "transformer") -> Path:
+        """A worker's claims of one model while the command runs (a dot name: scratch, merged
+        and removed)."""
+        return self.attribution_dir / f".{_model_prefix(model)}part-{worker}.jsonl"
+
+    def attribution_parts(self, model: str = "transformer") -> list[Path]:
+        """Every worker's scratch file of one model, in worker order."""
+        return sorted(self.attribution_dir.glob(f".{_model_prefix(model)}part-*.jsonl"))
 
     def stage_done(self, stage: Stage) -> bool:
         """Whether a stage has finished: the file it writes last is there (its summary; the
@@ -377,3 +387,9 @@ class FileManifest:
             if problem is not None:
                 found[name] = problem
         return found
+
+
+def _model_prefix(model: str) -> str:
+    """The scratch files' prefix of a model attributed (the Transformer's: none, as before the
+    LSTM was attributed, so a run killed then resumes)."""
+    return "" if model == "transformer" else f"{model}-"

@@ -32,8 +32,8 @@ Layout of a workdir::
                                       the verdicts classifier/<split>.json does not hold
                                       (dev, test; empty entries for train)
     scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
-    attribution/claims.jsonl          ``claimtrace attribute``: each dev claim's attributions per
-                                      method beside the exact shares (not part of ``build``)
+    attribution/claims.jsonl          ``claimtrace attribute`` (not ``build``): each dev claim's attributions
+    attribution/lstm.jsonl            the LSTM's verdict of each dev claim attributed (no exact answer there)
     attribution/grades.json           the methods' grades over the dev claims, with intervals
 """
 
@@ -489,9 +489,10 @@ class Build:
         """The methods' grades over the dev claims (``claimtrace attribute``), or Missing."""
         return self.once("attribution_grades", lambda: read_json(self._attribution(self.work.attribution_grades)))
 
-    def attribution_claims(self) -> dict[str, dict]:
-        """claim id -> that claim's attributions per method and exact shares, or Missing."""
-        return self.once("attribution_claims", lambda: _read_records(self._attribution(self.work.attribution_claims)))
+    def attribution_claims(self, model: str = "transformer") -> dict[str, dict]:
+        """claim id -> the Transformer's attributions beside the exact shares (``lstm``: the LSTM's), or Missing."""
+        path = self.work.attribution_claims if model == "transformer" else self.work.attribution_lstm
+        return self.once(("attribution_claims", model), lambda: _read_records(self._attribution(path)))
 
     def _attribution(self, path: Path) -> Path:
         if not path.is_file():

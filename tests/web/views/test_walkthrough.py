@@ -164,6 +164,8 @@ def test_claim_page_says_what_the_lstm_says(web_client, demo_build):
     sentence = page[page.index('id="lstm-says"') : page.index("</p>", page.index('id="lstm-says"'))]
     assert "The notebook’s other model, the LSTM, says" in sentence
     assert f"verdict v-{lstm['verdicts']['retrieved']['alone']}" in sentence and "retrieved evidence" in sentence
+    # its top tokens need `claimtrace attribute` (not run on the demo build): one line names it
+    assert lstm["words"]["status"] == "missing" and "`claimtrace attribute` computes it" in page
     train_id = next(iter(demo_build.claims("train")))
     assert web_client.get(f"/claim/{train_id}.json").json()["lstm"]["status"] == "none"
     assert "not run on the training claims" in web_client.get(f"/claim/{train_id}.html").text

@@ -1,6 +1,7 @@
 """claimtrace.workdir.stages.attribution (``claimtrace attribute``): the first dev claims of a copy
-of the demo build attributed and graded, recorded in its manifest, read back through the reader,
-and a killed run resumed without redoing a finished claim."""
+of the demo build attributed and graded, the Transformer's verdict and the LSTM's, recorded in its
+manifest, read back through the reader, and killed runs resumed without redoing a finished claim
+(a build attributed before the LSTM was gets the LSTM's part only)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import shutil
 import pytest
 
 from claimtrace.errors import Missing
+from claimtrace.evaluation.attribution import top_words
 from claimtrace.models.attribution import METHODS
 from claimtrace.workdir.layout import FileManifest
 from claimtrace.workdir.reader import Build
-from claimtrace.workdir.stages.attribution import BASELINES, attribute_build
+from claimtrace.workdir.stages import attribution as stage
+from claimtrace.workdir.stages.attribution import BASELINES, LSTM_LEFT_OUT, LSTM_METHODS, attribute_build
 
 
 @pytest.fixture()
@@ -23,20 +26,29 @@ def build_copy(demo_build, tmp_path, data_dir) -> Build:
     return Build(root, data_dir)
 
 
-def test_two_claims_attributed_graded_recorded_and_resumed(build_copy, data_dir):
+def _said(transformer: int, lstm: int, todo: int) -> str:
+    return (
+        f"attributing {todo} of 2 dev claims on 1 processes"
+        f" (the Transformer's verdict on {transformer}, the LSTM's on {lstm})"
+    )
+
+
+def test_two_claims_attributed_graded_recorded_and_resumed(build_copy, data_dir, monkeypatch):
+    monkeypatch.setattr(stage, "COSTED_CLAIMS", 1)  # the methods left out timed on one claim
     with pytest.raises(Missing, match="claimtrace attribute"):
         build_copy.attribution_grades()
     said = []
     grades = attribute_build(build_copy, workers=1, limit=2, progress=said.append)
     first_two = list(build_copy.inputs("dev", "retrieved").claim_ids)[:2]
-    assert list(grades["claims"]) == first_two and said == ["attributing 2 of 2 dev claims on 1 processes"]
+    assert list(grades["claims"]) == first_two and said == [_said(2, 2, 2)]
     assert set(grades["grades"]) == {*METHODS, *BASELINES}
     assert grades["grades"]["exact"]["passed"]["successes"] == 2
     assert grades["grades"]["occlusion"]["passed"]["successes"] == 2  # exact on an additive model
     work = build_copy.work
     files = FileManifest.read(work)
-    assert files.get(work.attribution_grades) is not None and files.get(work.attribution_claims) is not None
-    assert list(work.attribution_dir.glob(".part-*"))  # kept after a --limit run: a full run reuses them
+    for path in (work.attribution_grades, work.attribution_claims, work.attribution_lstm):
+        assert files.get(path) is not None, path
+    assert work.attribution_parts() and work.attribution_parts("lstm")  # kept after a --limit run
     reader = Build(build_copy.root, data_dir)
     records = reader.attribution_claims()
     assert list(records) == first_two
@@ -44,16 +56,44 @@ def test_two_claims_attributed_graded_recorded_and_resumed(build_copy, data_dir)
         assert set(record["methods"]) == set(METHODS)
         assert all(len(v) == len(record["positions"]) == len(record["exact"]) for v in record["methods"].values())
 
-    # a killed run: the first claim finished, the second cut short mid-line; nothing written whole
-    finished = json.dumps(records[first_two[0]])
+    lstm = _check_lstm(reader, grades, first_two)
+    summary = grades["lstm"]
+
+    # killed runs: the Transformer's first claim in a file written whole (a build attributed with
+    # --limit 1 before the LSTM was), its second cut short mid-line in a worker's scratch; the
+    # LSTM's first claim finished in its scratch, its second cut short
+    transformer, cut = json.dumps(records[first_two[0]]), json.dumps(records[first_two[1]])[:50]
+    finished_lstm, cut_lstm = json.dumps(lstm[first_two[0]]), json.dumps(lstm[first_two[1]])[:40]
     work.attribution_grades.unlink()
-    work.attribution_claims.unlink()
-    work.attribution_part(0).write_text(finished + "\n" + finished[:50], encoding="utf-8")
+    work.attribution_lstm.unlink()
+    work.attribution_claims.write_text(transformer + "\n", encoding="utf-8")
+    work.attribution_part(0).write_text(cut, encoding="utf-8")
+    work.attribution_part(0, "lstm").write_text(finished_lstm + "\n" + cut_lstm, encoding="utf-8")
     said.clear()
     again = attribute_build(Build(build_copy.root, data_dir), workers=1, limit=2, progress=said.append)
-    assert said == ["attributing 1 of 2 dev claims on 1 processes"]
-    assert again["claims"] == grades["claims"]
+    assert said == [_said(1, 1, 1)]
+    assert again["claims"] == grades["claims"] and again["lstm"]["claims"] == summary["claims"]
     # a finished run is read back, not computed again
     said.clear()
     assert attribute_build(Build(build_copy.root, data_dir), workers=1, limit=2, progress=said.append) == again
     assert said == []
+
+
+def _check_lstm(reader: Build, grades: dict, claim_ids: list[str]) -> dict:
+    """The LSTM's records: the methods applied, each one's top words, its verdict the build's; the
+    first claim also timed for the methods left out; the summary over both claims."""
+    lstm = reader.attribution_claims("lstm")
+    assert list(lstm) == claim_ids
+    built = reader.more_verdicts("dev")
+    for index, (claim_id, record) in enumerate(lstm.items()):
+        assert list(record["methods"]) == list(LSTM_METHODS)
+        for method, values in record["methods"].items():
+            assert len(values) == len(record["tokens"]) and record["top"][method] == top_words(record["tokens"], values)
+        assert record["verdict"] == built[claim_id]["lstm"]["retrieved"]["alone"]["verdict"]
+        assert set(record["cpu_seconds"]) == set(LSTM_METHODS) | (set(LSTM_LEFT_OUT) if index == 0 else set())
+    summary = grades["lstm"]
+    assert summary["methods"] == list(LSTM_METHODS) and summary["verdict_as_built"] == {"same": 2, "of": 2}
+    assert summary["cost"]["kernel_shap"]["claims"] == 1 and summary["cost"]["occlusion"]["claims"] == 2
+    assert summary["agreement"]["claims"] == 2 and set(summary["claims"]) == set(claim_ids)
+    assert summary["settings"] == grades["settings"]  # the graded settings, so the grade is the method's
+    return lstm

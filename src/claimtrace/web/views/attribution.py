@@ -1,17 +1,23 @@
-"""The page "Attribution methods, graded" and the claim page's box of each method's top words:
-both read what ``claimtrace attribute`` wrote into the build (nothing is attributed on a page
-request). Without it, the page says how to produce it."""
+"""The page "Attribution methods, graded" (with its section on the notebook's LSTM), the claim
+page's box of each method's top words and the LSTM's top words beside its verdict: all read what
+``claimtrace attribute`` wrote into the build (nothing is attributed on a page request). Without
+it, the page says how to produce it."""
 
 from __future__ import annotations
 
 from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.attribution import top_words
 from claimtrace.web.views.status import missing
 from claimtrace.workdir.reader import Build
 
 #: The chart's panels: grade key -> its name on the page.
 CHART = {"spearman": "Spearman", "kendall": "Kendall", "top3": "top-3", "top_sign": "top sign"}
-#: Top words shown per method on a claim page.
-TOP = 3
+#: What a claim page says when the LSTM's attributions are not in the build (the same words on
+#: every page: no path of this machine's).
+LSTM_NOT_RUN = (
+    "Which tokens pushed the LSTM's verdict most is not computed for this build: "
+    "`claimtrace attribute` computes it (with the grades of the methods it uses), about 4 minutes on two cores."
+)
 
 
 def attribution_page(build: Build) -> dict:
@@ -53,6 +59,50 @@ def attribution_page(build: Build) -> dict:
         "workers": grades.get("workers"),
         "rows": rows,
         "panels": list(CHART.values()),
+        "lstm": lstm_part(build, grades),
+    }
+
+
+def lstm_part(build: Build, grades: dict) -> dict:
+    """The page's section on the LSTM: the methods applied, each beside its grade on the
+    Transformer and its own figures on the LSTM, those left out with their measured cost, the
+    two's agreement; missing (naming the command) for a build attributed before the LSTM was."""
+    lstm = grades.get("lstm")
+    if lstm is None:
+        return missing("attribution", f"not computed yet: run `claimtrace attribute --workdir {build.root}`")
+    names, graded = grades["names"], grades["grades"]
+    workers = grades.get("workers") or 1
+
+    def row(key: str) -> dict:
+        cost = lstm["cost"][key]
+        extra = None if cost is None else cost["cpu_seconds"]["per_claim"]["estimate"] * lstm["agreement"]["claims"]
+        return {
+            "key": key,
+            "name": names[key],
+            "applied": key in lstm["methods"],
+            "spearman": graded[key]["spearman"],
+            "passed": graded[key]["passed"],
+            "passes": graded[key]["passes"],
+            "completeness": graded[key]["completeness"],
+            "lstm_completeness": lstm["completeness"].get(key),
+            "cost": cost,
+            # a method left out: what it would add on every claim, over the run's processes
+            "extra_cpu": None if key in lstm["methods"] else extra,
+            "extra_wall": None if key in lstm["methods"] or extra is None else extra / workers,
+        }
+
+    agreement = lstm["agreement"]
+    return {
+        "status": "ok",
+        "claims": agreement["claims"],
+        "checkpoint": lstm["checkpoint"],
+        "why": lstm["why"],
+        "budget_seconds": lstm["budget_seconds"],
+        "rows": [row(key) for key in (*lstm["methods"], *lstm["left_out"])],
+        "pair": [names[key] for key in agreement["methods"]],
+        "agreement": agreement,
+        "difference": lstm["difference"],
+        "verdict_as_built": lstm["verdict_as_built"],
     }
 
 
@@ -82,7 +132,7 @@ def claim_attribution(build: Build, claim_id: str | None) -> dict:
             {
                 "key": key,
                 "name": grades["names"][key],
-                "top": _top_words(record["tokens"], values),
+                "top": top_words(record["tokens"], values),
                 "passed": graded.get(key, {}).get("passed"),
                 "spearman": graded.get(key, {}).get("spearman"),
             }
@@ -91,7 +141,36 @@ def claim_attribution(build: Build, claim_id: str | None) -> dict:
     }
 
 
-def _top_words(tokens: list[str], values: list[float]) -> list[dict]:
-    """The positions of largest ``|value|``, the token and its signed value."""
-    order = sorted(range(len(values)), key=lambda i: -abs(values[i]))[:TOP]
-    return [{"token": tokens[i], "value": values[i]} for i in order]
+def lstm_top_words(build: Build, claim_id: str) -> dict:
+    """A dev claim's LSTM verdict (retrieved evidence, alone) with its top words by each method
+    applied, each method's grade on the Transformer and the two methods' agreement on this claim;
+    missing (one line naming the command) when the command has not run, or not on this claim."""
+    try:
+        records = build.attribution_claims("lstm")
+        grades = build.attribution_grades()
+    except Missing:
+        return {"status": "missing", "reason": LSTM_NOT_RUN}
+    except DataError as err:
+        return {"status": "damaged", "stage": "attribution", "reason": str(err)}
+    record = records.get(claim_id)
+    if record is None or "lstm" not in grades:
+        return {"status": "missing", "reason": LSTM_NOT_RUN}
+    lstm = grades["lstm"]
+    return {
+        "status": "ok",
+        "verdict": record["verdict"],
+        "runner_up": record["runner_up"],
+        "rows": [
+            {
+                "key": key,
+                "name": grades["names"][key],
+                "top": record["top"][key],
+                "passed": grades["grades"][key]["passed"],
+                "passes": grades["grades"][key]["passes"],
+            }
+            for key in lstm["methods"]
+        ],
+        "pair": [grades["names"][key] for key in lstm["agreement"]["methods"]],
+        "spearman": lstm["claims"][claim_id]["spearman"],
+        "bar": grades["pass"]["spearman"],
+    }

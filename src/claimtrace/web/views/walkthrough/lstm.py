@@ -1,11 +1,13 @@
 """The claim page's word on the notebook's other model, its LSTM: its verdicts on the claim's
 retrieved and (labelled claims) gold evidence, under both protocols, read from the build (the
-verdicts stage beside the classifier's; nothing is run for a page)."""
+verdicts stage beside the classifier's; nothing is run for a page), and on a dev claim the words
+that pushed its verdict most by each attribution method ``claimtrace attribute`` applied to it."""
 
 from __future__ import annotations
 
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
+from claimtrace.web.views.attribution import lstm_top_words
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import Section
 from claimtrace.workdir.reader import Build, protocol_verdicts
@@ -24,10 +26,10 @@ NOT_RUN = {
 
 
 def lstm_section(build: Build, claim: Claim | None, split: str | None) -> Section:
-    """``{"status", "verdicts": {source: {protocol: verdict}}, "label", "about"}``, sources in
-    the order the page says them (``retrieved``, then ``gold`` where labelled); ``"status":
-    "none"`` with a ``reason`` for a typed claim or a training claim, ``"missing"`` before the
-    verdicts stage."""
+    """``{"status", "verdicts": {source: {protocol: verdict}}, "label", "about", "words"}``,
+    sources in the order the page says them (``retrieved``, then ``gold`` where labelled),
+    ``words`` the top words by method on a dev claim (None on others); ``"status": "none"`` with
+    a ``reason`` for a typed claim or a training claim, ``"missing"`` before the verdicts stage."""
     if claim is None or split is None:
         return Section({"status": "none", "reason": NOT_RUN["typed"]})
     try:
@@ -38,4 +40,7 @@ def lstm_section(build: Build, claim: Claim | None, split: str | None) -> Sectio
     if not sources:
         return Section({"status": "none", "reason": NOT_RUN["train"]})
     verdicts = {source: protocol_verdicts(stored[source]) for source in sources}
-    return Section({"status": "ok", "verdicts": verdicts, "label": claim.label, "about": ABOUT_THE_LSTM})
+    words = lstm_top_words(build, claim.id) if split == "dev" else None
+    return Section(
+        {"status": "ok", "verdicts": verdicts, "label": claim.label, "about": ABOUT_THE_LSTM, "words": words}
+    )
