@@ -202,6 +202,13 @@ def attribute_claim(reader: Build, forward, embedding, claim_id: str) -> dict:
     ids, pad_id, real, tokens = _claim_input(reader, claim_id)
     found = methods.attribute(forward, embedding, ids, pad_id)
     exact = methods.exact_shares(reader.classifier().table.g, ids, pad_id, found.verdict, found.runner_up)
+    values = {name: values[real].tolist() for name, values in found.values.items()}
+    return _record(claim_id, found, real, tokens, exact=exact[real].tolist(), methods=values)
+
+
+def _record(claim_id: str, found, real: np.ndarray, tokens: list[str], **answers) -> dict:
+    """A claim's record of one model's attributions: what both models' records hold, with
+    ``answers`` (the attributions, and the exact shares or the top words) among them."""
     return {
         "claim_id": claim_id,
         "verdict": C.LABELS[found.verdict],
@@ -210,8 +217,7 @@ def attribute_claim(reader: Build, forward, embedding, claim_id: str) -> dict:
         "difference": found.margin - found.baseline_margin,
         "positions": real.tolist(),
         "tokens": tokens,
-        "exact": exact[real].tolist(),
-        "methods": {name: values[real].tolist() for name, values in found.values.items()},
+        **answers,
         "seconds": found.seconds,
         "cpu_seconds": found.cpu_seconds,
     }
@@ -226,19 +232,8 @@ def attribute_lstm_claim(reader: Build, lstm, claim_id: str, costed: bool = Fals
     run = LSTM_METHODS + (LSTM_LEFT_OUT if costed else ())
     found = methods.attribute(lstm.logits_from_embeddings, lstm.embedding.weight, ids, pad_id, run)
     values = {name: found.values[name][real].tolist() for name in LSTM_METHODS}
-    return {
-        "claim_id": claim_id,
-        "verdict": C.LABELS[found.verdict],
-        "runner_up": C.LABELS[found.runner_up],
-        "margin": found.margin,
-        "difference": found.margin - found.baseline_margin,
-        "positions": real.tolist(),
-        "tokens": tokens,
-        "methods": values,
-        "top": {name: grading.top_words(tokens, v) for name, v in values.items()},
-        "seconds": found.seconds,
-        "cpu_seconds": found.cpu_seconds,
-    }
+    top = {name: grading.top_words(tokens, v) for name, v in values.items()}
+    return _record(claim_id, found, real, tokens, methods=values, top=top)
 
 
 def _baseline(name: str, record: dict, index: int) -> np.ndarray:
