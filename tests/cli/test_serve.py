@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -80,9 +81,27 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
             text = f"Glaciers lost {n} gigatonnes in {2000 + n}."
             answer = httpx.post(f"{base}/api/trace", json={"text": text}, timeout=120, headers={"Connection": "close"})
             assert answer.status_code == 200 and answer.json()["claim"]["text"] == text
+        held = _descendants(server.pid)  # the workers and the typed-claims processes
+        assert len(held) >= 4, held
     finally:
         server.terminate()
         server.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while any(os.path.exists(f"/proc/{pid}") for pid in held) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [pid for pid in held if os.path.exists(f"/proc/{pid}")]
+    assert not left, f"processes outlived the server: {left}"
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    try:
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        return found
+    for child in map(int, children):
+        found |= {child} | _descendants(child)
+    return found
 
 
 def _process_answering(base: str, path: str) -> int:
