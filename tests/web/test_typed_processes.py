@@ -68,3 +68,20 @@ def test_a_process_that_dies_is_started_again(processes, web_tracer):
 def test_with_no_process_there_a_claim_is_answered_503(tmp_path):
     status, body = asyncio.run(TypedClient(tmp_path / "none.sock", 2).answer(TEXTS[0]))
     assert status == 503 and "try again" in json.loads(body)["error"]
+
+
+def test_a_claim_no_process_takes_is_answered_503_in_time(tmp_path, monkeypatch):
+    """A socket nobody accepts on (the processes never started): a 503 saying so, not a hang."""
+    import socket
+
+    from claimtrace.web import typed_processes
+
+    monkeypatch.setattr(typed_processes, "ANSWER_SECONDS", 0.5)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "idle.sock"))
+    listener.listen(8)
+    try:
+        status, body = asyncio.run(TypedClient(tmp_path / "idle.sock", 2).answer(TEXTS[0]))
+    finally:
+        listener.close()
+    assert status == 503 and "within" in json.loads(body)["error"]

@@ -44,6 +44,9 @@ from claimtrace.workdir.reader import Build
 CHECK_SECONDS = 1.0
 #: Connections waiting for a typed-claims process, beyond which a claim is answered 503.
 WAITING = 256
+#: Seconds a server process waits for a typed claim's answer before it says it cannot give one
+#: (a claim takes tens of milliseconds; no process may have started at all).
+ANSWER_SECONDS = 60.0
 #: Bytes of a message's length prefix; a status and a length prefix the answer.
 _PREFIX = 4
 
@@ -210,12 +213,18 @@ class TypedClient:
         except OSError:
             return unavailable("Typed claims cannot be traced now (their processes are not there)")
         try:
-            writer.write(len(message).to_bytes(_PREFIX, "big") + message)
-            await writer.drain()
-            head = await reader.readexactly(2 * _PREFIX)
-            status, size = int.from_bytes(head[:_PREFIX], "big"), int.from_bytes(head[_PREFIX:], "big")
-            return status, await reader.readexactly(size)
+            return await asyncio.wait_for(self._exchange(reader, writer, message), ANSWER_SECONDS)
+        except TimeoutError:  # before OSError, of which it is a kind
+            return unavailable(f"No process traced this claim within {ANSWER_SECONDS:g} s")
         except (OSError, asyncio.IncompleteReadError):
             return unavailable("The process tracing this claim stopped; it is being started again")
         finally:
             writer.close()
+
+    @staticmethod
+    async def _exchange(reader, writer, message: bytes) -> tuple[int, bytes]:
+        writer.write(len(message).to_bytes(_PREFIX, "big") + message)
+        await writer.drain()
+        head = await reader.readexactly(2 * _PREFIX)
+        status, size = int.from_bytes(head[:_PREFIX], "big"), int.from_bytes(head[_PREFIX:], "big")
+        return status, await reader.readexactly(size)
