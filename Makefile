@@ -11,9 +11,14 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 ## make demo: build the demo corpus (tagging, retrieval, verdicts) and serve the site on
 ## http://127.0.0.1:$(PORT)/ with the course baseline to compare (a build that exists is reused; a killed one resumes).
 ## The build's report names the port the site is served on.
+## Beside the build, the modules the build and the site import get their bytecode written once
+## (scripts/compile_bytecode.py: uv writes none, and where PYTHONDONTWRITEBYTECODE is set no
+## process would, each compiling them from source at every start).
 PORT ?= 8000
 demo: $(VENV)/.installed
-	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT)
+	$(PY) scripts/compile_bytecode.py & \
+	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT); \
+	status=$$?; wait; exit $$status
 	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline
 
 ## make test: the whole test suite, with the 2024 reference environment beside it. Its first

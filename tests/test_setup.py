@@ -119,3 +119,33 @@ def test_the_installer_is_pinned_and_given_pips_find_links():
     installs = [line for line in makefile.splitlines() if line.startswith("\t") and " install " in line]
     # Every install into .venv goes through uv; pip only fetches uv itself (and builds the oracle).
     assert all("$(UV_INSTALL)" in line or "uv==" in line or "$(ORACLE)" in line for line in installs), installs
+
+
+def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp_path):
+    """`make demo` runs scripts/compile_bytecode.py beside the build; every module it names
+    exists (a renamed one would leave its imports compiled from source at every start), and run
+    with ``PYTHONDONTWRITEBYTECODE`` set it still writes bytecode, its own process only."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    makefile = (REPO / "Makefile").read_text()
+    demo = makefile[makefile.index("\ndemo:") :].split("\n\n", 1)[0]
+    assert "$(PY) scripts/compile_bytecode.py &" in demo and "wait" in demo
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import compile_bytecode
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    for name in compile_bytecode.ENTRY_MODULES:
+        assert importlib.util.find_spec(name) is not None, name
+    # A module imported the script's way gets its bytecode, PYTHONDONTWRITEBYTECODE set or not.
+    (tmp_path / "fresh_module.py").write_text("VALUE = 1\n")
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import compile_bytecode as c; "
+        "c.ENTRY_MODULES = ('fresh_module',); c.main()"
+    )
+    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", program, str(REPO / "scripts")], env=environment, check=True)
+    assert list((tmp_path / "__pycache__").glob("fresh_module.*.pyc"))

@@ -281,8 +281,9 @@ def test_a_system_s_resampled_means_are_the_same_bits_alone_or_among_others():
 def test_tail_quantiles_are_numpys_quantile_to_the_bit():
     """The bounds read from each row's tails are numpy.quantile's, whatever the row holds: ties
     (accuracy differences), one value, a NaN or a negative zero (left to numpy), sorted rows,
-    lengths that are not a multiple of the groups, rows too short to gain."""
-    from claimtrace.evaluation.tails import tail_quantiles
+    lengths that are not a multiple of the groups, rows too short to gain; through the kernel
+    (``few=0``) and, for few rows, through numpy itself."""
+    from claimtrace.evaluation.tails import FEW_ROWS, tail_quantiles
 
     rng = np.random.default_rng(5)
     ties = (rng.integers(0, 155, (40, 10_000)) - rng.integers(0, 155, (40, 10_000))) / 154
@@ -302,7 +303,25 @@ def test_tail_quantiles_are_numpys_quantile_to_the_bit():
     tail = (1 - S.LEVEL) / 2
     for values in cases:
         expected = np.quantile(values, [tail, 1 - tail], axis=-1).T
-        assert np.array_equal(tail_quantiles(values, S.LEVEL).view(np.int64), expected.view(np.int64)), values.shape
+        for few in (0, FEW_ROWS):
+            got = tail_quantiles(values, S.LEVEL, few=few)
+            assert np.array_equal(got.view(np.int64), expected.view(np.int64)), (values.shape, few)
+
+
+def test_few_rows_do_not_compile_the_tails_kernel():
+    """A build's few dozen rows are numpy's to answer: the kernel's first compile on a machine
+    (seconds) is left to a class's thousands of pairs."""
+    from unittest import mock
+
+    from claimtrace.evaluation import tails
+
+    values = np.random.default_rng(6).normal(size=(tails.FEW_ROWS - 1, 2_000))
+    with mock.patch.object(tails, "_order_statistics", side_effect=AssertionError("compiled")):
+        tails.tail_quantiles(values, S.LEVEL)
+    with pytest.raises(AssertionError, match="compiled"), mock.patch.object(
+        tails, "_order_statistics", side_effect=AssertionError("compiled")
+    ):
+        tails.tail_quantiles(np.vstack([values, values[:1]]), S.LEVEL)
 
 
 def test_a_class_s_pairs_are_each_pair_compared_and_corrected_as_defined():

@@ -14,6 +14,10 @@ each bound matter, and they can be found among a few hundred values:
 * those few are sorted, and numpy's linear interpolation is applied to the same two order
   statistics, operation for operation (:func:`_lerp_as_numpy`).
 
+Fewer than :data:`FEW_ROWS` rows go to ``numpy.quantile`` itself: the kernel's first compile on
+a machine (about 7 s, then cached) costs more than numpy's 0.4 ms a row saves, and a build's own
+comparisons are a few dozen rows (docs/benchmarks.md, "First contact").
+
 Order statistics are values, whatever order a selection leaves equal values in, so they are
 numpy's bits; except a negative zero, which equals zero and has other bits: a row holding one
 (or a NaN, which numpy sorts last) goes to ``numpy.quantile`` itself.
@@ -29,8 +33,12 @@ import numpy as np
 #: How many of a row's values share a minimum (and a maximum) in the first pass.
 GROUP = 10
 
+#: Below this many rows, ``numpy.quantile`` answers: 1,000 of its rows take about 0.4 s, the
+#: kernel 0.07 s once compiled, and its first compile about 7 s.
+FEW_ROWS = 1_000
 
-def tail_quantiles(values: np.ndarray, level: float) -> np.ndarray:
+
+def tail_quantiles(values: np.ndarray, level: float, few: int = FEW_ROWS) -> np.ndarray:
     """Each row's ``numpy.quantile(row, [tail, 1 - tail])``, ``tail = (1 - level) / 2``, the
     same bits.
 
@@ -39,6 +47,8 @@ def tail_quantiles(values: np.ndarray, level: float) -> np.ndarray:
     values : ndarray of float64, shape (rows, n)
     level : float
         The intervals' confidence level.
+    few : int
+        Fewer rows than this are given to ``numpy.quantile`` itself (:data:`FEW_ROWS`).
 
     Returns
     -------
@@ -53,7 +63,7 @@ def tail_quantiles(values: np.ndarray, level: float) -> np.ndarray:
     low, high = int(below[0]), int(below[1])
     # the order statistics needed: low and low + 1 from the bottom, high and high + 1 from the top
     deepest = max(low + 2, n - high)
-    if rows == 0 or high + 1 >= n or n // GROUP < 2 * deepest:
+    if rows < max(few, 1) or high + 1 >= n or n // GROUP < 2 * deepest:
         return np.quantile(values, q, axis=-1).T
     order = np.empty((rows, 4))
     odd = np.zeros(rows, dtype=np.bool_)
