@@ -318,8 +318,9 @@ def test_few_rows_do_not_compile_the_tails_kernel():
     values = np.random.default_rng(6).normal(size=(tails.FEW_ROWS - 1, 2_000))
     with mock.patch.object(tails, "_order_statistics", side_effect=AssertionError("compiled")):
         tails.tail_quantiles(values, S.LEVEL)
-    with pytest.raises(AssertionError, match="compiled"), mock.patch.object(
-        tails, "_order_statistics", side_effect=AssertionError("compiled")
+    with (
+        pytest.raises(AssertionError, match="compiled"),
+        mock.patch.object(tails, "_order_statistics", side_effect=AssertionError("compiled")),
     ):
         tails.tail_quantiles(np.vstack([values, values[:1]]), S.LEVEL)
 
