@@ -7,8 +7,9 @@ Clones the repository (its committed state) into a new folder beside nothing els
 fresh machine has none; the machine's own PyTorch wheel, which pip's find-links name, is used as
 on any machine of this kind), and asks for ``http://127.0.0.1:PORT/`` until it answers. Prints
 the calibration (``../shared/bench/calibrate.py``) before and after, and one JSON line: seconds
-to the environment installed (the build's first line), to the build done (its report), and to
-the first page, with the build's own time per stage. The demo data come from ``../shared`` of the
+to the environment installed (the build's first line), to the first page (served while the
+build's last steps run: ``serve --while-building``), and to the build done (its report), with
+the build's own time per stage. The demo data come from ``../shared`` of the
 clone's parent, as ``make demo`` finds them: the clone goes into a temporary folder that has
 ``shared`` beside it (a link to this repository's ``../shared``).
 """
@@ -64,7 +65,8 @@ def main() -> None:
     with open(log_path, "w") as log:
         demo = subprocess.Popen(["make", "demo"], cwd=clone, env=environment, stdout=log, stderr=subprocess.STDOUT)
         try:
-            while not first_page(args.port):
+            # the site is served while the build's last steps run: wait for both
+            while "first_page" not in marks or "built" not in marks:
                 if demo.poll() is not None:
                     raise SystemExit(f"make demo ended ({demo.returncode}): {log_path.read_text()[-2000:]}")
                 text = log_path.read_text(errors="replace")
@@ -72,8 +74,9 @@ def main() -> None:
                     marks["installed"] = time.monotonic() - started
                 if "built" not in marks and re.search(r"^built ", text, re.M):
                     marks["built"] = time.monotonic() - started
+                if "first_page" not in marks and first_page(args.port):
+                    marks["first_page"] = time.monotonic() - started
                 time.sleep(0.1)
-            marks["first_page"] = time.monotonic() - started
         finally:
             demo.terminate()
             demo.wait(timeout=30)

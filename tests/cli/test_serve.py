@@ -65,9 +65,10 @@ def _free_port() -> int:
 
 def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
     """``claimtrace serve --workers 2``: two processes share the port; each answers pages and
-    reports itself in /api/build.json; typed claims go to the typed-claims processes both share."""
+    reports itself in /api/build.json; typed claims go to the typed-claims processes both share.
+    ``--while-building`` over a finished build serves at once (make demo's way)."""
     port = _free_port()
-    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve"]
+    command = [sys.executable, "-m", "claimtrace.cli", "--data", str(data_dir), "serve", "--while-building"]
     command += ["--workdir", str(demo_build.root), "--port", str(port), "--workers", "2"]
     server, base = _serving(command, port)
     try:
@@ -91,6 +92,53 @@ def test_serve_with_two_workers_answers_from_both(demo_build, data_dir):
         time.sleep(0.2)
     left = [pid for pid in held if os.path.exists(f"/proc/{pid}")]
     assert not left, f"processes outlived the server: {left}"
+
+
+def test_while_building_waits_for_the_verdicts_and_stops_when_no_build_will_write_them(tmp_path):
+    """`serve --while-building`: it waits while a build holds the workdir and returns once the
+    checkpoint's verdicts are written; with no build writing the workdir (none started in time,
+    or one that let go without them) it stops naming the command."""
+    import threading
+
+    import pytest
+
+    from claimtrace.cli.serve import wait_for_verdicts
+    from claimtrace.errors import DataError
+    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.layout import Workdir
+
+    work = Workdir(tmp_path / "work")
+    work.root.mkdir()
+    with pytest.raises(DataError, match=r"no `claimtrace build` is writing this workdir.*claimtrace build --workdir"):
+        wait_for_verdicts(work, poll=0.01, start_seconds=0.05)
+
+    def build_writing_verdicts(after: float, write: bool) -> None:
+        with workdir_lock(work):
+            started.set()
+            time.sleep(after)
+            if write:
+                work.classifier_summary.parent.mkdir(parents=True, exist_ok=True)
+                work.classifier_summary.write_text("{}")
+            time.sleep(after)  # the build goes on after the verdicts: the site is served meanwhile
+
+    for write in (True, False):
+        started = threading.Event()
+        builder = threading.Thread(target=build_writing_verdicts, args=(0.3, write))
+        builder.start()
+        started.wait(5)
+        try:
+            if write:
+                wait_for_verdicts(work, poll=0.01, start_seconds=0.05)
+                assert work.build_running() and work.verdicts_written()
+            else:
+                work.classifier_summary.unlink()
+                with pytest.raises(DataError, match="its verdicts are not there"):
+                    wait_for_verdicts(work, poll=0.01, start_seconds=0.05)
+                assert not work.build_running()
+        finally:
+            builder.join()
+    work.classifier_summary.write_text("{}")
+    wait_for_verdicts(work, poll=0.01, start_seconds=0.05)  # written: at once, no build needed
 
 
 def _descendants(pid: int) -> set[int]:

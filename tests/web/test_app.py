@@ -501,6 +501,31 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
         assert build["stages"]["tagging"]["status"] == "missing"
 
 
+def test_a_build_still_running_says_its_pages_are_being_built_and_they_reload(demo_build, tmp_path):
+    """`serve --while-building` (make demo): while a build holds the workdir, a page that needs a
+    step not written yet answers 503 "Being built", reloads itself (a refresh and Retry-After),
+    its JSON twin saying so; inline notes say the build is making it. Once the build lets go,
+    the same page names the command instead, and reloads no more."""
+    from claimtrace.web.app import BEING_BUILT_REFRESH
+    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.layout import BEING_BUILT
+
+    partial = _partial_copy(demo_build, tmp_path / "work", ("sweep", "scoreboard.json", "manifest.json"))
+    refresh = f'<meta http-equiv="refresh" content="{BEING_BUILT_REFRESH}">'
+    with TestClient(create_app(partial)) as client:
+        with workdir_lock(partial.work):
+            page = client.get("/results")
+            assert page.status_code == 503 and page.headers["retry-after"] == str(BEING_BUILT_REFRESH)
+            assert refresh in page.text and "Being built" in page.text and BEING_BUILT in page.text
+            assert f"reloads itself every {BEING_BUILT_REFRESH} seconds" in page.text
+            twin = client.get("/results.json")
+            assert twin.status_code == 503 and twin.json()["building"] is True and BEING_BUILT in twin.json()["error"]
+            assert BEING_BUILT in client.get("/explore/dev.html").text  # a section of a page that is there
+        after = client.get("/results")
+        assert after.status_code == 503 and "Not built yet" in after.text and "claimtrace build" in after.text
+        assert refresh not in after.text and "retry-after" not in after.headers
+
+
 def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_path):
     partial = _partial_copy(demo_build, tmp_path / "work", ("classifier",))
     with TestClient(create_app(partial)) as client:

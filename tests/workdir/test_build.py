@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -310,3 +311,39 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
     with pytest.warns(errors.EvidenceChecksumWarning):
         summary = build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
     assert summary["bm25"]["passages"] == 601
+
+
+def test_each_step_of_the_classifier_stage_is_recorded_as_it_ends(tmp_path, data_dir, small_evidence, monkeypatch):
+    """A site serving the build while it runs (`serve --while-building`) sees each step's files
+    as the step ends: the checkpoint's verdicts are in the manifest before the extra verdicts
+    start, and those before the sweep (the steps stood in by ones writing a file each)."""
+    from claimtrace.lib.store import write_atomic
+    from claimtrace.workdir.layout import FileManifest
+
+    root = tmp_path / "w"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.EvidenceChecksumWarning)
+        build(root, data_dir, small_evidence, processes=1, until="bm25")
+    work = workdir.Workdir(root)
+    recorded_before: dict[str, bool] = {}
+
+    def step(name, wrote, looked_for):
+        def run(reader):
+            manifest = FileManifest.read(work)
+            recorded_before[name] = looked_for is None or manifest.get(looked_for) is not None
+            write_atomic(wrote, json.dumps({"step": name}))
+            return {}
+
+        return run
+
+    monkeypatch.setattr(build_module, "build_classifier", step("classifier", work.classifier_summary, None))
+    more = work.more_verdicts("dev")
+    more.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(build_module, "build_more_verdicts", step("more", more, work.classifier_summary))
+    work.sweep.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(build_module, "build_sweep", step("sweep", work.sweep, more))
+    monkeypatch.setattr(build_module, "build_scoreboard", step("scoreboard", work.scoreboard, work.sweep))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.EvidenceChecksumWarning)
+        build(root, data_dir, small_evidence, processes=1, until="classifier")
+    assert recorded_before == {"classifier": True, "more": True, "sweep": True, "scoreboard": True}

@@ -166,3 +166,20 @@ def test_the_manifest_finds_a_file_missing_cut_or_changed(tmp_path):
     assert files.full_problem(path) == "1 items, but the build wrote 2"
     path.unlink()
     assert files.problems(full=False) == {"retrieval/dev.jsonl": "missing"}
+
+
+def test_a_running_build_is_seen_by_its_lock(tmp_path):
+    """`serve --while-building` and the pages know a build is writing the workdir by the lock it
+    holds: a file not there yet is then "being made", else the command that makes it."""
+    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.layout import BEING_BUILT, Workdir
+
+    work = Workdir(tmp_path)
+    assert not work.build_running() and "run `claimtrace build --workdir" in work.not_built_hint()
+    with workdir_lock(work):
+        assert work.build_running() and work.not_built_hint() == BEING_BUILT
+    assert not work.build_running() and not work.build_lock.exists()
+    assert not work.verdicts_written()
+    work.classifier_summary.parent.mkdir(parents=True)
+    work.classifier_summary.write_text("{}")
+    assert work.verdicts_written()

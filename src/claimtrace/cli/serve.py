@@ -4,6 +4,7 @@ with the runs to set beside it."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from claimtrace.compare.store import DEFAULT_CAP_BYTES
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 from claimtrace.web.policy import origin_of
+from claimtrace.workdir.layout import Workdir
+
+#: Seconds ``serve --while-building`` waits for a build to start writing the workdir (``make demo``
+#: starts both at once; the build takes its lock once its imports are done).
+BUILD_START_SECONDS = 60.0
 
 #: Typed-claims processes per server process by default: one per core of the two-core machines
 #: the project is measured on (bench/bench_typed.py; docs/benchmarks.md, "Typed claims under load").
@@ -125,6 +131,13 @@ def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
     is_flag=True,
     help="Once warm, render every claim page and keep it (a server under load; about 16 ms a claim, in the background).",
 )
+@click.option(
+    "--while-building",
+    is_flag=True,
+    help="Serve a build `claimtrace build` is still writing (make demo runs the two side by side): wait until "
+    "its checkpoint's verdicts are written, then serve while it finishes; a page that needs a later step says "
+    "it is being built and reloads itself.",
+)
 @predictions_options
 @click.pass_context
 def serve_command(
@@ -136,6 +149,7 @@ def serve_command(
     store_cap: int,
     typed_processes: int,
     prerender: bool,
+    while_building: bool,
     predictions: tuple[str, ...],
     names: tuple[str, ...],
     class_dir: str | None,
@@ -150,6 +164,9 @@ def serve_command(
 
     folder = data_dir(ctx)
     stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
+    if while_building:
+        _check_port_free(port)  # said now, not after the build's first minute
+        wait_for_verdicts(Workdir(Path(workdir)))
     build = open_build(ctx, workdir)
     runs = _given_runs(ctx, predictions, names, course_baseline, class_dir)
     origins = tuple(origin_of(url) for url in llm_origins)
@@ -167,6 +184,31 @@ def serve_command(
     finally:
         if typed is not None:
             typed.close()
+
+
+def wait_for_verdicts(work: Workdir, poll: float = 0.25, start_seconds: float = BUILD_START_SECONDS) -> None:
+    """Return once the build in ``work`` has written its checkpoint's verdicts (the walkthroughs
+    need no later step); a DataError when no build is writing it and they are not there: none
+    started within ``start_seconds``, or the one that was ended without them."""
+    started, seen_running, said = time.monotonic(), False, False
+    while not work.verdicts_written():
+        running = work.build_running()
+        seen_running |= running
+        if not running and (seen_running or time.monotonic() - started > start_seconds):
+            if work.verdicts_written():  # the build ended just now, having written them
+                return
+            raise DataError(
+                f"{work.root}: no `claimtrace build` is writing this workdir, and its verdicts are not there: "
+                f"run `claimtrace build --workdir {work.root}` (a build that stopped said why)"
+            )
+        if not said:
+            click.echo(
+                f"claimtrace: waiting for the build in {work.root} to write its checkpoint's verdicts; "
+                "the site is served from then on, while the build finishes",
+                err=True,
+            )
+            said = True
+        time.sleep(poll)
 
 
 def _run_server(build, folder, port, workers, tracer, prerender, runs, store, origins, typed) -> None:

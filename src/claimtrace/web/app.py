@@ -158,10 +158,31 @@ async def http_error(request: Request, exc: StarletteHTTPException):
     return error_response(renderer, request.url.path, exc.status_code, "Error", str(exc.detail))
 
 
+#: Seconds after which a page waiting for a running build asks again (its refresh and Retry-After).
+BEING_BUILT_REFRESH = 5
+
+
 async def stage_missing(request: Request, exc: StageMissing):
     site: SiteState = request.app.state.site
-    message = public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
-    return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
+    if not site.tracer.build.work.build_running():
+        message = public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
+        return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
+    # `serve --while-building` (make demo): the build is writing it now; the page asks again
+    message = public_paths(f"The {exc.stage} stage is being built: {exc.reason}", site.tracer.build.root)
+    hint = f"This page reloads itself every {BEING_BUILT_REFRESH} seconds until the build has written what it shows."
+    answer = error_response(
+        site.renderer,
+        request.url.path,
+        503,
+        "Being built",
+        message,
+        hint,
+        refresh=BEING_BUILT_REFRESH,
+        stage=exc.stage,
+        building=True,
+    )
+    answer.headers["Retry-After"] = str(BEING_BUILT_REFRESH)
+    return answer
 
 
 async def damaged(request: Request, exc: DataError):

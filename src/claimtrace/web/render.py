@@ -441,7 +441,17 @@ class Renderer:
             title=f"Explore {split}: being computed",
         )
 
-    def error_page(self, root: str, status: int, heading: str, message: str, hint: str | None = None) -> str:
+    def error_page(
+        self, root: str, status: int, heading: str, message: str, hint: str | None = None, refresh: int | None = None
+    ) -> str:
         return self._render(
-            "error.html", root, status=status, heading=heading, message=message, hint=hint, page="error", title=heading
+            "error.html",
+            root,
+            status=status,
+            heading=heading,
+            message=message,
+            hint=hint,
+            refresh=refresh,
+            page="error",
+            title=heading,
         )

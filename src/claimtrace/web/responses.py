@@ -60,12 +60,20 @@ def wants_json(path: str) -> bool:
 
 
 def error_response(
-    renderer: Renderer, path: str, status: int, heading: str, message: str, hint: str | None = None, **fields
+    renderer: Renderer,
+    path: str,
+    status: int,
+    heading: str,
+    message: str,
+    hint: str | None = None,
+    refresh: int | None = None,
+    **fields,
 ) -> Response:
-    """An error as the address asks for it: ``{"error", "status", **fields}`` or an error page."""
+    """An error as the address asks for it: ``{"error", "status", **fields}`` or an error page
+    (reloading itself every ``refresh`` seconds, when given)."""
     if wants_json(path):
         return json_response({"error": message, "status": status, **fields}, status)
-    return html_response(renderer.error_page(root_for(path), status, heading, message, hint), status)
+    return html_response(renderer.error_page(root_for(path), status, heading, message, hint, refresh), status)
 
 
 class EncodedCache:

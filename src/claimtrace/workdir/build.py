@@ -201,12 +201,17 @@ def _bm25(run: BuildRun) -> dict:
 
 
 def _classifier(run: BuildRun) -> dict:
+    # Each step's files are recorded as it ends: a site serving the build while it runs (`serve
+    # --while-building`) reads the manifest's change and shows what the step wrote.
     with run.step("classifier", "the build checkpoint's verdicts, gold and retrieved evidence"):
         summary = {"classifier": build_classifier(run.reader)}
+    run.record_new()
     with run.step("more verdicts", "the intended model and the LSTM, BM25's and the variants' evidence"):
         build_more_verdicts(run.reader)
+    run.record_new()
     with run.step("sweep", "dev F, A and HM by cosine threshold, overlap threshold and top-n"):
         build_sweep(run.reader)
+    run.record_new()
     with run.step("scoreboard", "dev F, A and HM of every retrieval x classifier x protocol"):
         summary["scoreboard"] = build_scoreboard(run.reader)
     return summary
@@ -247,7 +252,7 @@ def workdir_lock(work: Workdir) -> Iterator[None]:
     an artifact), held until the build ends, then removed; the system drops the lock when the
     process dies, so a killed build never leaves the workdir locked. A second build is refused
     in one line."""
-    path = work.root / ".build.lock"
+    path = work.build_lock
     while True:
         handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until the build ends
         try:

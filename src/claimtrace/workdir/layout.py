@@ -5,6 +5,7 @@ itself is described in :mod:`claimtrace.workdir.reader`."""
 from __future__ import annotations
 
 import enum
+import fcntl
 import functools
 import hashlib
 import json
@@ -16,6 +17,9 @@ from typing import Any
 from claimtrace.errors import REPAIR_HINT, DataError, Missing
 from claimtrace.lib import chunks
 from claimtrace.lib.store import read_json, write_atomic
+
+#: A file not written yet while a build runs in the workdir (``serve --while-building``).
+BEING_BUILT = "not written yet: the build running in this workdir is making it; reload in a few seconds"
 
 #: Passages per chunk of the tagging stage's files.
 CHUNK = 50_000
@@ -66,6 +70,39 @@ class Workdir:
     def file_manifest(self) -> Path:
         """Every artifact's size, sha256 and item count (:class:`FileManifest`)."""
         return self.root / "manifest.json"
+
+    @property
+    def build_lock(self) -> Path:
+        """``.build.lock``: held by the one ``claimtrace build`` writing this workdir (a dot
+        name: never an artifact)."""
+        return self.root / ".build.lock"
+
+    def build_running(self) -> bool:
+        """Whether a ``claimtrace build`` is writing this workdir now: it holds the lock on
+        :attr:`build_lock` (the system drops it when the build ends, however it ends)."""
+        try:
+            handle = open(self.build_lock, encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError:  # no lock file: no build, or one not started yet
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return False
+
+    def not_built_hint(self) -> str:
+        """What is said of a file a later stage writes and that is not there: being made by the
+        build running now (``serve --while-building``), or the command that makes it."""
+        if self.build_running():
+            return BEING_BUILT
+        return f"not built yet: run `claimtrace build --workdir {self.root}`"
+
+    def verdicts_written(self) -> bool:
+        """Whether the classifier stage's first step is done: the build checkpoint's verdicts of
+        every split (its summary is written after them). The walkthroughs need no later step."""
+        return self.classifier_summary.is_file()
 
     @property
     def checkpoint_copy(self) -> Path:

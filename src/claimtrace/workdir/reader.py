@@ -93,10 +93,6 @@ def _read_records(path: Path) -> dict[str, dict]:
     return records
 
 
-def _rebuild_hint(work: Workdir) -> str:
-    return f"not built yet: run `claimtrace build --workdir {work.root}`"
-
-
 # --- the reader -----------------------------------------------------------------------------------
 
 
@@ -177,7 +173,7 @@ class Build:
             self.build_record()
             if files is not None and files.get(path) is not None:
                 raise Missing(stage, path, f"missing (the build wrote it): {REPAIR_HINT}")
-            raise Missing(stage, path, _rebuild_hint(self.work))
+            raise Missing(stage, path, self.work.not_built_hint())
         if files is None:  # a build made before manifests: read unchecked
             return path
         for member in self._recorded_under(files, path):
