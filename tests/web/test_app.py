@@ -503,21 +503,22 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
 
 def test_a_build_still_running_says_its_pages_are_being_built_and_they_reload(demo_build, tmp_path):
     """`serve --while-building` (make demo): while a build holds the workdir, a page that needs a
-    step not written yet answers 503 "Being built", reloads itself (a refresh and Retry-After),
-    its JSON twin saying so; inline notes say the build is making it. Once the build lets go,
-    the same page names the command instead, and reloads no more."""
+    step not written yet answers 503 "Being built" and asks again (Retry-After; its script asks
+    the address every 5 s and reloads once the answer is another, no timed refresh: axe's
+    meta-refresh rule), its JSON twin saying so; inline notes say the build is making it. Once
+    the build lets go, the same page names the command instead, and asks no more."""
     from claimtrace.web.app import BEING_BUILT_REFRESH
     from claimtrace.workdir.build import workdir_lock
     from claimtrace.workdir.layout import BEING_BUILT
 
     partial = _partial_copy(demo_build, tmp_path / "work", ("sweep", "scoreboard.json", "manifest.json"))
-    refresh = f'<meta http-equiv="refresh" content="{BEING_BUILT_REFRESH}">'
+    refresh = f'data-reload-while="503" data-every="{BEING_BUILT_REFRESH}"'
     with TestClient(create_app(partial)) as client:
         with workdir_lock(partial.work):
             page = client.get("/results")
             assert page.status_code == 503 and page.headers["retry-after"] == str(BEING_BUILT_REFRESH)
             assert refresh in page.text and "Being built" in page.text and BEING_BUILT in page.text
-            assert f"reloads itself every {BEING_BUILT_REFRESH} seconds" in page.text
+            assert f"asks again every {BEING_BUILT_REFRESH} seconds" in page.text and "http-equiv" not in page.text
             twin = client.get("/results.json")
             assert twin.status_code == 503 and twin.json()["building"] is True and BEING_BUILT in twin.json()["error"]
             assert BEING_BUILT in client.get("/explore/dev.html").text  # a section of a page that is there

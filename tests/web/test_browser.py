@@ -429,3 +429,40 @@ def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server
     assert page.locator(".live-trace .claim-text").inner_text() == f"“{text}”"
     assert page.locator("#share-link").get_attribute("href").endswith("text=Arctic%20sea%20ice%20is%20growing")
     assert not page.problems, page.problems
+
+
+def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, demo_build, tmp_path, monkeypatch):
+    """`serve --while-building` in Chromium: /results while the build holds the workdir is
+    "Being built"; once the sweep is written and the build has let go, the page (asking again
+    every second here, 5 s as served) reloads itself into the results. Screenshots of the
+    waiting page at 1280 and 390 px go to test-artifacts/."""
+    from claimtrace.web import app as app_module
+    from claimtrace.web.app import create_app
+    from claimtrace.workdir.build import workdir_lock
+    from tests.web.conftest import serving
+    from tests.web.test_app import _partial_copy
+
+    monkeypatch.setattr(app_module, "BEING_BUILT_REFRESH", 1)
+    partial = _partial_copy(demo_build, tmp_path / "work", ("sweep", "scoreboard.json", "manifest.json"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with serving(create_app(partial)) as base:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        try:
+            with workdir_lock(partial.work):
+                page.goto(base + "/results", wait_until="load")
+                assert page.locator("body[data-page=error] [data-reload-while='503']").count() == 1
+                assert "Being built" in page.locator("h1").inner_text()
+                page.screenshot(path=str(ARTIFACTS / "being-built-1280.png"), full_page=True)
+                page.set_viewport_size({"width": 390, "height": 844})
+                page.screenshot(path=str(ARTIFACTS / "being-built-390.png"), full_page=True)
+                page.wait_for_timeout(1_500)  # asked again meanwhile: still being built, no reload
+                assert page.locator("body[data-page=error]").count() == 1
+                for name in ("sweep", "scoreboard.json"):
+                    (partial.root / name).symlink_to(demo_build.root / name)
+            page.wait_for_selector("body[data-page=results]", timeout=15_000)
+        finally:
+            context.close()
+    assert not errors, errors

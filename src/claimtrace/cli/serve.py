@@ -136,7 +136,7 @@ def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
     is_flag=True,
     help="Serve a build `claimtrace build` is still writing (make demo runs the two side by side): wait until "
     "its checkpoint's verdicts are written, then serve while it finishes; a page that needs a later step says "
-    "it is being built and reloads itself.",
+    "it is being built, and reloads itself once it is written.",
 )
 @predictions_options
 @click.pass_context

@@ -169,7 +169,7 @@ async def stage_missing(request: Request, exc: StageMissing):
         return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
     # `serve --while-building` (make demo): the build is writing it now; the page asks again
     message = public_paths(f"The {exc.stage} stage is being built: {exc.reason}", site.tracer.build.root)
-    hint = f"This page reloads itself every {BEING_BUILT_REFRESH} seconds until the build has written what it shows."
+    hint = f"This page asks again every {BEING_BUILT_REFRESH} seconds and shows itself once the build has written it."
     answer = error_response(
         site.renderer,
         request.url.path,

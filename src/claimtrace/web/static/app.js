@@ -56,7 +56,25 @@
     });
   }
 
+  /* A page answered "being built" (503) or "being computed" (202) names its status and how often
+     to ask: the same address is asked again that often, and the page reloads once the answer is
+     another (the whole page, not a refresh on a timer: nothing moves while it is still coming). */
+  function reloadWhenReady() {
+    var waiting = document.querySelector("[data-reload-while]");
+    if (!waiting || !window.fetch) return;
+    var status = Number(waiting.getAttribute("data-reload-while"));
+    var every = 1000 * Number(waiting.getAttribute("data-every") || 5);
+    function ask() {
+      fetch(window.location.href, { cache: "no-store" }).then(function (answer) {
+        if (answer.status !== status) window.location.reload();
+        else setTimeout(ask, every);
+      }, function () { setTimeout(ask, every); });
+    }
+    setTimeout(ask, every);
+  }
+
   expandShared();
+  reloadWhenReady();
   claimtrace.explore.start();
   claimtrace.explore.startSortable();
   claimtrace.editor.start();
