@@ -13,7 +13,8 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 ## The build and the server run side by side: the site is served once the build checkpoint's
 ## verdicts are written (every walkthrough), while the build's last steps finish; a page that
 ## needs one of them says it is being built and reloads itself (serve --while-building). Stopping
-## the server stops the build (the next make demo resumes it).
+## the server (Ctrl-C) stops the build too (the shell's traps: a job in the background ignores
+## Ctrl-C), and the next make demo resumes it.
 ## Beside them, the modules the build and the site import get their bytecode written once
 ## (scripts/compile_bytecode.py: uv writes none, and where PYTHONDONTWRITEBYTECODE is set no
 ## process would, each compiling them from source at every start).
@@ -21,8 +22,8 @@ PORT ?= 8000
 demo: $(VENV)/.installed
 	$(PY) scripts/compile_bytecode.py & \
 	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT) & build=$$!; \
-	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline --while-building; \
-	status=$$?; kill $$build 2>/dev/null; wait; exit $$status
+	trap 'kill $$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline --while-building
 
 ## make test: the whole test suite, with the 2024 reference environment beside it. Its first
 ## step installs Debian's chromium for the page tests when it is missing (as root, with apt-get),

@@ -122,7 +122,7 @@ def test_the_installer_is_pinned_and_given_pips_find_links():
 
 
 def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp_path):
-    """`make demo` runs scripts/compile_bytecode.py beside the build; every module it names
+    """`make demo` runs scripts/compile_bytecode.py beside the build and the server; every module it names
     exists (a renamed one would leave its imports compiled from source at every start), and run
     with ``PYTHONDONTWRITEBYTECODE`` set it still writes bytecode, its own process only."""
     import importlib.util
@@ -132,9 +132,11 @@ def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp
 
     makefile = (REPO / "Makefile").read_text()
     demo = makefile[makefile.index("\ndemo:") :].split("\n\n", 1)[0]
-    assert "$(PY) scripts/compile_bytecode.py &" in demo and "wait" in demo
-    # the build and the server side by side: the site is served once the verdicts are written
+    assert "$(PY) scripts/compile_bytecode.py &" in demo
+    # the build and the server side by side: the site is served once the verdicts are written;
+    # Ctrl-C (ignored by a job in the background) stops the build through the shell's traps
     assert "claimtrace build --demo" in demo and "--port $(PORT) & build=$$!" in demo
+    assert "trap 'kill $$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM" in demo
     assert "serve --workdir $(WORKDIR) --port $(PORT) --course-baseline --while-building" in demo
     sys.path.insert(0, str(REPO / "scripts"))
     try:
@@ -152,3 +154,59 @@ def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp
     environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path)}
     subprocess.run([sys.executable, "-c", program, str(REPO / "scripts")], env=environment, check=True)
     assert list((tmp_path / "__pycache__").glob("fresh_module.*.pyc"))
+
+
+def test_ctrl_c_on_make_demo_stops_both_the_build_and_the_server(tmp_path):
+    """`make demo` runs the build in the background (where a shell ignores Ctrl-C) beside the
+    server: Ctrl-C on the terminal's process group stops both; the next `make demo` resumes."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    workdir = tmp_path / "work"
+    environment = {**os.environ, "PORT": str(port), "WORKDIR": str(workdir)}
+
+    def as_a_terminal_would() -> None:  # a foreground job: Ctrl-C's default, whatever ran this test
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+    def ours() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if f"--workdir {workdir}" in command:
+                found.append(command)
+        return found
+
+    demo = subprocess.Popen(
+        ["make", "--no-print-directory", "demo"],
+        cwd=REPO,
+        env=environment,
+        start_new_session=True,
+        preexec_fn=as_a_terminal_would,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (any(" build " in c for c in ours()) and any(" serve " in c for c in ours())):
+            assert demo.poll() is None and time.monotonic() < deadline, "make demo did not start both"
+            time.sleep(0.2)
+        time.sleep(2)  # the build under way, the server waiting for its verdicts
+        os.killpg(demo.pid, signal.SIGINT)
+        demo.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while ours() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not ours(), f"left running after Ctrl-C: {ours()}"
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
