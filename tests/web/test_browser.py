@@ -433,8 +433,9 @@ def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server
 
 def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, demo_build, tmp_path, monkeypatch):
     """`serve --while-building` in Chromium: /results while the build holds the workdir is
-    "Being built"; once the sweep is written and the build has let go, the page (asking again
-    every second here, 5 s as served) reloads itself into the results. Screenshots of the
+    "Being built"; while it still is, the page asks again (every second here, 5 s as served) and
+    takes the new answer's message in place, with no reload; once the sweep is written and the
+    build has let go, it reloads itself into the results. Screenshots of the
     waiting page at 1280 and 390 px go to test-artifacts/."""
     from claimtrace.web import app as app_module
     from claimtrace.web.app import create_app
@@ -458,8 +459,10 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
                 page.screenshot(path=str(ARTIFACTS / "being-built-1280.png"), full_page=True)
                 page.set_viewport_size({"width": 390, "height": 844})
                 page.screenshot(path=str(ARTIFACTS / "being-built-390.png"), full_page=True)
-                page.wait_for_timeout(1_500)  # asked again meanwhile: still being built, no reload
-                assert page.locator("body[data-page=error]").count() == 1
+                page.evaluate("window.sameDocument = true; document.querySelector('h1').dataset.asked = 'not yet'")
+                page.wait_for_timeout(1_500)  # asked again meanwhile: still being built, no reload...
+                assert page.evaluate("window.sameDocument === true") and page.locator("body[data-page=error]").count()
+                assert page.locator("h1[data-asked]").count() == 0  # ...its message taken from the new answer
                 for name in ("sweep", "scoreboard.json"):
                     (partial.root / name).symlink_to(demo_build.root / name)
             page.wait_for_selector("body[data-page=results]", timeout=15_000)

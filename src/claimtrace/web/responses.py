@@ -70,7 +70,8 @@ def error_response(
     **fields,
 ) -> Response:
     """An error as the address asks for it: ``{"error", "status", **fields}`` or an error page
-    (reloading itself every ``refresh`` seconds, when given)."""
+    (whose script asks the address again every ``refresh`` seconds, when given, and reloads once
+    the answer is another)."""
     if wants_json(path):
         return json_response({"error": message, "status": status, **fields}, status)
     return html_response(renderer.error_page(root_for(path), status, heading, message, hint, refresh), status)

@@ -57,18 +57,23 @@
   }
 
   /* A page answered "being built" (503) or "being computed" (202) names its status and how often
-     to ask: the same address is asked again that often, and the page reloads once the answer is
-     another (the whole page, not a refresh on a timer: nothing moves while it is still coming). */
+     to ask: the same address is asked again that often; while the answer is the same, its message
+     takes the new one's place (a progress bar moves on), and once it is another the page reloads
+     (no refresh on a timer, which would take the page from under its reader). */
   function reloadWhenReady() {
     var waiting = document.querySelector("[data-reload-while]");
-    if (!waiting || !window.fetch) return;
+    if (!waiting || !window.fetch || !window.DOMParser) return;
     var status = Number(waiting.getAttribute("data-reload-while"));
     var every = 1000 * Number(waiting.getAttribute("data-every") || 5);
     function ask() {
       fetch(window.location.href, { cache: "no-store" }).then(function (answer) {
-        if (answer.status !== status) window.location.reload();
-        else setTimeout(ask, every);
-      }, function () { setTimeout(ask, every); });
+        if (answer.status !== status) { window.location.reload(); return null; }
+        return answer.text().then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("[data-reload-while]");
+          if (fresh) waiting.innerHTML = fresh.innerHTML;
+          setTimeout(ask, every);
+        });
+      }).catch(function () { setTimeout(ask, every); });
     }
     setTimeout(ask, every);
   }
