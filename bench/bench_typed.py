@@ -2,7 +2,7 @@
 1 and 2 worker processes, beside the one-at-a-time latency.
 
     python bench/bench_typed.py --workdir BUILD [--claims 40] [--clients 1 8] [--workers 1 2]
-        [--typed-processes 0 2]
+        [--typed-processes 0 2] [--load wrk --seconds 5]
 
 For each typed-processes count and worker count, starts ``claimtrace serve --workdir BUILD
 --workers W --typed-processes T`` on a free
@@ -24,6 +24,9 @@ import http.client
 import json
 import os
 import random
+import re
+import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -86,6 +89,55 @@ def run_clients(base: str, count: int, claims: int) -> dict:
     }
 
 
+#: wrk's script: each request a new typed claim, eight of the course words in a new order and a
+#: year, as :func:`sentences` makes them (one Lua state with ``-t 1``: every text distinct).
+WRK_SCRIPT = """
+local words = {%(words)s}
+local sent = 0
+math.randomseed(%(seed)d)
+request = function()
+  sent = sent + 1
+  local pool, picked = {}, {}
+  for i, w in ipairs(words) do pool[i] = w end
+  for i = 1, 8 do picked[i] = table.remove(pool, math.random(#pool)) end
+  local text = table.concat(picked, " ")
+  text = text:sub(1, 1):upper() .. text:sub(2) .. " in " .. (1900 + sent) .. "."
+  return wrk.format("POST", "/api/trace", {["Content-Type"] = "application/json"}, '{"text": "' .. text .. '"}')
+end
+"""
+
+
+def _milliseconds(value: str) -> float:
+    number, unit = re.fullmatch(r"([0-9.]+)(us|ms|s)", value).groups()
+    return float(number) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+def run_wrk(base: str, count: int, seconds: float, seed: int) -> dict:
+    """``count`` closed-loop connections of wrk (one thread of C, a few percent of a core) for
+    ``seconds``, each request a new typed claim: its latency percentiles and rate."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(WRK_SCRIPT % {"words": ", ".join(f'"{w}"' for w in WORDS), "seed": seed})
+    load = os.getloadavg()[0]
+    try:
+        command = ["wrk", "-t", "1", "-c", str(count), "-d", f"{seconds:g}s", "--latency", "-s", script.name, base]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise SystemExit(f"wrk saw failed requests:\n{out}")
+    shares = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)$", out, re.M))
+    return {
+        "clients": count,
+        "claims": int(re.search(r"(\d+) requests in", out).group(1)),
+        "median_ms": round(_milliseconds(shares["50"]), 1),
+        "p90_ms": round(_milliseconds(shares["90"]), 1),
+        "p99_ms": round(_milliseconds(shares["99"]), 1),
+        "per_second": float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1)),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", required=True, type=Path)
@@ -100,6 +152,14 @@ def main() -> None:
         default=[2],
         help="serve --typed-processes: each value measured (0: typed claims traced in the server process)",
     )
+    parser.add_argument(
+        "--load",
+        choices=["python", "wrk"],
+        default="python",
+        help="the clients: threads of this script (the standard library's HTTP client), or wrk's "
+        "connections (Debian's wrk: one thread of C, so the load generator takes little of the two cores)",
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="with --load wrk: seconds per client count")
     parser.add_argument(
         "--settle",
         type=float,
@@ -123,7 +183,11 @@ def main() -> None:
             )
             alone = None
             for count in sorted(set([1, *args.clients])):
-                summary = {"workers": workers, "typed_processes": typed, **run_clients(base, count, args.claims)}
+                if args.load == "wrk":
+                    measured = run_wrk(base, count, args.seconds, seed=100 * count + workers)
+                else:
+                    measured = run_clients(base, count, args.claims)
+                summary = {"workers": workers, "typed_processes": typed, "load": args.load, **measured}
                 alone = summary["median_ms"] if count == 1 else alone
                 summary["p99_over_alone_median"] = round(summary["p99_ms"] / alone, 2)
                 print(json.dumps(summary), flush=True)
