@@ -20,9 +20,9 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 ## process would, each compiling them from source at every start).
 PORT ?= 8000
 demo: $(VENV)/.installed
-	$(PY) scripts/compile_bytecode.py & \
+	$(PY) scripts/compile_bytecode.py & bytecode=$$!; \
 	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT) & build=$$!; \
-	trap 'kill $$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	trap 'kill $$build $$bytecode 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	$(VENV)/bin/claimtrace serve --workdir $(WORKDIR) --port $(PORT) --course-baseline --while-building
 
 ## make test: the whole test suite, with the 2024 reference environment beside it. Its first

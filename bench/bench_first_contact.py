@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -44,13 +45,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=REPO)
     parser.add_argument("--port", type=int, default=8890)
-    parser.add_argument("--keep", type=Path, default=None, help="clone here and keep it (default: a temporary folder)")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="work in this new folder and keep it (default: a temporary folder)"
+    )
     args = parser.parse_args()
     shared = (args.repo / ".." / "shared").resolve()
     print(json.dumps({"calibrate_s_before": calibrate(shared / "data")}), flush=True)
-    parent = Path(tempfile.mkdtemp(prefix="first-contact-"))
-    (parent / "shared").symlink_to(shared)
-    clone = args.keep or parent / "claimtrace"
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)
+    parent = args.keep or Path(tempfile.mkdtemp(prefix="first-contact-"))
+    (parent / "shared").symlink_to(shared)  # where make demo looks for the data: ../shared beside the clone
+    clone = parent / "claimtrace"
     log_path = parent / "make-demo.log"
     environment = {
         **os.environ,
@@ -63,7 +68,15 @@ def main() -> None:
     subprocess.run(["git", "clone", "-q", str(args.repo), str(clone)], check=True)
     marks["cloned"] = time.monotonic() - started
     with open(log_path, "w") as log:
-        demo = subprocess.Popen(["make", "demo"], cwd=clone, env=environment, stdout=log, stderr=subprocess.STDOUT)
+        demo = subprocess.Popen(
+            ["make", "demo"],
+            cwd=clone,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as on a terminal
+        )
         try:
             # the site is served while the build's last steps run: wait for both
             while "first_page" not in marks or "built" not in marks:
@@ -77,10 +90,9 @@ def main() -> None:
                 if "first_page" not in marks and first_page(args.port):
                     marks["first_page"] = time.monotonic() - started
                 time.sleep(0.1)
-        finally:
-            demo.terminate()
-            demo.wait(timeout=30)
-            subprocess.run(["pkill", "-f", f"port {args.port}"], check=False)
+        finally:  # make demo's own processes, as Ctrl-C would end them (its recipe stops the build)
+            os.killpg(demo.pid, signal.SIGINT)
+            demo.wait(timeout=60)
     report = log_path.read_text(errors="replace")
     stages = dict(re.findall(r"^  ([a-z ]+?)\s+([0-9.]+) s", report, re.M))
     print(json.dumps({**{k: round(v, 1) for k, v in marks.items()}, "stages_s": stages}), flush=True)

@@ -132,11 +132,11 @@ def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp
 
     makefile = (REPO / "Makefile").read_text()
     demo = makefile[makefile.index("\ndemo:") :].split("\n\n", 1)[0]
-    assert "$(PY) scripts/compile_bytecode.py &" in demo
+    assert "$(PY) scripts/compile_bytecode.py & bytecode=$$!" in demo
     # the build and the server side by side: the site is served once the verdicts are written;
     # Ctrl-C (ignored by a job in the background) stops the build through the shell's traps
     assert "claimtrace build --demo" in demo and "--port $(PORT) & build=$$!" in demo
-    assert "trap 'kill $$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM" in demo
+    assert "trap 'kill $$build $$bytecode 2>/dev/null' EXIT; trap 'exit 130' INT TERM" in demo
     assert "serve --workdir $(WORKDIR) --port $(PORT) --course-baseline --while-building" in demo
     sys.path.insert(0, str(REPO / "scripts"))
     try:

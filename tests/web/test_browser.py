@@ -435,12 +435,13 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
     """`serve --while-building` in Chromium: /results while the build holds the workdir is
     "Being built"; while it still is, the page asks again (every second here, 5 s as served) and
     takes the new answer's message in place, with no reload; once the sweep is written and the
-    build has let go, it reloads itself into the results. Screenshots of the
+    build has let go, it reloads itself into the results. axe-core passes on the waiting page at
+    both widths; screenshots of the
     waiting page at 1280 and 390 px go to test-artifacts/."""
     from claimtrace.web import app as app_module
     from claimtrace.web.app import create_app
     from claimtrace.workdir.build import workdir_lock
-    from tests.web.conftest import serving
+    from tests.web.conftest import AXE, serving, violations
     from tests.web.test_app import _partial_copy
 
     monkeypatch.setattr(app_module, "BEING_BUILT_REFRESH", 1)
@@ -459,6 +460,8 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
                 page.screenshot(path=str(ARTIFACTS / "being-built-1280.png"), full_page=True)
                 page.set_viewport_size({"width": 390, "height": 844})
                 page.screenshot(path=str(ARTIFACTS / "being-built-390.png"), full_page=True)
+                for width in (1280, 390):  # the error page's type, as it waits: axe-core at both widths
+                    assert not violations(browser, base + "/results", AXE.read_text(), width), width
                 page.evaluate("window.sameDocument = true; document.querySelector('h1').dataset.asked = 'not yet'")
                 page.wait_for_timeout(1_500)  # asked again meanwhile: still being built, no reload...
                 assert page.evaluate("window.sameDocument === true") and page.locator("body[data-page=error]").count()

@@ -85,3 +85,24 @@ def test_a_claim_no_process_takes_is_answered_503_in_time(tmp_path, monkeypatch)
     finally:
         listener.close()
     assert status == 503 and "within" in json.loads(body)["error"]
+
+
+def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(web_tracer, monkeypatch):
+    """A typed-claims process answers a claim whose trace meets a damaged or missing build file
+    with the 503 the server's own handlers give (the file named, no machine path), and lives on."""
+    from claimtrace.errors import DataError, Missing
+    from claimtrace.web.typed_processes import answer_in_process
+
+    root = web_tracer.build.root
+    for error, fields in (
+        (DataError(f"{root}/retrieval/index.npz: 12 bytes, but the build wrote 40"), {}),
+        (
+            Missing("classifier", root / "classifier" / "dev.json", "not built yet: run `claimtrace build`"),
+            {"stage": "classifier"},
+        ),
+    ):
+        monkeypatch.setattr(web_tracer, "trace_text", lambda text, error=error: (_ for _ in ()).throw(error))
+        status, value = answer_in_process(web_tracer, "Sea levels are rising.")
+        assert status == 503 and value["status"] == 503 and str(root) not in value["error"]
+        assert "retrieval/index.npz" in value["error"] or "classifier/dev.json" in value["error"]
+        assert {k: value[k] for k in fields} == fields

@@ -44,11 +44,10 @@ from claimtrace.web.middleware import (
 )
 from claimtrace.web.pages import CLAIM
 from claimtrace.web.render import Renderer
-from claimtrace.web.responses import error_response, utf8
+from claimtrace.web.responses import error_response, unreadable_build, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
-from claimtrace.web.tracer import StageMissing, Tracer, build_stamp
+from claimtrace.web.tracer import Tracer, build_stamp
 from claimtrace.web.typed_processes import TypedClient
-from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
@@ -87,8 +86,7 @@ def create_app(
     for router in site_routers():
         app.include_router(router)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_exception_handler(StageMissing, stage_missing)
-    app.add_exception_handler(DataError, damaged)
+    app.add_exception_handler(DataError, build_file_unreadable)  # StageMissing included
     app.add_middleware(FinalAnswers, answers=answers)
     app.add_middleware(HostGuard, renderer=renderer)
     app.add_middleware(BuildWatch, stamp=lambda: build_stamp(tracer.build), reload=lambda: reload_site(app, answers))
@@ -162,31 +160,17 @@ async def http_error(request: Request, exc: StarletteHTTPException):
 BEING_BUILT_REFRESH = 5
 
 
-async def stage_missing(request: Request, exc: StageMissing):
+async def build_file_unreadable(request: Request, exc: DataError):
+    """A build file a page could not read (StageMissing is a DataError): a 503 saying which and
+    why (:func:`~claimtrace.web.responses.unreadable_build`). One a running build has not written
+    yet (`serve --while-building`, make demo) is "Being built": the page asks again."""
     site: SiteState = request.app.state.site
-    if not site.tracer.build.work.build_running():
-        message = public_paths(f"The {exc.stage} stage is not built yet: {exc.reason}", site.tracer.build.root)
-        return error_response(site.renderer, request.url.path, 503, "Not built yet", message, stage=exc.stage)
-    # `serve --while-building` (make demo): the build is writing it now; the page asks again
-    message = public_paths(f"The {exc.stage} stage is being built: {exc.reason}", site.tracer.build.root)
+    heading, message, fields = unreadable_build(exc, site.tracer.build.root)
+    if not fields.get("building"):
+        return error_response(site.renderer, request.url.path, 503, heading, message, **fields)
     hint = f"This page asks again every {BEING_BUILT_REFRESH} seconds and shows itself once the build has written it."
     answer = error_response(
-        site.renderer,
-        request.url.path,
-        503,
-        "Being built",
-        message,
-        hint,
-        refresh=BEING_BUILT_REFRESH,
-        stage=exc.stage,
-        building=True,
+        site.renderer, request.url.path, 503, heading, message, hint, refresh=BEING_BUILT_REFRESH, **fields
     )
     answer.headers["Retry-After"] = str(BEING_BUILT_REFRESH)
     return answer
-
-
-async def damaged(request: Request, exc: DataError):
-    """A build file that cannot be read (StageMissing is a DataError, answered above)."""
-    site: SiteState = request.app.state.site
-    message = public_paths(f"The build cannot be read: {exc}", site.tracer.build.root)  # no machine paths
-    return error_response(site.renderer, request.url.path, 503, "The build is damaged", message)

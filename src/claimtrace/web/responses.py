@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from fastapi.responses import HTMLResponse, Response
 
+from claimtrace.errors import DataError, Missing
 from claimtrace.lib.lru import LRU
 from claimtrace.web.render import Renderer, root_for
+from claimtrace.web.views.status import public_paths
+from claimtrace.workdir.layout import BEING_BUILT
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -75,6 +79,24 @@ def error_response(
     if wants_json(path):
         return json_response({"error": message, "status": status, **fields}, status)
     return html_response(renderer.error_page(root_for(path), status, heading, message, hint, refresh), status)
+
+
+def unreadable_build(err: DataError, root: Path) -> tuple[str, str, dict]:
+    """A build file a request could not read (a 503), as every answer says it: its heading, its
+    message (no machine path) and the JSON fields beside ``"error"`` and ``"status"``. A missing
+    file is "not built yet", or "being built" while a build writes the workdir (the reader's
+    reason says which: ``Workdir.not_built_hint``); any other, damaged. The server's handlers and
+    the typed-claims processes answer alike."""
+    if not isinstance(err, Missing):
+        return "The build is damaged", public_paths(f"The build cannot be read: {err}", root), {}
+    if err.reason.endswith(BEING_BUILT):
+        message = public_paths(f"The {err.stage} stage is being built: {err.reason}", root)
+        return "Being built", message, {"stage": err.stage, "building": True}
+    return (
+        "Not built yet",
+        public_paths(f"The {err.stage} stage is not built yet: {err.reason}", root),
+        {"stage": err.stage},
+    )
 
 
 class EncodedCache:

@@ -34,8 +34,9 @@ import time
 from pathlib import Path
 
 from claimtrace.data.files import choose_data_dir
+from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
-from claimtrace.web.responses import encode, text_problem
+from claimtrace.web.responses import encode, text_problem, unreadable_build
 from claimtrace.web.tracer import MAX_TEXT_CHARS, BadText, Tracer, build_stamp
 from claimtrace.workdir.reader import Build
 
@@ -62,6 +63,17 @@ def typed_answer(tracer: Tracer, text: str) -> tuple[int, dict]:
     except BadText as err:
         status = 413 if len(text) > MAX_TEXT_CHARS else 400
         return status, {"error": str(err), "status": status}
+
+
+def answer_in_process(tracer: Tracer, text: str) -> tuple[int, dict]:
+    """A typed-claims process's answer: :func:`typed_answer`, and for a build file the trace
+    could not read the 503 the server itself gives (the file named, no machine path), rather than
+    the process ending on it."""
+    try:
+        return typed_answer(tracer, text)
+    except DataError as err:
+        _, message, fields = unreadable_build(err, tracer.build.root)
+        return 503, {"error": message, "status": 503, **fields}
 
 
 def unavailable(why: str) -> tuple[int, bytes]:
@@ -94,7 +106,8 @@ class TypedProcesses:
         self._closing = threading.Event()
         self._running = [self._start() for _ in range(self.processes)]
         self.restarted = 0
-        threading.Thread(target=self._watch, name="typed-claims-watch", daemon=True).start()
+        self._watcher = threading.Thread(target=self._watch, name="typed-claims-watch", daemon=True)
+        self._watcher.start()
 
     def _start(self):
         process = self._context.Process(
@@ -123,6 +136,7 @@ class TypedProcesses:
 
     def close(self) -> None:
         self._closing.set()
+        self._watcher.join()  # it starts no process once this returns
         for process in self._running:
             process.terminate()
         for process in self._running:
@@ -149,13 +163,14 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
         with connection:
             if time.monotonic() - checked >= CHECK_SECONDS:  # a completed or repaired build: read again
                 checked, stamp = time.monotonic(), build_stamp(tracer.build)
-                if stamp != seen:
+                if stamp != seen:  # warmed as at the start: the claim waiting pays the model's load once
                     seen, tracer = stamp, Tracer(Build(workdir, data_dir))
+                    tracer.warm_typed()
             try:
                 text = json.loads(_receive(connection))
             except (OSError, ValueError):  # the server process gave up on it
                 continue
-            status, value = typed_answer(tracer, text)
+            status, value = answer_in_process(tracer, text)
             body = encode(value)
             try:
                 connection.sendall(status.to_bytes(_PREFIX, "big") + len(body).to_bytes(_PREFIX, "big") + body)

@@ -246,6 +246,19 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()  # what the build left in cycles is collected as usual from here
 
 
+def _lock_briefly_contended(handle, tries: int = 20) -> None:
+    """An exclusive lock on ``handle``, tried for about a fifth of a second: a server looking
+    whether a build runs (``Workdir.build_running``) holds a shared lock for a moment, which is no
+    build. BlockingIOError when another process keeps it."""
+    for _ in range(tries - 1):
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.01)
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 @contextmanager
 def workdir_lock(work: Workdir) -> Iterator[None]:
     """One build at a time in a workdir: an exclusive lock on ``.build.lock`` (a dot name: never
@@ -256,7 +269,7 @@ def workdir_lock(work: Workdir) -> Iterator[None]:
     while True:
         handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until the build ends
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_briefly_contended(handle)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
