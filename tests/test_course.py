@@ -20,3 +20,18 @@ def test_a_step_names_its_cells():
     assert course.STEPS[1].cells_shown == "cell 10"
     assert course.STEPS[4].anchor == "step-4"
     assert course.NOTEBOOK_URL.endswith("/blob/main/COMP90042_Wed5PM_Group1.ipynb")
+
+
+def test_a_damaged_provenance_file_is_named_not_a_traceback(tmp_path):
+    """A trained checkpoint's provenance that is not whole JSON is a DataError naming the file
+    (pages that read it answer 503 saying so); none there is None."""
+    import pytest
+
+    from claimtrace import constants as C
+    from claimtrace.course import checkpoint_provenance
+    from claimtrace.errors import DataError
+
+    assert checkpoint_provenance(tmp_path) is None
+    (tmp_path / C.PROVENANCE_FILE).write_text('{"seed": 0,')
+    with pytest.raises(DataError, match=str(tmp_path / C.PROVENANCE_FILE)):
+        checkpoint_provenance(tmp_path)

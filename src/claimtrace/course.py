@@ -17,6 +17,7 @@ from typing import Any
 
 from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.errors import damaged
 
 
 @dataclass(frozen=True)
@@ -324,12 +325,13 @@ def training_curve(history: list[dict] | None) -> list[dict]:
 
 def checkpoint_provenance(checkpoint_dir: Path | None) -> dict | None:
     """The provenance of the checkpoint a build used: the shipped one's (``assets/``), or the
-    file beside a trained checkpoint; None when a trained checkpoint has none."""
+    file beside a trained checkpoint; None when a trained checkpoint has none; a DataError naming
+    the file when it cannot be read."""
     path = (ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)) / C.PROVENANCE_FILE
     if not path.is_file():
         return None
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    with damaged(path):  # a file that is not whole JSON: a DataError naming it, not a traceback
+        return json.loads(path.read_text(encoding="utf-8"))
 
 
 def accuracy_note(provenance: dict | None, build_correct: int | None, claims: int) -> str:

@@ -102,6 +102,11 @@ def _runs(document, model="lstm"):
         (lambda d: _runs(d)["3"].update(seed=4), "field models.lstm.runs.3.seed: 4, under the key '3'"),
         (lambda d: _runs(d)["3"].update(best_epoch=11), "field models.lstm.runs.3.best_epoch"),
         (lambda d: _runs(d).update(x=_runs(d)["3"]), "field models.lstm.runs: the key 'x' is not a seed"),
+        (lambda d: _runs(d).update({"²": _runs(d)["3"]}), "field models.lstm.runs: the key '²' is not a seed"),
+        (lambda d: _runs(d)["3"].update(seconds=float("nan")), "field models.lstm.runs.3.seconds: expected a finite"),
+        (lambda d: _runs(d)["3"].update(seconds=float("inf")), "field models.lstm.runs.3.seconds: expected a finite"),
+        (lambda d: _runs(d)["1"]["dev"]["gold"]["alone"].update(accuracy=float("nan")), "gold.alone.accuracy: nan"),
+        (lambda d: d["models"]["lstm"]["spread"]["gold"]["alone"].update(sd=float("nan")), "spread.gold.alone.sd: nan"),
         (
             lambda d: d["models"]["transformer"]["spread"]["gold"]["notebook"].update(mean=0.9),
             "spread.gold.notebook.mean",

@@ -20,6 +20,7 @@ checkpoints' provenance (models/): the file holds dev accuracies and their inter
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ def _accuracy(fields: _Fields, figure: dict, where: str) -> Accuracy:
     if claims <= 0 or not 0 <= correct <= claims:
         raise fields.error(f"{where}.correct", f"{correct} of {claims} claims")
     shown = fields.get(figure, "accuracy", where, NUMBER)
-    if abs(shown - correct / claims) > TOLERANCE:
+    if not abs(shown - correct / claims) <= TOLERANCE:  # NaN included
         raise fields.error(f"{where}.accuracy", f"{shown} is not {correct}/{claims}")
     interval = fields.get(figure, "interval", where, list)
     if len(interval) != 2 or not all(isinstance(b, NUMBER) and not isinstance(b, bool) for b in interval):
@@ -184,6 +185,8 @@ def _run(fields: _Fields, key: str, run: Any, where: str) -> SeedRun:
     if best is not None and (isinstance(best, bool) or not isinstance(best, int) or not 1 <= best <= epochs):
         raise fields.error(f"{where}.best_epoch", f"expected an epoch from 1 to {epochs} or null, found {best!r}")
     seconds = fields.get(run, "seconds", where, NUMBER)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise fields.error(f"{where}.seconds", f"expected a finite number of seconds, found {seconds!r}")
     dev = fields.get(run, "dev", where, dict)
     figures = {}
     for evidence, protocol in PANELS:
@@ -210,7 +213,7 @@ def _check_spread(fields: _Fields, entry: dict, runs: tuple[SeedRun, ...], where
         recomputed = describe([run.dev[evidence, protocol].accuracy for run in runs])
         for key in ("min", "max", "mean", "sd"):
             value = fields.get(shown, key, at, NUMBER)
-            if abs(value - recomputed[key]) > TOLERANCE:
+            if not abs(value - recomputed[key]) <= TOLERANCE:  # NaN included
                 raise fields.error(f"{at}.{key}", f"{value}, where its runs give {recomputed[key]}")
 
 
@@ -219,7 +222,7 @@ def _model(fields: _Fields, entry: Any, where: str) -> tuple[SeedRun, ...]:
         raise fields.error(where, "expected an object")
     found = fields.get(entry, "runs", where, dict)
     for key in found:
-        if not key.isdigit():
+        if not key.isdecimal():
             raise fields.error(f"{where}.runs", f"the key {key!r} is not a seed")
     runs = tuple(_run(fields, key, found[key], f"{where}.runs.{key}") for key in sorted(found, key=int))
     _check_spread(fields, entry, runs, where)

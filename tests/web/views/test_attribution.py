@@ -6,6 +6,7 @@ which command makes them."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -193,6 +194,7 @@ def test_without_the_lstms_attribution_one_line_names_the_command(demo_build, at
     data = ATTRIBUTION.data(tracer, None)
     assert data["status"] == "ok" and data["lstm"]["status"] == "missing"
     assert "claimtrace attribute" in data["lstm"]["reason"]
+    assert "claimtrace attribute --workdir ." in data["lstm"]["reason"] and str(root) not in json.dumps(data)
     assert "Not computed yet for the LSTM" in ATTRIBUTION.render(Renderer(tracer), data)
     assert tracer.trace(claim_id)["lstm"]["words"]["reason"] == LSTM_NOT_RUN
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.attribution import top_words
-from claimtrace.web.views.status import missing
+from claimtrace.web.views.status import missing, public_paths
 from claimtrace.workdir.reader import Build
 
 #: The chart's panels: grade key -> its name on the page.
@@ -22,7 +22,12 @@ LSTM_NOT_RUN = (
 
 def attribution_page(build: Build) -> dict:
     """The grades of every method and baseline with their intervals, the chart's rows and the
-    settings; or a missing section naming the command to run."""
+    settings; or a missing section naming the command to run. Paths relative to the build (the
+    workdir is ``.``), as on every page: no machine path."""
+    return public_paths(_grades_page(build), build.root)
+
+
+def _grades_page(build: Build) -> dict:
     try:
         grades = build.attribution_grades()
     except Missing as err:

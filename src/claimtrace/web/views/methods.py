@@ -9,7 +9,6 @@ reads; its JSON twin holds the figures themselves.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ from claimtrace.assets import ASSETS_DIR
 from claimtrace.errors import DataError
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, ScoreRow
+from claimtrace.lib.store import read_json
 from claimtrace.web import markdown
 from claimtrace.web.views.glance import MODELS, glance
 from claimtrace.workdir.reader import Build
@@ -67,7 +67,7 @@ def checkpoint_provenance(build: Build, model: str) -> dict | None:
         return course.checkpoint_provenance(build.checkpoint_dir())
     name = C.PROVENANCE_FILES.get(model)
     path = None if name is None else ASSETS_DIR / name
-    return json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else None
+    return read_json(path) if path is not None and path.is_file() else None
 
 
 def _row(scoreboard: dict | None, name: str) -> dict | None:

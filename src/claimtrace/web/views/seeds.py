@@ -69,7 +69,7 @@ def shipped(build: Build, model: str) -> dict:
     protocol with its Wilson interval (its right verdicts counted); missing, with why, when the
     build has no such verdicts."""
     trained = model == "transformer" and build.checkpoint_dir() is not None
-    seed = (checkpoint_provenance(build, IN_BUILD[model]) or {}).get("seed")
+    seed = (checkpoint_provenance(build, IN_BUILD[model]) or {}).get("seed")  # damaged: the page's 503 names it
     out = {"which": "trained" if trained else "shipped", "seed": seed}
     out["label"] = f"{'this build’s' if trained else 'shipped'}, seed {'?' if seed is None else seed}"
     try:
