@@ -108,6 +108,13 @@ def test_the_checkpoints_beside_the_seeds_are_the_builds_own(demo_build, seed_fi
     mcnemar = demo_build.scoreboard()["lstm_minus_notebook_on_gold"]["mcnemar"]
     assert (paired["b"], paired["c"], paired["p"]) == (mcnemar["b"], mcnemar["c"], mcnemar["exact_p"])
     assert f"McNemar’s exact p = {paired['p']:.2g} on the same claims" in page["panels"][0]["sentence"]
+    # and the difference's paired bootstrap interval, the scoreboard's own
+    interval = demo_build.scoreboard()["lstm_minus_notebook_on_gold"]["A"]
+    assert (paired["A"]["lower"], paired["A"]["upper"]) == (interval["lower"], interval["upper"])
+    assert (
+        f"95% paired bootstrap interval [{interval['lower']:+.3f}, {interval['upper']:+.3f}]"
+        in page["panels"][0]["sentence"]
+    )
 
 
 def test_a_whole_file_says_whether_the_difference_survives_with_welchs_p(demo_build, seed_file):

@@ -24,6 +24,7 @@ from claimtrace.evaluation.seed_spread import (
     describe,
     read_seed_spread,
 )
+from claimtrace.evaluation.significance import verdicts_paired
 from claimtrace.web.views.methods import checkpoint_provenance
 from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.reader import Build
@@ -91,11 +92,18 @@ def shipped(build: Build, model: str) -> dict:
 
 
 def paired(build: Build, evidence: str, protocol: str) -> dict:
-    """The build's two checkpoints on the same dev claims: McNemar's exact test of the LSTM
-    against the Transformer (``{"b", "c", "p"}``: claims only the LSTM got right, only the
-    Transformer, and p)."""
-    test = S.mcnemar(_right(build, "lstm", evidence, protocol), _right(build, "transformer", evidence, protocol))
-    return {"b": test.b, "c": test.c, "p": test.exact_p}
+    """The build's two checkpoints on the same dev claims, LSTM minus Transformer
+    (:func:`~claimtrace.evaluation.significance.verdicts_paired`): ``{"b", "c", "p", "A"}``,
+    claims only the LSTM got right, only the Transformer, McNemar's exact p, and the accuracy
+    difference with its paired bootstrap interval. Made once per build (a tenth of a second)."""
+
+    def make() -> dict:
+        verdicts = {m: build.verdict_of("dev", IN_BUILD[m], evidence, protocol) for m in MODELS}
+        both = verdicts_paired(build.claims("dev"), verdicts["lstm"], verdicts["transformer"])
+        test = both["mcnemar"]
+        return {"b": test["b"], "c": test["c"], "p": test["exact_p"], "A": both["A"]}
+
+    return build.once(("seeds-paired", evidence, protocol), make)
 
 
 def _spread(values: list[float], seeds: list[int]) -> dict | None:
@@ -168,7 +176,8 @@ def sentence(compared: dict, checkpoints: dict[str, dict], pair: dict | None) ->
     if len(ours) == len(MODELS) and pair is not None:
         said += (
             f"the build’s checkpoints differ by {ours['lstm'] - ours['transformer']:+.3f}, LSTM minus Transformer "
-            f"({ours['lstm']:.3f} against {ours['transformer']:.3f}; McNemar’s exact p = {pair['p']:.2g} on the same "
+            f"({ours['lstm']:.3f} against {ours['transformer']:.3f}; 95% paired bootstrap interval "
+            f"[{pair['A']['lower']:+.3f}, {pair['A']['upper']:+.3f}]; McNemar’s exact p = {pair['p']:.2g} on the same "
             "claims); "
         )
     t, lstm = compared["transformer"], compared["lstm"]
