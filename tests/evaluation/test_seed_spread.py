@@ -158,6 +158,18 @@ def test_welch_is_statsmodels_unequal_variance_t_test():
         assert welch(a, b) == pytest.approx({"t": t, "df": df, "p": p}, rel=1e-10, abs=1e-14)
 
 
+def test_welchs_interval_is_statsmodels_unequal_variance_interval():
+    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
+
+    from claimtrace.evaluation.seed_spread import welch_interval
+
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        a, b = rng.normal(0.6, 0.02, rng.integers(2, 8)), rng.normal(0.58, 0.03, rng.integers(2, 8))
+        expected = CompareMeans(DescrStatsW(a), DescrStatsW(b)).tconfint_diff(alpha=0.05, usevar="unequal")
+        assert welch_interval(a, b) == pytest.approx(list(expected), rel=1e-10, abs=1e-14)
+
+
 def test_the_whole_file_compared_over_seeds(tmp_path):
     compared = compare_models(read_seed_spread(write_seed_spread(tmp_path / "s.json", WHOLE)))
     assert [(c["evidence"], c["protocol"]) for c in compared] == list(PANELS)

@@ -281,6 +281,17 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict:
     return {"t": float(result.statistic), "df": float(result.df), "p": float(result.pvalue)}
 
 
+def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> list[float]:
+    """The ``level`` interval of ``mean(a) - mean(b)`` that Welch's test inverts (scipy's
+    ``ttest_ind(equal_var=False).confidence_interval``; statsmodels' ``tconfint_diff(usevar=
+    "unequal")`` gives the same): ``[lower, upper]``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)  # as in :func:`welch`
+        result = stats.ttest_ind(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), equal_var=False)
+        interval = result.confidence_interval(level)
+    return [float(interval.low), float(interval.high)]
+
+
 def _overlap(one: dict | None, other: dict | None) -> bool | None:
     if one is None or other is None:
         return None
@@ -298,6 +309,7 @@ def _compared(spread: SeedSpread | None, evidence: str, protocol: str) -> dict:
         "difference": None if lstm is None or transformer is None else lstm["mean"] - transformer["mean"],
         "overlap": _overlap(lstm, transformer),
         "welch": None,
+        "difference_interval": None,
         "untested": None,
     }
     if min(len(v) for v in values.values()) < 2:
@@ -306,13 +318,14 @@ def _compared(spread: SeedSpread | None, evidence: str, protocol: str) -> dict:
         out["untested"] = "no spread"
     else:
         out["welch"] = welch(values["lstm"], values["transformer"])
+        out["difference_interval"] = welch_interval(values["lstm"], values["transformer"])
     return out
 
 
 def compare_models(spread: SeedSpread | None) -> list[dict]:
     """The LSTM against the Transformer over their seeds, per evidence and protocol
     (:data:`PANELS`): each model's spread (:func:`describe`), the difference of their means (LSTM
-    minus Transformer), whether their ranges (min to max) overlap, and Welch's t-test over the
+    minus Transformer) and, when tested, its 95% Welch interval (``difference_interval``), whether their ranges (min to max) overlap, and Welch's t-test over the
     seeds (``welch``, with ``p_holm``, Holm's correction over the comparisons tested here, and
     ``verdict``), or why it was not made (``untested``: "fewer than 2 seeds" of a model, or "no
     spread": every seed of each gave the same accuracy)."""

@@ -135,6 +135,8 @@ def test_a_whole_file_says_whether_the_difference_survives_with_welchs_p(demo_bu
         assert f"(mean {transformer.mean():.3f}, SD {transformer.std(ddof=1):.3f})" in said
         assert f"over 5 the LSTM from {lstm.min():.3f} to {lstm.max():.3f}" in said
         assert f"is {lstm.mean() - transformer.mean():+.3f}, " in said
+        lower, upper = panel["comparison"]["difference_interval"]
+        assert f", 95% interval [{lower:+.3f}, {upper:+.3f}], " in said and lower < upper
         assert (
             f"t = {t:.2f}, df = {df:.1f}, p = {p:.2g}; Holm-corrected over the 4 comparisons here, p = {holm[panel['id']]:.2g}"
             in said

@@ -195,7 +195,11 @@ def sentence(compared: dict, checkpoints: dict[str, dict], pair: dict | None) ->
         judged = "more than the seeds’ spread accounts for", "the difference survives the seed spread"
     else:
         judged = "which the seeds’ spread can account for", "the difference does not survive the seed spread"
-    said += f"; the difference of their means, LSTM minus Transformer, is {difference:+.3f}, {judged[0]} ({_tested(welch)}): "
+    lower, upper = compared["difference_interval"]
+    said += (
+        f"; the difference of their means, LSTM minus Transformer, is {difference:+.3f}, 95% interval "
+        f"[{lower:+.3f}, {upper:+.3f}], {judged[0]} ({_tested(welch)}): "
+    )
     return said, judged[1] + "."
 
 
