@@ -149,7 +149,8 @@ def new_document(workdir: Path) -> dict:
         "(scripts/seed_spread.py): dev accuracy of each run's best epoch with gold evidence and with "
         "the evidence a build retrieved, alone and in the notebook's batches of 16.",
         "regenerate": "python scripts/seed_spread.py --workdir BUILD",
-        "retrieved_from": str(workdir),
+        # relative to the repository whatever the folder the script ran in: no machine's path kept
+        "retrieved_from": os.path.relpath(Path(workdir).resolve(), REPO),
         "libraries": {"python": platform.python_version(), "torch": torch.__version__},
         "machine": platform.machine(),
         "models": {},

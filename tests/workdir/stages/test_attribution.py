@@ -97,3 +97,21 @@ def _check_lstm(reader: Build, grades: dict, claim_ids: list[str]) -> dict:
     assert summary["agreement"]["claims"] == 2 and set(summary["claims"]) == set(claim_ids)
     assert summary["settings"] == grades["settings"]  # the graded settings, so the grade is the method's
     return lstm
+
+
+def test_a_build_without_lstm_verdicts_stops_before_any_claim_is_attributed(build_copy, monkeypatch):
+    """A build made before claimtrace ran the LSTM: the command stops at once naming the file and
+    `claimtrace build`, not after minutes of attributing with a KeyError."""
+    from claimtrace.errors import DataError
+
+    work = build_copy.work
+    path = work.more_verdicts("dev")
+    verdicts = json.loads(path.read_text(encoding="utf-8"))
+    for entry in verdicts.values():
+        entry.pop("lstm")
+    path.write_text(json.dumps(verdicts), encoding="utf-8")
+    files = FileManifest.read(work)
+    files.record(path)  # as that older build wrote it
+    monkeypatch.setattr(stage, "_run_workers", lambda *a, **k: pytest.fail("attributed before the check"))
+    with pytest.raises(DataError, match=r"classifier/more/dev.json: holds no LSTM verdicts.*claimtrace build"):
+        attribute_build(Build(build_copy.root, build_copy.data_dir), workers=1, limit=2)

@@ -28,6 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from claimtrace import constants as C
+from claimtrace.errors import DataError
 from claimtrace.evaluation import attribution as grading
 from claimtrace.lib.store import read_json, write_atomic
 from claimtrace.models import attribution as methods
@@ -75,6 +76,7 @@ def attribute_build(
     written = _written(reader, claim_ids)
     if written is not None:
         return written
+    built = _lstm_verdicts(reader)  # read first: a build without them stops now, not after the workers
     done = {model: _finished(reader, model) for model in MODELS}
     todo = [
         (cid, [m for m in MODELS if cid not in done[m]], index < COSTED_CLAIMS) for index, cid in enumerate(claim_ids)
@@ -93,12 +95,24 @@ def attribute_build(
     records = [done["transformer"][cid] for cid in claim_ids]
     lstm_records = [done["lstm"][cid] for cid in claim_ids]
     grades = grade_records(records)
-    built = {cid: entry["lstm"][SOURCE]["alone"]["verdict"] for cid, entry in reader.more_verdicts(SPLIT).items()}
     grades["lstm"] = summarise_lstm(lstm_records, grades, built)
     grades["wall_seconds"] = time.perf_counter() - start  # this run's (a resumed run's: the rest)
     grades["workers"] = workers
     _write(reader, records, lstm_records, grades, complete=limit is None)
     return grades
+
+
+def _lstm_verdicts(reader: Build) -> dict[str, str]:
+    """The build's LSTM verdicts on the attributed claims (dev, retrieved evidence, alone), which
+    the LSTM's attributions are checked against; a DataError naming the command when the build
+    has none (a build made before it ran the LSTM)."""
+    try:
+        return reader.verdict_of(SPLIT, "lstm", SOURCE, "alone")
+    except KeyError:
+        raise DataError(
+            f"{reader.work.more_verdicts(SPLIT)}: holds no LSTM verdicts (a build made before claimtrace ran the "
+            f"LSTM): run `claimtrace build --workdir {reader.work.root}` first"
+        ) from None
 
 
 def _written(reader: Build, claim_ids: list[str]) -> dict | None:
