@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "src"))
 from claimtrace import constants as C  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
-from claimtrace.evaluation.seed_spread import SEED_SPREAD_PATH, SEEDS  # noqa: E402
+from claimtrace.evaluation.seed_spread import EVIDENCE, SEED_SPREAD_PATH, SEEDS, describe  # noqa: E402
 from claimtrace.lib.store import write_atomic  # noqa: E402
 
 #: The models retrained, by the name the file uses -> the training variant.
@@ -43,8 +43,6 @@ MODELS = {"transformer": "notebook", "lstm": "lstm"}
 #: The file the site reads (claimtrace.evaluation.seed_spread), where the seeds (the 2024
 #: site's, its web/data/seed-spread.json) are named too.
 OUTPUT = SEED_SPREAD_PATH
-#: The evidence each run is scored with.
-EVIDENCE = ("gold", "retrieved")
 
 
 def score(model, encoded) -> dict:
@@ -109,19 +107,15 @@ def run_one(data, retrieved, name: str, seed: int, epochs: int, threads: int) ->
 
 
 def spread(runs: list[dict]) -> dict:
-    """min, max, mean and SD (n - 1; 0 for one seed) over the runs of each dev accuracy:
+    """min, max, mean and SD (n - 1; 0 for one seed) over the runs of each dev accuracy, as the
+    reader recomputes them (:func:`claimtrace.evaluation.seed_spread.describe`):
     ``{evidence: {protocol: {"min", "max", "mean", "sd", "seeds"}}}``."""
-    import numpy as np
-
     out: dict = {}
     for evidence in EVIDENCE:
         for protocol in C.PROTOCOLS:
-            values = np.array([run["dev"][evidence][protocol]["accuracy"] for run in runs])
+            described = describe([run["dev"][evidence][protocol]["accuracy"] for run in runs])
             out.setdefault(evidence, {})[protocol] = {
-                "min": float(values.min()),
-                "max": float(values.max()),
-                "mean": float(values.mean()),
-                "sd": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                **{key: value for key, value in described.items() if key != "n"},
                 "seeds": [run["seed"] for run in runs],
             }
     return out

@@ -331,8 +331,6 @@ def compare_models(spread: SeedSpread | None) -> list[dict]:
     spread": every seed of each gave the same accuracy)."""
     compared = [_compared(spread, evidence, protocol) for evidence, protocol in PANELS]
     tested = [entry for entry in compared if entry["welch"] is not None]
-    for entry, p_holm in zip(tested, S.holm([e["welch"]["p"] for e in tested]), strict=True):
-        entry["welch"]["p_holm"] = p_holm
-        entry["welch"]["tested_together"] = len(tested)
-        entry["welch"]["verdict"] = S.verdict(p_holm)
+    for entry, corrected in zip(tested, S.with_holm([e["welch"] for e in tested]), strict=True):
+        entry["welch"] = {**corrected, "tested_together": len(tested)}
     return compared
