@@ -94,6 +94,10 @@ def lstm_part(build: Build, grades: dict) -> dict:
             # a method left out: what it would add on every claim, over the run's processes
             "extra_cpu": None if key in lstm["methods"] else extra,
             "extra_wall": None if key in lstm["methods"] or extra is None else extra / workers,
+            # its interval: the per-claim CPU seconds' bounds over the claims timed, scaled alike
+            "extra_cpu_interval": None
+            if key in lstm["methods"] or cost is None
+            else [cost["cpu_seconds"]["per_claim"][b] * lstm["agreement"]["claims"] for b in ("lower", "upper")],
         }
 
     agreement = lstm["agreement"]
