@@ -107,7 +107,7 @@ class Tracer:
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._typed_thread: ThreadPoolExecutor | None = None  # typed claims, in turn (in_turn)
-        #: The processes tracing typed claims (``web.typed_processes.TypedProcesses``), where the
+        #: The way to the processes tracing typed claims (``web.typed_processes.TypedClient``), where the
         #: server has them (``serve --typed-processes N``); None: typed claims are traced in turn here.
         self.typed_processes = None
         self.progress: dict[str, dict] = {}
