@@ -11,9 +11,78 @@ def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch
 
     released = []
     monkeypatch.setattr(tracer_module, "release_memory", lambda: released.append(1))
-    monkeypatch.setattr(tracer_module, "RELEASE_EVERY", 3)
+    monkeypatch.setattr(web_tracer, "release_every", 3)
     for i in range(7):
         web_tracer.trace_text(f"sea level rising {i}")
     assert len(released) in (2, 3)  # the count started wherever earlier tests left it
+    monkeypatch.setattr(web_tracer, "release_every", 0)  # a typed-claims process: it returns memory itself
+    for i in range(7):
+        web_tracer.trace_text_json(f"sea level falling {i}")
+    assert len(released) in (2, 3)
     assert memory.limit_malloc_arenas(2) in (True, False)
     memory.release_memory()  # the real call: harmless, and under 1 ms
+
+
+def test_a_typed_claims_process_returns_memory_when_nobody_waits_or_at_the_latest():
+    """Never before RELEASE_EVERY claims; after that, at the first moment no claim waits; and
+    after RELEASE_LATEST claims even with claims waiting (a stream that never pauses)."""
+    from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST
+    from claimtrace.web.typed_processes import release_due
+
+    assert RELEASE_EVERY < RELEASE_LATEST
+    assert not release_due(RELEASE_EVERY - 1, waiting=False)
+    assert release_due(RELEASE_EVERY, waiting=False)
+    assert not release_due(RELEASE_LATEST - 1, waiting=True)
+    assert release_due(RELEASE_LATEST, waiting=True)
+
+
+def test_a_waiting_connection_is_seen_on_the_processes_socket(tmp_path):
+    import socket
+
+    from claimtrace.web.typed_processes import _someone_waiting
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "typed.sock"))
+    listener.listen(4)
+    try:
+        assert not _someone_waiting(listener)
+        caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        caller.connect(str(tmp_path / "typed.sock"))
+        assert _someone_waiting(listener)
+        listener.accept()[0].close()
+        caller.close()
+        assert not _someone_waiting(listener)
+    finally:
+        listener.close()
+
+
+def test_a_warm_server_keeps_what_it_holds_out_of_full_collections():
+    """keep_out_of_collections freezes what the process holds (a full pass no longer walks it);
+    collect_all_again lets the collector see it again (a build read again)."""
+    import gc
+
+    from claimtrace.web.memory import collect_all_again, keep_out_of_collections
+
+    try:
+        keep_out_of_collections()
+        assert gc.get_freeze_count() > 0
+    finally:
+        collect_all_again()
+    assert gc.get_freeze_count() == 0
+
+
+def test_warm_up_freezes_only_where_asked(demo_build, monkeypatch):
+    """A server process of its own (serve, its workers) freezes once warm; an app made in a test
+    or for the static export does not."""
+    from claimtrace.web import app as app_module
+    from claimtrace.web.tracer import Tracer
+
+    frozen = []
+    monkeypatch.setattr(app_module, "keep_out_of_collections", lambda: frozen.append(1))
+    for freeze in (False, True):
+        tracer = Tracer(demo_build)
+        monkeypatch.setattr(tracer, "warm", lambda: None)
+        app = app_module.create_app(tracer=tracer)
+        app_module.warm_up(app, app_module.AnswerCache(), prerender=False, freeze=freeze)
+        assert app.state.warmth["typed_ready"] and app.state.warmth.get("frozen", False) == freeze
+    assert frozen == [1]

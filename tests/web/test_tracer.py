@@ -156,3 +156,58 @@ def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):
     again[0] = 99.0  # a caller's copy: the kept answer is not changed
     assert classifier.forward_alone(inputs[0])[0] == first[0]
     assert len(calls) == 2
+
+
+# -- encode_public: the walk skipped only where it would change nothing ---------------------------
+
+_ROOT = "/srv/claims/work"
+_WORDS = ["missing", "damaged", "ok", "status", "reason", "verdicts_missing", '"status":"missing"', _ROOT, "x"]
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-5, 5),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.sampled_from(_WORDS),
+        st.sampled_from(_WORDS).map(lambda word: f"{_ROOT}/retrieval/{word}.npz is not there"),
+    )
+    keys = st.sampled_from(["status", "reason", "verdicts_missing", "stage", "data", "note"])
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
+        max_leaves=20,
+    )
+
+
+def test_encode_public_is_the_encoded_walk_for_any_value():
+    """For any JSON value (sections missing or damaged, reasons with paths, texts holding the
+    marks' very words), the bytes are those of the walk's result."""
+    from pathlib import Path
+
+    from hypothesis import given, settings
+
+    from claimtrace.web.encoding import encode
+    from claimtrace.web.tracer import encode_public, public_reasons
+
+    @settings(max_examples=400, derandomize=True, deadline=None)
+    @given(_json_values())
+    def check(value):
+        assert encode_public(value, Path(_ROOT)) == encode(public_reasons(value, Path(_ROOT)))
+
+    check()
+
+
+def test_encode_public_makes_a_missing_sections_paths_public():
+    from pathlib import Path
+
+    from claimtrace.web.tracer import encode_public
+
+    value = {"tagging": {"status": "missing", "stage": "tagging", "reason": f"{_ROOT}/tagging/tags.npz: not built"}}
+    assert json.loads(encode_public(value, Path(_ROOT)))["tagging"]["reason"] == "tagging/tags.npz: not built"
+    assert json.loads(encode_public({"verdicts_missing": f"{_ROOT}/classifier/dev.json"}, Path(_ROOT))) == {
+        "verdicts_missing": "classifier/dev.json"
+    }

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from claimtrace.web.responses import encode
-from claimtrace.web.typed_processes import TypedClient, TypedProcesses, typed_answer
+from claimtrace.web.encoding import encode
+from claimtrace.web.typed_processes import TypedClient, TypedProcesses, typed_answer, typed_answer_json
 
 TEXTS = ["Arctic sea ice is shrinking faster than models predicted.", "Global warming stopped in 1998."]
 
@@ -39,6 +39,14 @@ def test_two_processes_start_and_answer_the_in_process_bytes(processes, web_trac
         assert _answer(client, text) == (expected_status, encode(value)), text[:40]
     assert _answer(client, "")[0] == 400
     assert _answer(client, "x" * 20_001)[0] == 413
+
+
+def test_the_json_answer_is_the_encoded_answer(web_tracer):
+    """typed_answer_json (what a typed-claims process and /api/trace send) is encode of typed_answer (what
+    the page shows): the trace encoded without its walk is the same bytes, refusals included."""
+    for text in [*TEXTS, "", "x" * 20_001, "a lone surrogate \udc80 in a claim", "Sea ice \u00e9t\u00e9 in 2020."]:
+        status, value = typed_answer(web_tracer, text)
+        assert typed_answer_json(web_tracer, text) == (status, encode(value)), text[:40]
 
 
 def test_claims_at_once_are_traced_side_by_side(processes):
@@ -101,8 +109,9 @@ def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(
             {"stage": "classifier"},
         ),
     ):
-        monkeypatch.setattr(web_tracer, "trace_text", lambda text, error=error: (_ for _ in ()).throw(error))
-        status, value = answer_in_process(web_tracer, "Sea levels are rising.")
+        monkeypatch.setattr(web_tracer, "trace_text_json", lambda text, error=error: (_ for _ in ()).throw(error))
+        status, body = answer_in_process(web_tracer, "Sea levels are rising.")
+        value = json.loads(body)
         assert status == 503 and value["status"] == 503 and str(root) not in value["error"]
         assert "retrieval/index.npz" in value["error"] or "classifier/dev.json" in value["error"]
         assert {k: value[k] for k in fields} == fields

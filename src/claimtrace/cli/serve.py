@@ -220,7 +220,9 @@ def _run_server(build, folder, port, workers, tracer, prerender, runs, store, or
 
     if workers == 1:
         client = typed.client() if typed is not None else None
-        app = create_app(tracer=tracer, warm=True, prerender=prerender, llm_origins=origins, typed=client)
+        app = create_app(
+            tracer=tracer, warm=True, prerender=prerender, llm_origins=origins, typed=client, freeze_when_warm=True
+        )
         uvicorn.Server(server_config(app, port)).run()
         return
     # Several processes: uvicorn starts each worker from an import string; the worker reads

@@ -27,6 +27,9 @@ __all__ = ["explain_input", "explain_claim", "margin"]
 
 
 def _floats(values) -> list[float]:
+    # an array's own tolist: the same Python floats as float() of each item, made in C
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.astype(np.float64, copy=False).tolist()
     return [float(x) for x in values]
 
 

@@ -33,7 +33,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from claimtrace import constants as C
 from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
-from claimtrace.web.memory import limit_malloc_arenas
+from claimtrace.web.memory import collect_all_again, keep_out_of_collections, limit_malloc_arenas
 from claimtrace.web.middleware import (
     AnswerCache,
     BuildWatch,
@@ -63,6 +63,7 @@ def create_app(
     prerender: bool = False,
     llm_origins: tuple[str, ...] = (),
     typed: TypedClient | None = None,
+    freeze_when_warm: bool = False,
 ) -> FastAPI:
     """The site over a build, or over a tracer already made for one (see the module docstring
     for the routes).
@@ -74,6 +75,8 @@ def create_app(
     the origins (``scheme://host:port``) of provider base URLs the LLM pages may connect to,
     beside the known providers' (``serve --llm-origin``). ``typed``: the way to the processes tracing typed
     claims that ``serve`` started (``web.typed_processes``; None: traced in turn in this one).
+    ``freeze_when_warm`` (a server process of its own, as ``serve`` makes): once warm, what it
+    holds is kept out of the collector's full passes (:func:`~claimtrace.web.memory.keep_out_of_collections`).
     """
     tracer = tracer or Tracer(build)
     renderer = Renderer(tracer, mode="server")
@@ -98,7 +101,9 @@ def create_app(
         tracer.typed_processes = typed
         limit_malloc_arenas()
         pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
-        threading.Thread(target=warm_up, args=(app, answers, prerender), name="claimtrace-warm", daemon=True).start()
+        threading.Thread(
+            target=warm_up, args=(app, answers, prerender, freeze_when_warm), name="claimtrace-warm", daemon=True
+        ).start()
     return app
 
 
@@ -112,12 +117,13 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
     app.state.site = SiteState(tracer, Renderer(tracer, mode="server"))
     app.state.tracer = tracer
     answers.clear()
+    collect_all_again()  # the old build's objects, frozen once warm, may now be collected
 
 
 # -- warming up: the front page, every Explore, and with ``prerender`` every claim page ------------
 
 
-def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool) -> None:
+def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool, freeze: bool = False) -> None:
     try:
         app.state.tracer.warm()
         typed = app.state.tracer.typed_processes
@@ -128,6 +134,9 @@ def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool) -> None:
             prerender_claim_pages(app, answers)
     except DataError:  # a stage not built or a damaged file: the pages that need it say so
         app.state.warmth["warm"] = True
+    if freeze:
+        keep_out_of_collections()
+        app.state.warmth["frozen"] = True
 
 
 def prerender_claim_pages(app: FastAPI, answers: AnswerCache) -> None:

@@ -1,9 +1,8 @@
-"""How the server answers: JSON encoded once per immutable answer, HTML in UTF-8, and an error
+"""How the server answers: JSON encoded once per immutable answer (:func:`~claimtrace.web.encoding.encode`), HTML in UTF-8, and an error
 as JSON or as a page, whichever the address asks for (:func:`wants_json`)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,19 +10,12 @@ from fastapi.responses import HTMLResponse, Response
 
 from claimtrace.errors import DataError, Missing
 from claimtrace.lib.lru import LRU
+from claimtrace.web.encoding import encode
 from claimtrace.web.render import Renderer, root_for
 from claimtrace.web.views.status import public_paths
 from claimtrace.workdir.layout import BEING_BUILT
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def encode(value) -> bytes:
-    """``value`` as compact JSON in UTF-8."""
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate echoed back (an unknown id): \uXXXX escapes are valid JSON
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def utf8(text: str) -> bytes:

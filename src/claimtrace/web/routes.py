@@ -35,7 +35,7 @@ from claimtrace.web.responses import (
 )
 from claimtrace.web.runs import evicted_line, with_runs
 from claimtrace.web.tracer import MAX_TEXT_CHARS, StageMissing, Tracer, UnknownClaim
-from claimtrace.web.typed_processes import typed_answer
+from claimtrace.web.typed_processes import typed_answer, typed_answer_json
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
 
@@ -220,9 +220,10 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     error, status, result = None, 200, None
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
     if text is not None:
-        status, value = typed_answer(site.tracer, text)
         if kind == "json":
-            return json_response(value, status)
+            status, body = typed_answer_json(site.tracer, text)
+            return Response(body, status_code=status, media_type="application/json")
+        status, value = typed_answer(site.tracer, text)
         error, result = (value["error"], None) if status != 200 else (None, value)
     else:
         try:

@@ -232,6 +232,7 @@ def app_from_environment() -> FastAPI:
         prerender=settings.prerender,
         llm_origins=settings.llm_origins,
         typed=TypedClient(settings.typed["socket"], settings.typed["processes"]) if settings.typed else None,
+        freeze_when_warm=True,  # a worker process of its own
     )
 
 

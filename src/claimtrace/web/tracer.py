@@ -5,6 +5,7 @@ computed and scheduling the slow work. The data of every answer comes from the v
 
 * :meth:`Tracer.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
 * :meth:`Tracer.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
+  :meth:`Tracer.trace_text_json` the same as the JSON bytes an answer sends;
 * :meth:`Tracer.explore` ``(split)``: every claim of a split, with accuracies and confusions;
 * :meth:`Tracer.table` : the classifier's 5,886 x 4 table ``g`` and its bias, for the browser;
 * :meth:`Tracer.build_info` : what the build holds and which stages are missing.
@@ -26,6 +27,7 @@ from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import bound_stem_cache
+from claimtrace.web.encoding import encode
 from claimtrace.web.memory import RELEASE_EVERY, release_memory
 from claimtrace.web.runs import Runs
 from claimtrace.web.views import walkthrough
@@ -57,6 +59,15 @@ class BadText(ValueError):
 
 #: Fields that hold why a piece is not shown (a file and what to run) outside a missing section.
 _REASONS = frozenset({"verdicts_missing"})
+#: The statuses of a section that is not shown, whose ``"reason"`` names files.
+_NOT_SHOWN = ("missing", "damaged")
+#: What the compact JSON of a value holds wherever :func:`public_reasons` has something to change:
+#: a ``"status"`` key with a not-shown value, or a reason field holding a string. Inside a JSON
+#: string a quote is escaped, so these bytes can only be a key and its value.
+_REASON_MARKS = (
+    *(f'"status":"{status}"'.encode() for status in _NOT_SHOWN),
+    *(f'"{field}":"'.encode() for field in sorted(_REASONS)),
+)
 
 
 def public_reasons(value, root):
@@ -64,7 +75,7 @@ def public_reasons(value, root):
     "damaged", "reason"}``) saying its files relative to the workdir, not where this machine
     keeps them; the rest (claim texts, passages) untouched."""
     if isinstance(value, dict):
-        if value.get("status") in ("missing", "damaged") and isinstance(value.get("reason"), str):
+        if value.get("status") in _NOT_SHOWN and isinstance(value.get("reason"), str):
             return {**value, "reason": public_paths(value["reason"], root)}
         return {
             key: public_paths(item, root)
@@ -81,6 +92,17 @@ def public_reasons(value, root):
 
 
 _NESTED = (dict, list)
+
+
+def encode_public(value, root) -> bytes:
+    """``encode(public_reasons(value, root))``, walking ``value`` only when its JSON shows a
+    section or a reason the walk would change (:data:`_REASON_MARKS`). A typed claim's trace over
+    a whole build has none, and the walk through its few hundred dicts was an eighth of its
+    trace (bench/bench_typed.py)."""
+    body = encode(value)
+    if any(mark in body for mark in _REASON_MARKS):
+        return encode(public_reasons(value, root))
+    return body
 
 
 def build_stamp(build: Build) -> tuple:
@@ -111,7 +133,10 @@ class Tracer:
         #: server has them (``serve --typed-processes N``); None: typed claims are traced in turn here.
         self.typed_processes = None
         self.progress: dict[str, dict] = {}
-        self._typed = 0  # typed claims traced (every RELEASE_EVERY, freed memory is returned)
+        self._typed = 0  # typed claims traced
+        #: Freed memory is returned after every this many typed claims (0: the caller returns it,
+        #: as a typed-claims process does when nobody waits on it).
+        self.release_every = RELEASE_EVERY
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
         #: not compete with the first page for the CPU (measured: 8.5 s -> 4.9 s at 1.2M passages).
         self.first_page_served = threading.Event()
@@ -154,6 +179,18 @@ class Tracer:
 
     def trace_text(self, text: str) -> dict:
         """Any text as a new claim: every stage, no gold passages, no notebook batch."""
+        return self._trace_typed(text, self._assemble)
+
+    def trace_text_json(self, text: str) -> bytes:
+        """:meth:`trace_text` as the JSON bytes an answer sends (``encode`` of it), made without
+        walking the trace where it has no reason to make public (:func:`encode_public`)."""
+        return self._trace_typed(
+            text, lambda typed: encode_public(walkthrough.assemble(self.build, typed), self.build.root)
+        )
+
+    def _trace_typed(self, text: str, trace):
+        """``trace(text)`` for a typed text that can be traced (else BadText), and the bookkeeping
+        after each: the stem cache bounded, freed memory returned now and then."""
         if not isinstance(text, str) or not text.strip():
             raise BadText("Type a claim: the text is empty.")
         if len(text) > MAX_TEXT_CHARS:
@@ -163,11 +200,11 @@ class Tracer:
                 f"only its first {C.MAX_LEN} tokens anyway.)"
             )
         try:
-            return self._assemble(text)
+            return trace(text)
         finally:
             bound_stem_cache(STEM_CACHE_WORDS)
             self._typed += 1
-            if self._typed % RELEASE_EVERY == 0:
+            if self.release_every and self._typed % self.release_every == 0:
                 release_memory()
 
     def explore(self, split: str) -> dict:

@@ -270,8 +270,10 @@ class Build:
         """A corpus passage's final stems, joined, as the build preprocessed its text (read from
         ``tagging/stems.npz``, never recomputed); None for a passage outside the corpus, or a
         build made before that file (the caller preprocesses the text: the same stems)."""
-        if not self.work.passage_stems.exists():
-            return None
+        if not self._memo.get("has_passage_stems"):  # a stat for every passage a trace showed: once there, remembered
+            if not self.work.passage_stems.exists():
+                return None
+            self._memo["has_passage_stems"] = True
         position = self.passages().position(passage_id)
         if position is None:
             return None
