@@ -33,6 +33,7 @@ from pathlib import Path
 
 from bench_statistics import calibrate
 from bench_web import free_port, percentile, start_server, stop_server, wait_warm
+from proctree import cpu_seconds, process_tree
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = (
@@ -112,26 +113,6 @@ def _milliseconds(value: str) -> float:
     return float(number) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
 
 
-def server_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user and system) used so far by process ``pid`` and every process under it
-    (a server's workers and typed-claims processes), read from /proc."""
-    parents, used = {}, {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    tree, grown = {pid}, True
-    while grown:
-        below = {child for child, parent in parents.items() if parent in tree} - tree
-        grown, tree = bool(below), tree | below
-    return sum(used.get(member, 0.0) for member in tree)
-
-
 def run_wrk(base: str, count: int, seconds: float, seed: int, server_pid: int | None = None) -> dict:
     """``count`` closed-loop connections of wrk (one thread of C, a few percent of a core) for
     ``seconds``, each request a new typed claim: its latency percentiles and rate, and with
@@ -139,7 +120,7 @@ def run_wrk(base: str, count: int, seconds: float, seed: int, server_pid: int | 
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(WRK_SCRIPT % {"words": ", ".join(f'"{w}"' for w in WORDS), "seed": seed})
     load = os.getloadavg()[0]
-    cpu_before = server_cpu_seconds(server_pid) if server_pid else None
+    cpu_before = cpu_seconds(process_tree(server_pid)) if server_pid else None
     try:
         command = ["wrk", "-t", "1", "-c", str(count), "-d", f"{seconds:g}s", "--latency", "-s", script.name, base]
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
@@ -151,7 +132,7 @@ def run_wrk(base: str, count: int, seconds: float, seed: int, server_pid: int | 
     claims = int(re.search(r"(\d+) requests in", out).group(1))
     cpu = {}
     if server_pid:
-        cpu["server_cpu_ms_per_claim"] = round((server_cpu_seconds(server_pid) - cpu_before) / claims * 1e3, 2)
+        cpu["server_cpu_ms_per_claim"] = round((cpu_seconds(process_tree(server_pid)) - cpu_before) / claims * 1e3, 2)
     return {
         "clients": count,
         "claims": claims,

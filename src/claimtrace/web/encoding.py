@@ -2,8 +2,8 @@
 typed-claims processes as well as by the responses, so it depends on nothing of the site).
 
 orjson writes them: a typed claim's trace (about 35 KB, 500 of its numbers a token's exact
-share, each written with all 17 digits) took the standard library 0.6 ms, a fifth of the trace,
-and takes orjson 0.03 ms (bench/bench_typed.py). Both write each number's shortest digits that
+share, each written with all 17 digits) took the standard library 0.65 ms, a fifth of the trace,
+and takes orjson 0.05 ms (docs/benchmarks.md, with the calibration beside it). Both write each number's shortest digits that
 read back to the same float; orjson's exponents have no zero after the sign (``1e-7``, the
 standard library's ``1e-07``): the same values once read. JSON has no NaN or infinity: orjson
 writes ``null`` where the standard library wrote ``NaN``, which a browser's ``JSON.parse``
@@ -26,13 +26,11 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 def _subclass(value):
-    """A float or int subclass orjson does not take (numpy's float64) as the plain number the
-    standard library writes; anything else refused (orjson then raises, and :func:`encode`
-    leaves it to the standard library, which refuses it too)."""
+    """A float subclass orjson does not take (numpy's float64) as the plain number the standard
+    library writes (an int subclass orjson takes itself); anything else refused (orjson then
+    raises, and :func:`encode` leaves it to the standard library, which refuses it too)."""
     if isinstance(value, float):
         return float(value)
-    if isinstance(value, int):
-        return int(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
