@@ -75,7 +75,7 @@ def write_class(folder: Path, count: int, data_dir: Path, seed: int = SEED) -> l
     :data:`ODD` with its probability: an id repeated in some lists, some lists of 7 to 12 ids,
     one to five claims left out, no ``claim_text``.
     """
-    from claimtrace import constants as C
+    from claimtrace.constants import EVIDENCE_PASSAGES, LABELS, MAX_EVIDENCES
     from claimtrace.evaluation.audit import course_context
 
     context = course_context(data_dir)
@@ -93,12 +93,12 @@ def write_class(folder: Path, count: int, data_dir: Path, seed: int = SEED) -> l
             if cid in left_out:
                 continue
             pool = {"gold": list(claim.evidences), "baseline": list(baseline.get(cid, ()))}
-            ids = [_draw_id(rng, pool, C.EVIDENCE_PASSAGES) for _ in range(rng.integers(1, C.MAX_EVIDENCES + 1))]
+            ids = [_draw_id(rng, pool, EVIDENCE_PASSAGES) for _ in range(rng.integers(1, MAX_EVIDENCES + 1))]
             if odd["over_six"] and rng.random() < 0.3:
-                ids += [_draw_id(rng, pool, C.EVIDENCE_PASSAGES) for _ in range(rng.integers(1, 7))]
+                ids += [_draw_id(rng, pool, EVIDENCE_PASSAGES) for _ in range(rng.integers(1, 7))]
             if odd["repeated_ids"] and rng.random() < 0.3:
                 ids.append(ids[0])
-            label = claim.label if rng.random() < 1 / 3 else C.LABELS[rng.integers(0, len(C.LABELS))]
+            label = claim.label if rng.random() < 1 / 3 else LABELS[rng.integers(0, len(LABELS))]
             entry = {"claim_label": label, "evidences": ids}
             body[cid] = entry if odd["no_claim_text"] else {"claim_text": claim.text, **entry}
         path = folder / f"student-{k:03d}.json"
@@ -166,7 +166,7 @@ def breakdown(folder: Path, workdir: Path) -> dict:
     from claimtrace.compare import runs as compare_runs
     from claimtrace.data.files import use_data_dir
     from claimtrace.evaluation.audit import course_context
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
     data_dir = _data_dir()
     steps: dict[str, dict] = {}
@@ -182,7 +182,7 @@ def breakdown(folder: Path, workdir: Path) -> dict:
         return result
 
     with use_data_dir(data_dir):
-        build = Build(workdir, data_dir)
+        build = BuildReader(workdir, data_dir)
         timed("open_build", build.build_record)
 
         def read_all():

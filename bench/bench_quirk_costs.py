@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 from claimtrace.data.files import find_data_dir
-from claimtrace.workdir.build import cyclic_gc_paused
+from claimtrace.workdir.builder import cyclic_gc_paused
 from claimtrace.workdir.integrity import check_build_record, open_file_manifest
 from claimtrace.workdir.layout import Workdir
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages import bm25, classifier, quirk_costs, retrieval, tagging
 from claimtrace.workdir.stages.corpus import build_passage_store, load_corpus
 
@@ -50,7 +50,7 @@ def run(root: Path, processes: int = 1) -> dict:
     passages, description = load_corpus(work, data_dir, None)
     check_build_record(work, files, description, None, corpus_changed=False)
     build_passage_store(work, passages)
-    reader = Build(root, data_dir)  # the build's one reader, as the build opens it
+    reader = BuildReader(root, data_dir)  # the build's one reader, as the build opens it
     timings: dict = {}
     with cyclic_gc_paused():  # as the build runs its stages
         _timed(timings, "tagging", tagging.build_tagging, reader, passages, processes)

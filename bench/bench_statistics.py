@@ -45,14 +45,14 @@ def synthetic_systems(count: int, prefix: str, seed: int = SEED) -> dict:
     """``count`` systems on the same 154 claims (their gold labels drawn from :data:`SEED`):
     uniformly random labels, F 0 for about half the claims and one of :data:`F_VALUES` for the
     others (``count`` and ``seed`` fix them all)."""
-    from claimtrace import constants as C
+    from claimtrace.constants import LABELS
     from claimtrace.evaluation.statistics import PerClaim
 
-    gold = tuple(C.LABELS[i] for i in np.random.default_rng(SEED).integers(0, len(C.LABELS), N_CLAIMS))
+    gold = tuple(LABELS[i] for i in np.random.default_rng(SEED).integers(0, len(LABELS), N_CLAIMS))
     rng = np.random.default_rng([seed, count])
     out = {}
     for k in range(count):
-        predicted = tuple(C.LABELS[i] for i in rng.integers(0, len(C.LABELS), N_CLAIMS))
+        predicted = tuple(LABELS[i] for i in rng.integers(0, len(LABELS), N_CLAIMS))
         f = np.where(rng.random(N_CLAIMS) < 0.5, 0.0, rng.choice(F_VALUES, N_CLAIMS))
         right = np.array([p == g for p, g in zip(predicted, gold, strict=True)])
         out[f"{prefix}{k}"] = PerClaim(gold, predicted, f, right)
@@ -69,9 +69,9 @@ def scoreboard_systems(workdir: Path | None) -> tuple[dict, str]:
     from claimtrace.data.files import find_data_dir
     from claimtrace.evaluation import scoreboard as board
     from claimtrace.evaluation.significance import strict_per_claim
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
-    build = Build(workdir, find_data_dir())
+    build = BuildReader(workdir, find_data_dir())
     gold = build.claims("dev")
     systems = {row.name: strict_per_claim(board.row_result(build, "dev", row), gold) for row in board.scoreboard_rows()}
     systems.update({b.name: strict_per_claim(r, gold) for b, r in board.baseline_results(build, "dev", gold)})

@@ -27,7 +27,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from claimtrace.lib.npsort import top_k_rows  # noqa: E402
 from claimtrace.pipeline import tagging, tfidf  # noqa: E402
 from claimtrace.pipeline.preprocess import preprocess  # noqa: E402
-from claimtrace.workdir.build import Workdir  # noqa: E402
+from claimtrace.workdir.builder import Workdir  # noqa: E402
 
 
 def notebook_vectorizer(ours: tfidf.NotebookTfidf) -> TfidfVectorizer:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import EVIDENCE_PASSAGES
 from claimtrace.data.files import find_data_dir, load_climate_fever
-from claimtrace.lib.store import write_atomic
+from claimtrace.lib.build_files import write_atomic
 
 #: Passage lengths in words over the course's 1,208,827 passages: (low, high, count).
 LENGTH_BUCKETS = [
@@ -72,7 +72,7 @@ def generate(n: int, seed: int, data_dir: Path) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--passages", type=int, default=C.EVIDENCE_PASSAGES)
+    parser.add_argument("--passages", type=int, default=EVIDENCE_PASSAGES)
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--data", default=None)
     args = parser.parse_args()

@@ -21,7 +21,7 @@ import sys
 #: the three models, the site and its typed-claims processes, the server): about 2,400 modules.
 ENTRY_MODULES = (
     "claimtrace.cli.main",
-    "claimtrace.workdir.build",
+    "claimtrace.workdir.builder",
     "claimtrace.models.transformer",
     "claimtrace.models.intended",
     "claimtrace.models.lstm",

@@ -32,11 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from claimtrace import constants as C  # noqa: E402
+from claimtrace import constants  # noqa: E402
 
-os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
+os.environ.setdefault("OMP_WAIT_POLICY", constants.OMP_WAIT_POLICY)  # before torch is imported
 from claimtrace.evaluation.seed_spread import EVIDENCE, SEED_SPREAD_PATH, SEEDS, describe  # noqa: E402
-from claimtrace.lib.store import write_atomic  # noqa: E402
+from claimtrace.lib.build_files import write_atomic  # noqa: E402
 
 #: The models retrained, by the name the file uses -> the training variant.
 MODELS = {"transformer": "notebook", "lstm": "lstm"}
@@ -112,7 +112,7 @@ def spread(runs: list[dict]) -> dict:
     ``{evidence: {protocol: {"min", "max", "mean", "sd", "seeds"}}}``."""
     out: dict = {}
     for evidence in EVIDENCE:
-        for protocol in C.PROTOCOLS:
+        for protocol in constants.PROTOCOLS:
             described = describe([run["dev"][evidence][protocol]["accuracy"] for run in runs])
             out.setdefault(evidence, {})[protocol] = {
                 **{key: value for key, value in described.items() if key != "n"},
@@ -156,19 +156,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, required=True, help="A finished build (its retrieved dev inputs).")
     parser.add_argument("--models", nargs="+", choices=tuple(MODELS), default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
-    parser.add_argument("--epochs", type=int, default=C.EPOCHS)
-    parser.add_argument("--threads", type=int, default=C.TORCH_THREADS)
+    parser.add_argument("--epochs", type=int, default=constants.EPOCHS)
+    parser.add_argument("--threads", type=int, default=constants.TORCH_THREADS)
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args(argv)
 
     from claimtrace.data.files import find_data_dir
     from claimtrace.models.train import training_data
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
     data_dir = find_data_dir(args.data)
     data = training_data(data_dir)
-    retrieved = Build(args.workdir, data_dir).inputs("dev", "retrieved")
+    retrieved = BuildReader(args.workdir, data_dir).inputs("dev", "retrieved")
     run_all(data, retrieved, args.models, args.seeds, args.epochs, args.threads, args.output, args.workdir)
 
 

@@ -209,12 +209,12 @@ def _serving(workdir: Path, data: Path | None):
     import uvicorn
 
     from claimtrace.web.app import create_app
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    app = create_app(Build(workdir, data))
+    app = create_app(BuildReader(workdir, data))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     threading.Thread(target=server.run, daemon=True).start()
     deadline = time.monotonic() + 60

@@ -41,19 +41,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from claimtrace import constants as C  # noqa: E402
+from claimtrace import constants  # noqa: E402
 
-os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)  # before torch is imported
+os.environ.setdefault("OMP_WAIT_POLICY", constants.OMP_WAIT_POLICY)  # before torch is imported
 from claimtrace.course import ORIGINAL_LOG  # noqa: E402  (the one copy of the 2024 log)
 from claimtrace.data.files import find_data_dir  # noqa: E402
-from claimtrace.lib.store import write_atomic  # noqa: E402
+from claimtrace.lib.build_files import write_atomic  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=C.SHIPPED_SEED)
-    parser.add_argument("--epochs", type=int, default=C.EPOCHS)
-    parser.add_argument("--threads", type=int, default=C.TORCH_THREADS)
+    parser.add_argument("--seed", type=int, default=constants.SHIPPED_SEED)
+    parser.add_argument("--epochs", type=int, default=constants.EPOCHS)
+    parser.add_argument("--threads", type=int, default=constants.TORCH_THREADS)
     parser.add_argument("--workdir", type=Path, default=REPO / "work" / "classifier")
     parser.add_argument("--from-workdir", type=Path, default=None, help="Skip training: export this run.")
     parser.add_argument("--assets", type=Path, default=REPO / "src" / "claimtrace" / "assets")
@@ -67,7 +67,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--variant",
-        choices=C.CLASSIFIER_VARIANTS,
+        choices=constants.CLASSIFIER_VARIANTS,
         default="notebook",
         help="notebook (default), intended (both bugs fixed) or lstm (float16 checkpoints).",
     )
@@ -88,7 +88,7 @@ def main() -> None:
         print(f"trained in {time.perf_counter() - started:.0f}s (data included)")
     else:
         workdir = args.from_workdir
-    log = json.loads((workdir / C.TRAINING_LOG_FILES[args.variant]).read_text(encoding="utf-8"))
+    log = json.loads((workdir / constants.TRAINING_LOG_FILES[args.variant]).read_text(encoding="utf-8"))
     if args.variant == "intended":
         export_intended(workdir, log, args.assets, data_dir, args.note)
         return
@@ -98,16 +98,16 @@ def main() -> None:
 
     assets = args.assets
     assets.mkdir(parents=True, exist_ok=True)
-    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+    for name in (constants.CHECKPOINT_FILE, constants.VOCAB_FILE):
         shutil.copyfile(workdir / name, assets / name)
     classifier = load_classifier(assets)  # loads back what was just copied
     table = export_table(classifier.model)
     save_table(
         table,
-        assets / C.TABLE_FILE,
+        assets / constants.TABLE_FILE,
         metadata={
-            "checkpoint_sha256": sha256_file(assets / C.CHECKPOINT_FILE),
-            "vocab_sha256": sha256_file(assets / C.VOCAB_FILE),
+            "checkpoint_sha256": sha256_file(assets / constants.CHECKPOINT_FILE),
+            "vocab_sha256": sha256_file(assets / constants.VOCAB_FILE),
         },
     )
 
@@ -118,7 +118,7 @@ def main() -> None:
         verdicts = predict(classifier, encode(make_rows(claims, gold_evidence(claims, passages)), classifier.vocab))
         accuracies[split] = protocol_figures(
             {cid: c.label for cid, c in claims.items()},
-            {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()},
+            {cid: {p: v[p]["verdict"] for p in constants.PROTOCOLS} for cid, v in verdicts.items()},
         )
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     if accuracies["dev"]["notebook"]["correct"] != recorded:
@@ -147,10 +147,13 @@ def main() -> None:
         "original_run": {str(k): {"train_accuracy": v[0], "dev_accuracy": v[1]} for k, v in ORIGINAL_LOG.items()},
         "explainer_2026_weights": {"dev_gold_notebook": "89/154", "dev_retrieved_notebook": "59/154"},
         "accuracy_with_gold_evidence": accuracies,
-        "files": {name: sha256_file(assets / name) for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE, C.TABLE_FILE)},
-        "labels": list(C.LABELS),
+        "files": {
+            name: sha256_file(assets / name)
+            for name in (constants.CHECKPOINT_FILE, constants.VOCAB_FILE, constants.TABLE_FILE)
+        },
+        "labels": list(constants.LABELS),
     }
-    write_atomic(assets / C.PROVENANCE_FILE, json.dumps(provenance, indent=1) + "\n")
+    write_atomic(assets / constants.PROVENANCE_FILE, json.dumps(provenance, indent=1) + "\n")
     print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
     for split, by in accuracies.items():
         print(split, {p: f"{v['correct']}/{v['claims']} = {v['accuracy']:.4f}" for p, v in by.items()})
@@ -184,17 +187,17 @@ def float16_accuracies(model, data) -> dict:
     out = {}
     for split, encoded in (("train", data.train), ("dev", data.dev)):
         out[split] = {}
-        labels = [C.LABELS[i] for i in encoded.labels.tolist()]
+        labels = [constants.LABELS[i] for i in encoded.labels.tolist()]
         for protocol, run in (("alone", alone_logits), ("notebook", notebook_logits)):
             with torch.no_grad():
                 predicted = run(model, torch.from_numpy(encoded.input_ids)).argmax(1).tolist()
-            out[split][protocol] = accuracy_and_confusion(labels, [C.LABELS[i] for i in predicted])
+            out[split][protocol] = accuracy_and_confusion(labels, [constants.LABELS[i] for i in predicted])
     return out
 
 
 def notebook_curve(assets: Path) -> dict:
     """The shipped notebook model's curve, for the comparison."""
-    shipped = json.loads((assets / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    shipped = json.loads((assets / constants.PROVENANCE_FILE).read_text(encoding="utf-8"))
     return {
         "best_epoch": shipped["best_epoch"],
         "best_dev_accuracy": shipped["best_dev_accuracy"],
@@ -213,8 +216,8 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
     from claimtrace.models.transformer import load_state_dict
 
     check_run(workdir, log, assets, "intended")
-    source = workdir / C.CHECKPOINT_FILES["intended"]
-    target = assets / C.CHECKPOINT_FILES["intended"]
+    source = workdir / constants.CHECKPOINT_FILES["intended"]
+    target = assets / constants.CHECKPOINT_FILES["intended"]
     metadata = {
         "variant": "intended",
         "seed": str(log["seed"]),
@@ -255,10 +258,12 @@ def export_intended(workdir: Path, log: dict, assets: Path, data_dir: Path, note
         "history": log["history"],
         "accuracy_with_gold_evidence": accuracies,
         "notebook_model": notebook_curve(assets),
-        "files": {name: sha256_file(assets / name) for name in (C.CHECKPOINT_FILES["intended"], C.VOCAB_FILE)},
-        "labels": list(C.LABELS),
+        "files": {
+            name: sha256_file(assets / name) for name in (constants.CHECKPOINT_FILES["intended"], constants.VOCAB_FILE)
+        },
+        "labels": list(constants.LABELS),
     }
-    write_atomic(assets / C.PROVENANCE_FILES["intended"], json.dumps(provenance, indent=1) + "\n")
+    write_atomic(assets / constants.PROVENANCE_FILES["intended"], json.dumps(provenance, indent=1) + "\n")
     print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
     print(
         f"dev, float16 checkpoint: {shipped_dev}/{accuracies['dev']['notebook']['claims']} "
@@ -273,8 +278,8 @@ def check_run(workdir: Path, log: dict, assets: Path, variant: str) -> None:
 
     if log.get("variant") != variant:
         raise SystemExit(f"{workdir}: not a run of the {variant} model")
-    if sha256_file(workdir / C.VOCAB_FILE) != sha256_file(assets / C.VOCAB_FILE):
-        raise SystemExit(f"{workdir / C.VOCAB_FILE} differs from the shipped {C.VOCAB_FILE}")
+    if sha256_file(workdir / constants.VOCAB_FILE) != sha256_file(assets / constants.VOCAB_FILE):
+        raise SystemExit(f"{workdir / constants.VOCAB_FILE} differs from the shipped {constants.VOCAB_FILE}")
 
 
 # --- The LSTM -------------------------------------------------------------------------------------
@@ -312,14 +317,14 @@ def export_lstm(
     from claimtrace.models.transformer import load_state_dict
 
     check_run(workdir, log, assets, "lstm")
-    target = assets / C.CHECKPOINT_FILES["lstm"]
+    target = assets / constants.CHECKPOINT_FILES["lstm"]
     metadata = {
         "variant": "lstm",
         "seed": str(log["seed"]),
         "epoch": str(log["best_epoch"]),
         "exactness": "not claimed: float16 copy of the float32 training checkpoint",
     }
-    save_float16_checkpoint(load_state_dict(workdir / C.CHECKPOINT_FILES["lstm"]), target, metadata=metadata)
+    save_float16_checkpoint(load_state_dict(workdir / constants.CHECKPOINT_FILES["lstm"]), target, metadata=metadata)
     accuracies = float16_accuracies(load_lstm_model(target), training_data(data_dir))
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     provenance = {
@@ -354,10 +359,12 @@ def export_lstm(
         "history": log["history"],
         "beside_the_notebook": lstm_beside_notebook(log["history"]),
         "accuracy_with_gold_evidence": accuracies,
-        "files": {name: sha256_file(assets / name) for name in (C.CHECKPOINT_FILES["lstm"], C.VOCAB_FILE)},
-        "labels": list(C.LABELS),
+        "files": {
+            name: sha256_file(assets / name) for name in (constants.CHECKPOINT_FILES["lstm"], constants.VOCAB_FILE)
+        },
+        "labels": list(constants.LABELS),
     }
-    write_atomic(assets / C.PROVENANCE_FILES["lstm"], json.dumps(provenance, indent=1) + "\n")
+    write_atomic(assets / constants.PROVENANCE_FILES["lstm"], json.dumps(provenance, indent=1) + "\n")
     print(json.dumps({k: provenance[k] for k in ("seed", "best_epoch", "best_dev_accuracy")}))
     print(f"dev, float16 checkpoint: {provenance['best_dev_correct_float16']}/154 (training log: {recorded})")
 

@@ -120,7 +120,7 @@ DEMO_CACHE = REPO / ".pytest_cache" / "claimtrace-demo"
 
 def _demo_key(data_dir: Path) -> str:
     """A digest of everything the demo build is made from: the code the build imports (the
-    modules of ``claimtrace.workdir.build``'s import closure, tests/layering.py), by path, the
+    modules of ``claimtrace.workdir.builder``'s import closure, tests/layering.py), by path, the
     shipped assets (the checkpoints) and the data files. Editing code the build does not import
     (the command line, the site) keeps the build, and so does the seed-spread file."""
     import hashlib
@@ -130,7 +130,7 @@ def _demo_key(data_dir: Path) -> str:
 
     digest = hashlib.sha256()
     known = modules()
-    inputs = [known[name] for name in sorted(closure("claimtrace.workdir.build"))]
+    inputs = [known[name] for name in sorted(closure("claimtrace.workdir.builder"))]
     # the seed-spread file is the site's, not the build's, and is rewritten while seeds train
     assets = [path for path in sorted((PACKAGE / "assets").iterdir()) if path.name != SEED_SPREAD_FILE]
     inputs += assets + sorted(data_dir.rglob("*"))
@@ -177,12 +177,12 @@ def demo_build_lock(root: Path):
 
 
 def _demo_until(root: Path, data_dir: Path, stage: str):
-    from claimtrace.workdir.build import build
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.builder import build
+    from claimtrace.workdir.reader import BuildReader
 
     with demo_build_lock(root):
         build(root, data_dir, None, processes=1, until=stage)
-    return Build(root, data_dir)
+    return BuildReader(root, data_dir)
 
 
 @pytest.fixture(scope="session")
@@ -234,10 +234,10 @@ def splits(data_dir):
 
 @pytest.fixture(scope="session")
 def web_tracer(demo_build):
-    """One Tracer over the demo build, for every web test: it caches what it computes."""
-    from claimtrace.web.tracer import Tracer
+    """One SiteData over the demo build, for every web test: it caches what it computes."""
+    from claimtrace.web.site_data import SiteData
 
-    return Tracer(demo_build)
+    return SiteData(demo_build)
 
 
 @pytest.fixture(scope="session")
@@ -247,7 +247,7 @@ def web_client(web_tracer):
 
     from claimtrace.web.app import create_app
 
-    with TestClient(create_app(tracer=web_tracer)) as client:
+    with TestClient(create_app(site_data=web_tracer)) as client:
         yield client
 
 
@@ -267,7 +267,9 @@ def web_server(web_tracer):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(tracer=web_tracer), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(
+            create_app(site_data=web_tracer), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        )
     )
     thread = threading.Thread(target=server.run, name="claimtrace-test-server", daemon=True)
     thread.start()

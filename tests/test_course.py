@@ -27,11 +27,11 @@ def test_a_damaged_provenance_file_is_named_not_a_traceback(tmp_path):
     (pages that read it answer 503 saying so); none there is None."""
     import pytest
 
-    from claimtrace import constants as C
+    from claimtrace.constants import PROVENANCE_FILE
     from claimtrace.course import checkpoint_provenance
     from claimtrace.errors import DataError
 
     assert checkpoint_provenance(tmp_path) is None
-    (tmp_path / C.PROVENANCE_FILE).write_text('{"seed": 0,')
-    with pytest.raises(DataError, match=str(tmp_path / C.PROVENANCE_FILE)):
+    (tmp_path / PROVENANCE_FILE).write_text('{"seed": 0,')
+    with pytest.raises(DataError, match=str(tmp_path / PROVENANCE_FILE)):
         checkpoint_provenance(tmp_path)

@@ -111,7 +111,7 @@ def test_local_imports_only_defer_heavy_ones():
 def test_the_build_is_made_of_the_layers_below_explain():
     """What a build computes depends on nothing that only reads it (the demo build's cache key
     hashes exactly this closure)."""
-    made_of = closure("claimtrace.workdir.build")
+    made_of = closure("claimtrace.workdir.builder")
     assert "claimtrace.pipeline.retrieval" in made_of or "claimtrace.pipeline.retrieval.retriever" in made_of
     assert not [name for name in made_of if layer_of(name) > layer_of("claimtrace.workdir")]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import FLOAT32_AGREEMENT
 from claimtrace.data import files as data
 
 #: numpy 2.x's AVX-512 dispatch targets: where float64 log takes a vectorised routine.
@@ -42,7 +42,7 @@ _RUN = r"""
 import sys, warnings
 from pathlib import Path
 import numpy as np
-from claimtrace.workdir.build import build
+from claimtrace.workdir.builder import build
 
 workdir, data_dir, evidence = (Path(a) for a in sys.argv[1:4])
 with warnings.catch_warnings():
@@ -247,7 +247,7 @@ TORCH_CONFIGURATIONS = {
 def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernels(tmp_path):
     """PyTorch's float32 sums vary with the kernels and the thread count; what claimtrace shows
     does not: the same verdict for every dev claim under both protocols, the float64 table
-    within 1e-12 of itself, and PyTorch's float32 within ``C.FLOAT32_AGREEMENT`` of the table,
+    within 1e-12 of itself, and PyTorch's float32 within ``FLOAT32_AGREEMENT`` of the table,
     row by row and claim by claim, whatever the kernels (docs/architecture.md, "Reference platform")."""
     runs = {}
     for name, (env_changes, threads) in TORCH_CONFIGURATIONS.items():
@@ -275,6 +275,6 @@ def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernel
         }
         print(f"\n{name}: " + ", ".join(f"{k} {v:.2g}" for k, v in figures.items()))
         assert figures["|g - g(1 thread)|"] < 1e-12, name
-        assert max(v for k, v in figures.items() if k != "|g - g(1 thread)|") < C.FLOAT32_AGREEMENT, (name, figures)
+        assert max(v for k, v in figures.items() if k != "|g - g(1 thread)|") < FLOAT32_AGREEMENT, (name, figures)
         for key in ("table_logits", "alone", "notebook"):
             assert (run[key].argmax(1) == reference[key].argmax(1)).all(), f"{name}: a {key} verdict changed"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import BATCH_SIZE, EVIDENCE_MD5, EVIDENCE_PASSAGES, PROVENANCE_FILE
 from claimtrace.errors import damaged
 
 
@@ -147,7 +147,7 @@ FIGURES: dict[str, Figure] = {
     "last_feature": Figure("محمد", "محمد", NOTEBOOK_TAGS),
     "passages_with_last_feature": Figure(167_592, "167,592", NOTEBOOK_TAGS),
     "share_with_last_feature": Figure(0.141, "14.1%", NOTEBOOK_TAGS),
-    "passages": Figure(C.EVIDENCE_PASSAGES, f"{C.EVIDENCE_PASSAGES:,}", "notebook.md §0 (Data)"),
+    "passages": Figure(EVIDENCE_PASSAGES, f"{EVIDENCE_PASSAGES:,}", "notebook.md §0 (Data)"),
     # the exact table
     "table_vs_torch": Figure(7.7e-7, "7.7e-07", NOTEBOOK_EXACT),
     # the 2026 explainer's retrained weights, notebook protocol (batches of 16 in file order)
@@ -231,8 +231,8 @@ def is_course_corpus(corpus: dict | None) -> bool:
     if not corpus or corpus.get("kind") != "evidence":
         return False
     if corpus.get("md5") is not None:
-        return corpus["md5"] == C.EVIDENCE_MD5
-    return corpus.get("passages") == C.EVIDENCE_PASSAGES
+        return corpus["md5"] == EVIDENCE_MD5
+    return corpus.get("passages") == EVIDENCE_PASSAGES
 
 
 def pair(key: str, build_value: Any, close: float | None = None) -> dict:
@@ -281,7 +281,7 @@ def corpus_note(corpus: dict | None) -> dict:
         return {
             "course_corpus": True,
             "note": "This build is of the course’s own evidence.json (md5 "
-            f"{C.EVIDENCE_MD5[:8]}…), so each course figure and this build’s should coincide.",
+            f"{EVIDENCE_MD5[:8]}…), so each course figure and this build’s should coincide.",
         }
     return {
         "course_corpus": False,
@@ -327,7 +327,7 @@ def checkpoint_provenance(checkpoint_dir: Path | None) -> dict | None:
     """The provenance of the checkpoint a build used: the shipped one's (``assets/``), or the
     file beside a trained checkpoint; None when a trained checkpoint has none; a DataError naming
     the file when it cannot be read."""
-    path = (ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)) / C.PROVENANCE_FILE
+    path = (ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)) / PROVENANCE_FILE
     if not path.is_file():
         return None
     with damaged(path):  # a file that is not whole JSON: a DataError naming it, not a traceback
@@ -364,7 +364,7 @@ def accuracy_note(provenance: dict | None, build_correct: int | None, claims: in
     text += (
         f" This build’s checkpoint is another retraining (claimtrace’s, seed {provenance.get('seed')}, "
         f"torch {provenance.get('torch')}), which kept its best dev epoch as the notebook did (strictly "
-        f"greater accuracy, gold evidence, batches of {C.BATCH_SIZE})"
+        f"greater accuracy, gold evidence, batches of {BATCH_SIZE})"
     )
     if best is not None:
         text += f": epoch {best['epoch']}, {best['dev_correct']}/{claims}"

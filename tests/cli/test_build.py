@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from claimtrace import errors
 from claimtrace.cli.build import build_report
 from claimtrace.cli.main import main
-from claimtrace.workdir.build import build
+from claimtrace.workdir.builder import build
 from tests.cli.conftest import garbage_stopwords, run_cli
 from tests.conftest import REPO, demo_build_lock
 

@@ -7,13 +7,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.cli.main import main
 from claimtrace.models import train as train_module
 from claimtrace.models.train import TrainingData, training_data
-from claimtrace.web.tracer import Tracer
-from claimtrace.workdir.reader import Build
+from claimtrace.web.site_data import SiteData
+from claimtrace.workdir.reader import BuildReader
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_cli_train_variant(data, tmp_path, monkeypatch):
             main, ["train", "--checkpoint", str(workdir), "--epochs", "1", "--no-progress", *args]
         )
         assert result.exit_code == 0, result.output
-        assert json.loads((workdir / C.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
+        assert json.loads((workdir / constants.TRAINING_LOG_FILES[variant]).read_text())["variant"] == variant
 
 
 # --- Command line ---------------------------------------------------------------------------------
@@ -52,10 +52,10 @@ def test_cli_explain_json(data_dir, demo_build):
     result = _cli(data_dir, "explain", "claim-752", "--workdir", str(demo_build.root), "--evidence", "gold", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    assert out["checkpoint"].endswith(C.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
+    assert out["checkpoint"].endswith(constants.CHECKPOINT_FILE) and out["split"] in ("train", "dev")
     assert out["evidence_source"] == "gold"
-    for protocol in C.PROTOCOLS:
-        assert len(out[protocol]["logits"]) == 4 and out[protocol]["verdict"] in C.LABELS
+    for protocol in constants.PROTOCOLS:
+        assert len(out[protocol]["logits"]) == 4 and out[protocol]["verdict"] in constants.LABELS
     assert len(out["notebook"]["neighbours"]) == 15
     assert out["input_ids"][0] == 1 and len(out["tokens"]) == 128
 
@@ -85,12 +85,12 @@ def test_cli_explain_model_lstm(data_dir, demo_build):
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     stored = demo_build.more_verdicts("dev")["claim-752"]["lstm"]["retrieved"]
-    for protocol in C.PROTOCOLS:
+    for protocol in constants.PROTOCOLS:
         assert out[protocol]["verdict"] == stored[protocol]["verdict"]
         assert out[protocol]["logits"] == stored[protocol]["logits"]
     assert out["same"] is True and out["model"] == "lstm"
-    assert out["last_position"] == {"position": C.MAX_LEN - 1, "token": C.PAD}
-    assert out["real_tokens"] + out["pad_tokens"] == C.MAX_LEN
+    assert out["last_position"] == {"position": constants.MAX_LEN - 1, "token": constants.PAD}
+    assert out["real_tokens"] + out["pad_tokens"] == constants.MAX_LEN
     text = _cli(data_dir, *args, "--evidence", "gold")
     assert text.exit_code == 0 and "verdict read at position 127, a [PAD]" in text.output
     train_id = next(iter(demo_build.claims("train")))
@@ -155,7 +155,7 @@ def test_walkthrough_shows_what_explain_and_the_export_print(demo_build, data_di
 
     from claimtrace.cli.main import main
 
-    page = Tracer(Build(demo_build.root, data_dir)).trace("claim-752")
+    page = SiteData(BuildReader(demo_build.root, data_dir)).trace("claim-752")
     runner = CliRunner()
     explained = json.loads(
         runner.invoke(
@@ -182,12 +182,12 @@ def test_cli_attribute_reads_back_a_finished_run_and_names_the_command_when_none
     import shutil
 
     from claimtrace.errors import Missing
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
     from tests.web.views.test_attribution import _records, write_attribution
 
     root = tmp_path / "demo"
     shutil.copytree(demo_build.root, root)
-    build = Build(root, data_dir)
+    build = BuildReader(root, data_dir)
     write_attribution(build, _records(build, claims=None))  # every dev claim: the run is finished
     result = _cli(data_dir, "attribute", "--workdir", str(root), "--json")
     assert result.exit_code == 0, result.output
@@ -199,4 +199,4 @@ def test_cli_attribute_reads_back_a_finished_run_and_names_the_command_when_none
     assert "the LSTM (154 claims, no exact answer): Occlusion by [PAD] and Integrated Gradients applied" in plain.output
     assert "KernelSHAP               1.00 CPU s/claim over 2 (left out" in plain.output
     with pytest.raises(Missing, match="not computed yet: run `claimtrace attribute"):
-        Build(demo_build.root, data_dir).attribution_grades()
+        BuildReader(demo_build.root, data_dir).attribution_grades()

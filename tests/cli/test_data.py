@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import constants as C
 from claimtrace.cli.main import main
+from claimtrace.constants import CLIMATE_FEVER_FILE, COURSE_DIR, STOPWORDS_SHA256
 from claimtrace.data import files as data
 from tests.cli.conftest import garbage_stopwords, run_cli
 
@@ -38,7 +38,7 @@ def _corrupt(path: Path, edit) -> None:
     ],
 )
 def test_corrupted_claim_file_named_exit_2(data_copy, name, edit, message):
-    path = data_copy / C.COURSE_DIR / name
+    path = data_copy / COURSE_DIR / name
     _corrupt(path, edit)
     before = sorted(p.name for p in data_copy.rglob("*"))
     result = run_cli("--data", str(data_copy), "data", "check")
@@ -48,7 +48,7 @@ def test_corrupted_claim_file_named_exit_2(data_copy, name, edit, message):
 
 
 def test_not_json_and_missing(data_copy):
-    path = data_copy / C.COURSE_DIR / "dev-claims.json"
+    path = data_copy / COURSE_DIR / "dev-claims.json"
     path.write_text("{ not json", encoding="utf-8")
     result = run_cli("--data", str(data_copy), "data", "check")
     assert result.exit_code == 2 and f"{path}: not valid JSON" in result.output
@@ -58,7 +58,7 @@ def test_not_json_and_missing(data_copy):
 
 
 def test_wrong_top_level_shape(data_copy):
-    path = data_copy / C.COURSE_DIR / "train-claims.json"
+    path = data_copy / COURSE_DIR / "train-claims.json"
     path.write_text("[1, 2]", encoding="utf-8")
     result = run_cli("--data", str(data_copy), "data", "check")
     assert result.exit_code == 2 and "expected a JSON object" in result.output
@@ -107,7 +107,7 @@ def _edit_climate_fever(path: Path, line: int, edit) -> None:
     ],
 )
 def test_climate_fever_fields_are_checked(data_copy, edit, message):
-    path = data_copy / C.CLIMATE_FEVER_FILE
+    path = data_copy / CLIMATE_FEVER_FILE
     _edit_climate_fever(path, 3, edit)
     result = run_cli("--data", str(data_copy), "data", "check")
     assert result.exit_code == 2, result.output
@@ -126,7 +126,7 @@ def test_climate_fever_fields_are_checked(data_copy, edit, message):
     ],
 )
 def test_climate_fever_bad_line(data_copy, line, message):
-    path = data_copy / C.CLIMATE_FEVER_FILE
+    path = data_copy / CLIMATE_FEVER_FILE
     lines = path.read_bytes().splitlines(keepends=True)
     lines.insert(1, line + b"\n")
     path.write_bytes(b"".join(lines))
@@ -141,7 +141,7 @@ def test_climate_fever_bad_line(data_copy, line, message):
 def test_data_check_checks_the_stopwords(data_dir):
     result = run_cli("--data", str(data_dir), "data", "check")
     assert result.exit_code == 0, result.output
-    assert f"ok  nltk_data/corpora/stopwords.zip: 179 English stopwords, sha256 {C.STOPWORDS_SHA256}" in result.output
+    assert f"ok  nltk_data/corpora/stopwords.zip: 179 English stopwords, sha256 {STOPWORDS_SHA256}" in result.output
 
 
 @pytest.mark.parametrize(
@@ -183,15 +183,15 @@ HUGE = "9" * 10_000
 )
 def test_deep_nesting_and_huge_integers_are_refused_in_one_line(data_copy, data_dir, tmp_path, value, message):
     """Every JSON reader: a claim file, a CLIMATE-FEVER line, a predictions file."""
-    claims = data_copy / C.COURSE_DIR / "dev-claims.json"
+    claims = data_copy / COURSE_DIR / "dev-claims.json"
     claims.write_text('{"claim-1": ' + value + "}", encoding="utf-8")
     result = run_cli("--data", str(data_copy), "data", "check")
     assert result.exit_code == 2, result.output
     assert f"claimtrace: error: {claims}: {message}" in result.output
     assert result.output.count("claimtrace:") == 1 and "internal error" not in result.output
 
-    shutil.copyfile(data_dir / C.COURSE_DIR / "dev-claims.json", claims)  # whole again
-    fever = data_copy / C.CLIMATE_FEVER_FILE
+    shutil.copyfile(data_dir / COURSE_DIR / "dev-claims.json", claims)  # whole again
+    fever = data_copy / CLIMATE_FEVER_FILE
     lines = fever.read_bytes().splitlines(keepends=True)
     lines.insert(1, ('{"claim_id": ' + value + "}\n").encode())
     fever.write_bytes(b"".join(lines))
@@ -208,7 +208,7 @@ def test_deep_nesting_and_huge_integers_are_refused_in_one_line(data_copy, data_
 
 
 def test_an_empty_climate_fever_file_is_named_itself(data_copy):
-    path = data_copy / C.CLIMATE_FEVER_FILE
+    path = data_copy / CLIMATE_FEVER_FILE
     path.write_bytes(b"\n\n")
     result = run_cli("--data", str(data_copy), "data", "check")
     assert result.exit_code == 2, result.output

@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from claimtrace import constants as C
 from claimtrace.cli.main import main
+from claimtrace.constants import LABELS
 from claimtrace.course import TABLE2
 from claimtrace.data import files as data
 from claimtrace.evaluation.scoreboard import scoreboard_rows
@@ -157,7 +157,7 @@ def test_predict_test_row_in_the_course_shape(demo_build, tmp_path, data_dir):
     predictions = json.loads(out.read_text(encoding="utf-8"))
     assert list(predictions) == list(demo_build.claims("test"))
     first = next(iter(predictions.values()))
-    assert set(first) == {"claim_text", "claim_label", "evidences"} and first["claim_label"] in C.LABELS
+    assert set(first) == {"claim_text", "claim_label", "evidences"} and first["claim_label"] in LABELS
     assert [p["evidences"] for p in predictions.values()] == [
         r["evidences"] for r in demo_build.bm25_retrieval("test").values()
     ]

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.cli.main import main
-from claimtrace.workdir import reader as artifacts
+from claimtrace.errors import DataError
+from claimtrace.workdir.reader import BuildReader
 
-#: Build files, and the commands that read each (args after the workdir's).
+#: BuildReader files, and the commands that read each (args after the workdir's).
 READERS = {
     "build.json": ["predict", "evaluate", "explain", "export"],
     "classifier/dev.json": ["predict", "evaluate", "explain"],
@@ -91,13 +92,13 @@ def test_garbage_npz_files_are_named(demo_build, data_dir, tmp_path):
     for name in ("retrieval/index.npz", "retrieval/vectorizer.npz", "tagging/vectorizer.npz", "corpus/index.npz"):
         (work / name).unlink()
         (work / name).write_bytes(b"PK\x03\x04 not really a zip file")
-    build = artifacts.Build(work, data_dir)
+    build = BuildReader(work, data_dir)
     for read, name in (
         (build.retriever, "retrieval/"),  # both are damaged: the first opened is named (the vectorizer)
         (build.tagging_vectorizer, "tagging/vectorizer.npz"),
         (build.passages, "corpus/index.npz"),
     ):
-        with pytest.raises(artifacts.DataError, match="damaged.*claimtrace build") as caught:
+        with pytest.raises(DataError, match="damaged.*claimtrace build") as caught:
             read()
         assert name in str(caught.value)
 
@@ -179,7 +180,7 @@ def test_a_bug_is_one_line_and_exit_1(demo_build, data_dir, tmp_path, monkeypatc
     def broken(self, split, protocol="notebook"):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(artifacts.Build, "course_predictions", broken)
+    monkeypatch.setattr(BuildReader, "course_predictions", broken)
     result = _run(data_dir, _command("predict", demo_build.root, tmp_path / "out.json"))
     _one_error_line(result, 1, "internal error", "ZeroDivisionError", "CLAIMTRACE_DEBUG")
 

@@ -18,7 +18,7 @@ from claimtrace.cli.main import main
 def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):
     import claimtrace.web.site as site
 
-    monkeypatch.setattr(site, "Tracer", lambda *args, **kwargs: web_tracer)  # reuse what is loaded
+    monkeypatch.setattr(site, "SiteData", lambda *args, **kwargs: web_tracer)  # reuse what is loaded
     runner = CliRunner()
     for command in ("serve", "site"):
         result = runner.invoke(main, [command, "--help"])
@@ -104,7 +104,7 @@ def test_while_building_waits_for_the_verdicts_and_stops_when_no_build_will_writ
 
     from claimtrace.cli.serve import wait_for_verdicts
     from claimtrace.errors import DataError
-    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.builder import workdir_lock
     from claimtrace.workdir.layout import Workdir
 
     work = Workdir(tmp_path / "work")

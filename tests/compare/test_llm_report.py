@@ -41,10 +41,10 @@ def test_the_site_takes_an_uploaded_run_and_names_it(demo_build, llm_run):
     from fastapi.testclient import TestClient
 
     from claimtrace.web.app import create_app
-    from claimtrace.web.tracer import Tracer
+    from claimtrace.web.site_data import SiteData
 
     out, _ = llm_run
-    with TestClient(create_app(tracer=Tracer(demo_build))) as client:
+    with TestClient(create_app(site_data=SiteData(demo_build))) as client:
         answer = client.post("/api/compare?name=fake", content=out.read_bytes())
         assert answer.status_code == 201, answer.text
         page = client.get("/" + answer.json()["url"].replace(".html", ".json")).json()

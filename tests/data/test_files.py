@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from claimtrace import constants as C
 from claimtrace import errors
+from claimtrace.constants import SPLIT_FILES
 from claimtrace.data import files as data
 
 
 def test_course_files_load_with_expected_counts(data_dir):
-    counts = {split: len(data.load_claims(split, data_dir)) for split in C.SPLIT_FILES}
+    counts = {split: len(data.load_claims(split, data_dir)) for split in SPLIT_FILES}
     assert counts == {"train": 1228, "dev": 154, "test": 153, "baseline": 154}
 
 

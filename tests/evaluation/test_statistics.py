@@ -283,7 +283,7 @@ def test_tail_quantiles_are_numpys_quantile_to_the_bit():
     (accuracy differences), one value, a NaN or a negative zero (left to numpy), sorted rows,
     lengths that are not a multiple of the groups, rows too short to gain; through the kernel
     (``few=0``) and, for few rows, through numpy itself."""
-    from claimtrace.evaluation.tails import FEW_ROWS, tail_quantiles
+    from claimtrace.evaluation.bootstrap_bounds import FEW_ROWS, tail_quantiles
 
     rng = np.random.default_rng(5)
     ties = (rng.integers(0, 155, (40, 10_000)) - rng.integers(0, 155, (40, 10_000))) / 154
@@ -313,16 +313,16 @@ def test_few_rows_do_not_compile_the_tails_kernel():
     (seconds) is left to a class's thousands of pairs."""
     from unittest import mock
 
-    from claimtrace.evaluation import tails
+    from claimtrace.evaluation import bootstrap_bounds
 
-    values = np.random.default_rng(6).normal(size=(tails.FEW_ROWS - 1, 2_000))
-    with mock.patch.object(tails, "_order_statistics", side_effect=AssertionError("compiled")):
-        tails.tail_quantiles(values, S.LEVEL)
+    values = np.random.default_rng(6).normal(size=(bootstrap_bounds.FEW_ROWS - 1, 2_000))
+    with mock.patch.object(bootstrap_bounds, "_order_statistics", side_effect=AssertionError("compiled")):
+        bootstrap_bounds.tail_quantiles(values, S.LEVEL)
     with (
         pytest.raises(AssertionError, match="compiled"),
-        mock.patch.object(tails, "_order_statistics", side_effect=AssertionError("compiled")),
+        mock.patch.object(bootstrap_bounds, "_order_statistics", side_effect=AssertionError("compiled")),
     ):
-        tails.tail_quantiles(np.vstack([values, values[:1]]), S.LEVEL)
+        bootstrap_bounds.tail_quantiles(np.vstack([values, values[:1]]), S.LEVEL)
 
 
 def test_a_class_s_pairs_are_each_pair_compared_and_corrected_as_defined():

@@ -47,7 +47,9 @@ def test_points_equal_a_full_retrieval(demo_build, sweep_file, rule):
         for cid in sorted(claims):
             tags = records[cid]["tags"]
             full = retriever.retrieve(tags, rule.cosine_in_score, k=setting.top_n, thresholds=thresholds)
-            positions, fell_back = ClaimColumns.of(retriever, tags, rule).retrieve(setting, rule.score_threshold)
+            positions, fell_back = ClaimColumns.from_retriever(retriever, tags, rule).retrieve(
+                setting, rule.score_threshold
+            )
             assert list(positions) == full.evidences, (rule.name, setting, cid)
             assert fell_back == full.fallback
             fallbacks += fell_back

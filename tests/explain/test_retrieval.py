@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import COSINE_THRESHOLD, OVERLAP_THRESHOLD
 from claimtrace.explain.retrieval import FailedTest, RetrievalView, Stop, filter_failures, filter_stop, passes_filter
 
 
@@ -13,10 +13,10 @@ from claimtrace.explain.retrieval import FailedTest, RetrievalView, Stop, filter
     "cosine, overlap, failed",
     [
         (0.9, 0.9, []),
-        (C.COSINE_THRESHOLD, 0.9, ["cosine"]),  # a test keeps a value strictly above its threshold
-        (0.9, C.OVERLAP_THRESHOLD, ["overlap"]),
+        (COSINE_THRESHOLD, 0.9, ["cosine"]),  # a test keeps a value strictly above its threshold
+        (0.9, OVERLAP_THRESHOLD, ["overlap"]),
         (0.2, 0.1, ["cosine", "overlap"]),  # in the order the query states them
-        (C.COSINE_THRESHOLD + 1e-9, C.OVERLAP_THRESHOLD + 1e-9, []),
+        (COSINE_THRESHOLD + 1e-9, OVERLAP_THRESHOLD + 1e-9, []),
     ],
 )
 def test_the_filter_keeps_cosine_above_055_and_overlap_above_05(cosine, overlap, failed):
@@ -25,7 +25,7 @@ def test_the_filter_keeps_cosine_above_055_and_overlap_above_05(cosine, overlap,
 
 
 def test_a_failed_test_holds_its_value_and_threshold():
-    assert filter_failures(0.25, 0.75) == [FailedTest("cosine", 0.25, C.COSINE_THRESHOLD)]
+    assert filter_failures(0.25, 0.75) == [FailedTest("cosine", 0.25, COSINE_THRESHOLD)]
 
 
 def test_the_first_stop_is_no_shared_tag_then_cosine_then_overlap():

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from claimtrace import constants as C
+from claimtrace.constants import FLOAT32_AGREEMENT
 from claimtrace.explain.verdict import explain_claim
 from claimtrace.models.inputs import encode, make_rows
 from claimtrace.models.predict import load_classifier
@@ -37,7 +37,7 @@ def test_explain_claim_contributions_add_up(demo_build):
     assert result["contributions"]["padding"]["count"] == result["pad_tokens"]
     assert len(result["contributions"]["tokens"]) == result["real_tokens"]
     assert result["tokens"][0] == "[CLS]" and result["tokens"][result["real_tokens"] - 1] == "[SEP]"
-    assert result["alone"]["max_abs_diff_table_vs_torch"] < C.FLOAT32_AGREEMENT
+    assert result["alone"]["max_abs_diff_table_vs_torch"] < FLOAT32_AGREEMENT
     assert result["notebook"]["batch"] == 1 and result["notebook"]["position_in_batch"] == 4
     assert [n["id"] for n in result["notebook"]["neighbours"]] == [c for c in list(claims)[16:32] if c != claim_id]
     margin = result["contributions"]["margin"]
@@ -79,9 +79,9 @@ def test_a_course_claim_is_explained_without_torch(demo_build, tmp_path):
 
     script = (
         "import sys\n"
-        "from claimtrace.workdir.reader import Build\n"
+        "from claimtrace.workdir.reader import BuildReader\n"
         "from claimtrace.explain.verdict import explain_claim\n"
-        f"build = Build({str(demo_build.root)!r}, {str(demo_build.data_dir)!r})\n"
+        f"build = BuildReader({str(demo_build.root)!r}, {str(demo_build.data_dir)!r})\n"
         "explained = explain_claim(build, 'claim-752')\n"
         "assert explained['alone']['torch_logits'], explained\n"
         "print(build.classifier().parameter_count)\n"

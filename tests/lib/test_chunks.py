@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from claimtrace.lib import chunks
-from claimtrace.lib.store import write_atomic
+from claimtrace.lib.build_files import write_atomic
 
 
 def _make(start: int, stop: int) -> str:

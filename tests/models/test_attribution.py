@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from claimtrace import constants as C
+from claimtrace.constants import MAX_LEN, PAD
 from claimtrace.models import attribution as A
 
 TEXT = "global temperatur rise co2 emiss ice sheet melt sea level"
@@ -17,7 +17,7 @@ TEXT = "global temperatur rise co2 emiss ice sheet melt sea level"
 def claim(classifier):
     ids = classifier.vocab.encode(TEXT)
     model = classifier.model
-    return ids, A.transformer_alone(model), model.embedding.weight, classifier.vocab.index[C.PAD]
+    return ids, A.transformer_alone(model), model.embedding.weight, classifier.vocab.index[PAD]
 
 
 def test_the_forward_callable_is_the_claims_own_forward_call(classifier, claim):
@@ -38,7 +38,7 @@ def test_distinct_rows_share_the_gradient_of_their_copies():
 def test_exact_shares_add_up_to_the_lead_over_the_all_pad_input(classifier, claim):
     ids, _, _, pad = claim
     table = classifier.table
-    logits, empty = table.logits(np.asarray(ids)), table.logits(np.full(C.MAX_LEN, pad))
+    logits, empty = table.logits(np.asarray(ids)), table.logits(np.full(MAX_LEN, pad))
     win, second = A.target_classes(logits)
     shares = A.exact_shares(table.g, ids, pad, win, second)
     assert np.all(shares[np.asarray(ids) == pad] == 0)

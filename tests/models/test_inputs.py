@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claimtrace import constants as C
+from claimtrace.constants import MAX_LEN
 from claimtrace.data import files as data
 from claimtrace.models.inputs import (
     Encoded,
@@ -69,9 +69,9 @@ def test_encoded_inputs_round_trip(tmp_path, data_dir):
 def test_encoding_cls_sep_pad():
     vocab = Vocabulary.fit(["a b c"])
     ids = vocab.encode("a c zzz")
-    assert len(ids) == C.MAX_LEN
+    assert len(ids) == MAX_LEN
     assert vocab.decode(ids[:5]) == ["[CLS]", "a", "c", "<unk>", "[SEP]"]
-    assert ids[5:] == [vocab.index["[PAD]"]] * (C.MAX_LEN - 5)
+    assert ids[5:] == [vocab.index["[PAD]"]] * (MAX_LEN - 5)
 
 
 def test_encoding_truncates_to_127_then_sep():
@@ -80,8 +80,8 @@ def test_encoding_truncates_to_127_then_sep():
     cls, sep, pad = (vocab.index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
     for n in (125, 126, 127, 200):  # 126 words + [CLS] + [SEP] fit exactly; more are cut
         ids = vocab.encode(" ".join(words[:n]))
-        assert len(ids) == C.MAX_LEN and ids[0] == cls
+        assert len(ids) == MAX_LEN and ids[0] == cls
         kept = min(n, 126)
         assert ids[1 : 1 + kept] == [vocab.index[w] for w in words[:kept]]
         assert ids[1 + kept] == sep  # the [SEP] survives truncation
-        assert ids[2 + kept :] == [pad] * (C.MAX_LEN - 2 - kept)
+        assert ids[2 + kept :] == [pad] * (MAX_LEN - 2 - kept)

@@ -17,7 +17,7 @@ import math
 import pytest
 import torch
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.models.config import TransformerConfig
 from claimtrace.models.intended import (
@@ -50,7 +50,7 @@ def twin_models(seed: int = 3) -> tuple[TransformerClassifier, TransformerClassi
 def random_batch(seed: int = 4, batch: int = 4) -> torch.Tensor:
     """Ids (batch, 128) of real tokens (no specials), so that every position is a distinct word."""
     generator = torch.Generator().manual_seed(seed)
-    return torch.randint(4, C.VOCAB_SIZE, (batch, C.MAX_LEN), generator=generator)
+    return torch.randint(4, constants.VOCAB_SIZE, (batch, constants.MAX_LEN), generator=generator)
 
 
 @torch.no_grad()
@@ -67,9 +67,9 @@ def test_intended_encoder_is_batch_first_and_otherwise_the_notebooks():
         assert ours.self_attn.batch_first is True and theirs.self_attn.batch_first is False
         assert ours.norm_first is theirs.norm_first is False
         assert ours.activation is theirs.activation is torch.nn.functional.relu
-        assert ours.linear1.out_features == theirs.linear1.out_features == C.FF_DIM
-        assert ours.dropout.p == ours.dropout1.p == ours.dropout2.p == ours.self_attn.dropout == C.DROPOUT
-    assert intended.dropout.p == C.DROPOUT
+        assert ours.linear1.out_features == theirs.linear1.out_features == constants.FF_DIM
+        assert ours.dropout.p == ours.dropout1.p == ours.dropout2.p == ours.self_attn.dropout == constants.DROPOUT
+    assert intended.dropout.p == constants.DROPOUT
 
 
 def test_intended_keeps_the_sqrt_128_scale_and_adds_pe_by_word():
@@ -102,9 +102,9 @@ def test_intended_attention_mixes_the_words_of_a_claim():
     _, intended = twin_models()
     ids = random_batch()
     changed = ids.clone()
-    changed[0, 5] = (ids[0, 5] + 1 - 4) % (C.VOCAB_SIZE - 4) + 4
+    changed[0, 5] = (ids[0, 5] + 1 - 4) % (constants.VOCAB_SIZE - 4) + 4
     before, after = hidden(intended, ids), hidden(intended, changed)
-    others = [t for t in range(C.MAX_LEN) if t != 5]
+    others = [t for t in range(constants.MAX_LEN) if t != 5]
     moved = (after[0, others] - before[0, others]).abs().amax(dim=1)  # one figure per position
     assert (moved > 1e-4).all()
     torch.testing.assert_close(after[1:], before[1:], **SAME)  # and the other claims do not
@@ -132,9 +132,9 @@ def test_notebook_attention_mixes_the_batch_instead():
     neighbour[1] = random_batch(seed=5, batch=1)[0]
     assert (hidden(notebook, neighbour)[0] - hidden(notebook, ids)[0]).abs().amax(dim=1).min() > 1e-4
     word = ids.clone()
-    word[0, 5] = (ids[0, 5] + 1 - 4) % (C.VOCAB_SIZE - 4) + 4
+    word[0, 5] = (ids[0, 5] + 1 - 4) % (constants.VOCAB_SIZE - 4) + 4
     before, after = hidden(notebook, ids), hidden(notebook, word)
-    others = [t for t in range(C.MAX_LEN) if t != 5]
+    others = [t for t in range(constants.MAX_LEN) if t != 5]
     torch.testing.assert_close(after[:, others], before[:, others], **SAME)
     assert (after[1:, 5] - before[1:, 5]).abs().amax() > 1e-4  # position 5 of the other claims moves
 
@@ -158,7 +158,7 @@ def test_intended_word_order_matters():
     notebook's model a claim's logits ignore word order, tests/models/test_transformer.py)."""
     _, intended = twin_models()
     ids = random_batch()
-    reordered = ids[:, torch.arange(C.MAX_LEN - 1, -1, -1)]
+    reordered = ids[:, torch.arange(constants.MAX_LEN - 1, -1, -1)]
     with torch.no_grad():
         assert not torch.allclose(intended(reordered), intended(ids), atol=1e-4)
 
@@ -172,10 +172,10 @@ def test_shipped_intended_checkpoint_file_and_provenance():
     provenance = json.loads(INTENDED_PROVENANCE.read_text(encoding="utf-8"))
     assert provenance["variant"] == "intended" and provenance["dtype"] == "float16"
     assert "not claimed" in provenance["exactness"].lower()
-    assert provenance["files"][C.CHECKPOINT_FILES["intended"]] == sha256_file(INTENDED_CHECKPOINT)
-    assert provenance["files"][C.VOCAB_FILE] == sha256_file(ASSETS_DIR / C.VOCAB_FILE)
+    assert provenance["files"][constants.CHECKPOINT_FILES["intended"]] == sha256_file(INTENDED_CHECKPOINT)
+    assert provenance["files"][constants.VOCAB_FILE] == sha256_file(ASSETS_DIR / constants.VOCAB_FILE)
     assert [h["epoch"] for h in provenance["history"]] == list(range(1, provenance["epochs"] + 1))
-    assert provenance["seed"] == C.SHIPPED_SEED
+    assert provenance["seed"] == constants.SHIPPED_SEED
     metadata = checkpoint_metadata(INTENDED_CHECKPOINT)
     assert metadata["variant"] == "intended" and metadata["epoch"] == str(provenance["best_epoch"])
     from safetensors.torch import load_file
@@ -187,9 +187,9 @@ def test_shipped_intended_checkpoint_loads(data):
     model = load_intended_model()
     assert model.config.fixed is True and not model.training
     state = model.state_dict()
-    assert state["embedding.weight"].shape == (C.VOCAB_SIZE, C.EMBED_DIM)
-    assert state["fc_out.weight"].shape == (len(C.LABELS), C.EMBED_DIM)
-    assert state["transformer_encoder.layers.5.linear1.weight"].shape == (C.FF_DIM, C.EMBED_DIM)
+    assert state["embedding.weight"].shape == (constants.VOCAB_SIZE, constants.EMBED_DIM)
+    assert state["fc_out.weight"].shape == (len(constants.LABELS), constants.EMBED_DIM)
+    assert state["transformer_encoder.layers.5.linear1.weight"].shape == (constants.FF_DIM, constants.EMBED_DIM)
     assert all(t.dtype == torch.float32 for t in state.values())
     assert torch.equal(state["pos_encoder.pe"], sinusoidal_table(TransformerConfig()))  # the constant, restored exactly
     # its recorded dev accuracy is the float16 checkpoint's own
@@ -203,7 +203,7 @@ def test_shipped_intended_checkpoint_loads(data):
 
 def test_intended_loader_refuses_the_notebook_checkpoint():
     with pytest.raises(ValueError, match="not the intended one"):
-        load_intended_model(ASSETS_DIR / C.CHECKPOINT_FILE)
+        load_intended_model(ASSETS_DIR / constants.CHECKPOINT_FILE)
 
 
 def test_intended_classifier_large_batches_agree_with_one_claim_and_batches_of_16(data):
@@ -224,8 +224,8 @@ def test_intended_classifier_large_batches_agree_with_one_claim_and_batches_of_1
         in_sixteens = notebook_logits(classifier.model, torch.from_numpy(ids)).double().numpy()
         sample = ids[::8]
         one_by_one = alone_logits(classifier.model, torch.from_numpy(sample)).double().numpy()
-    assert np.abs(stored[: len(ids)] - in_sixteens).max() < C.FLOAT32_AGREEMENT
+    assert np.abs(stored[: len(ids)] - in_sixteens).max() < constants.FLOAT32_AGREEMENT
     assert (stored[: len(ids)].argmax(1) == in_sixteens.argmax(1)).all()
-    assert np.abs(stored[: len(ids)][::8] - one_by_one).max() < C.FLOAT32_AGREEMENT
+    assert np.abs(stored[: len(ids)][::8] - one_by_one).max() < constants.FLOAT32_AGREEMENT
     assert (stored[: len(ids)][::8].argmax(1) == one_by_one.argmax(1)).all()
     assert np.array_equal(IntendedClassifier(classifier.model).logits(ids, "alone"), stored[: len(ids)])

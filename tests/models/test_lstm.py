@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.intended import checkpoint_metadata, save_float16_checkpoint
 from claimtrace.models.lstm import (
@@ -39,12 +39,12 @@ def padded_batch(seed: int = 4, batch: int = 16) -> torch.Tensor:
     """Ids (batch, 128) shaped like the build's inputs: [CLS], words, [SEP], then [PAD]s, each
     claim of its own length (the LSTM steps through every [PAD])."""
     generator = torch.Generator().manual_seed(seed)
-    ids = torch.full((batch, C.MAX_LEN), C.SPECIAL_TOKENS.index(C.PAD))
+    ids = torch.full((batch, constants.MAX_LEN), constants.SPECIAL_TOKENS.index(constants.PAD))
     for row in range(batch):
-        length = int(torch.randint(5, C.MAX_LEN - 1, (1,), generator=generator))
-        ids[row, 0] = C.SPECIAL_TOKENS.index(C.CLS)
-        ids[row, 1 : length + 1] = torch.randint(4, C.VOCAB_SIZE, (length,), generator=generator)
-        ids[row, length + 1] = C.SPECIAL_TOKENS.index(C.SEP)
+        length = int(torch.randint(5, constants.MAX_LEN - 1, (1,), generator=generator))
+        ids[row, 0] = constants.SPECIAL_TOKENS.index(constants.CLS)
+        ids[row, 1 : length + 1] = torch.randint(4, constants.VOCAB_SIZE, (length,), generator=generator)
+        ids[row, length + 1] = constants.SPECIAL_TOKENS.index(constants.SEP)
     return ids
 
 
@@ -55,9 +55,9 @@ def test_the_notebooks_configuration_and_tensor_names():
     assert model.lstm.batch_first and model.lstm.num_layers == 4 and model.lstm.dropout == 0.1
     names = list(model.state_dict())
     assert names[0] == "embedding.weight" and names[-2:] == ["fc_out.weight", "fc_out.bias"]
-    assert f"lstm.weight_hh_l{C.LSTM_LAYERS - 1}" in names
+    assert f"lstm.weight_hh_l{constants.LSTM_LAYERS - 1}" in names
     with torch.no_grad():
-        assert model(padded_batch(batch=3)).shape == (3, len(C.LABELS))
+        assert model(padded_batch(batch=3)).shape == (3, len(constants.LABELS))
 
 
 @torch.no_grad()
@@ -69,7 +69,7 @@ def test_the_verdict_is_read_at_the_last_position_only():
     outputs, _ = model.lstm(model.embedding(ids))
     assert torch.equal(model(ids), model.fc_out(outputs[:, -1, :]))
     # the last position is a [PAD] in these claims, as in almost every real one
-    assert (ids[:, -1] == C.SPECIAL_TOKENS.index(C.PAD)).all()
+    assert (ids[:, -1] == constants.SPECIAL_TOKENS.index(constants.PAD)).all()
     # the forward function an attribution method varies: embeddings -> logits
     assert torch.equal(model.logits_from_embeddings(model.embedding(ids)), model(ids))
 
@@ -90,12 +90,15 @@ def test_alone_and_in_batches_of_16_agree():
     ids = padded_batch(batch=40)
     with torch_threads(1):
         alone, batched = alone_logits(model, ids), notebook_logits(model, ids)
-    assert (alone - batched).abs().max().item() < C.FLOAT32_AGREEMENT
+    assert (alone - batched).abs().max().item() < constants.FLOAT32_AGREEMENT
     assert torch.equal(alone.argmax(1), batched.argmax(1))
     # and the build's one computation for both protocols gives the same logits
     verdicts = LSTMVerdicts(model)
     for protocol, reference in (("alone", alone), ("notebook", batched)):
-        assert np.abs(verdicts.logits(ids.numpy(), protocol) - reference.double().numpy()).max() < C.FLOAT32_AGREEMENT
+        assert (
+            np.abs(verdicts.logits(ids.numpy(), protocol) - reference.double().numpy()).max()
+            < constants.FLOAT32_AGREEMENT
+        )
 
 
 def test_float16_checkpoint_round_trip(tmp_path):
@@ -114,9 +117,9 @@ def test_training_the_lstm_one_epoch_on_a_slice(data, tmp_path):
     small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
     result = train(small, tmp_path, seed=7, epochs=1, show_progress=False, variant="lstm")
     assert isinstance(result.model, LSTMClassifier)
-    log = json.loads((tmp_path / C.TRAINING_LOG_FILES["lstm"]).read_text())
+    log = json.loads((tmp_path / constants.TRAINING_LOG_FILES["lstm"]).read_text())
     assert log["variant"] == "lstm" and log["seed"] == 7 and len(log["history"]) == 1
-    assert not (tmp_path / C.TRAINING_LOG_FILE).exists()
+    assert not (tmp_path / constants.TRAINING_LOG_FILE).exists()
     if log["history"][0]["saved"]:
         assert checkpoint_metadata(result.checkpoint)["variant"] == "lstm"
 
@@ -127,7 +130,7 @@ def test_the_shipped_checkpoint_and_its_provenance(data):
 
     provenance = json.loads(LSTM_PROVENANCE.read_text())
     assert provenance["variant"] == "lstm" and provenance["dtype"] == "float16"
-    assert len(provenance["history"]) == len(ORIGINAL_LSTM_LOG) == C.EPOCHS
+    assert len(provenance["history"]) == len(ORIGINAL_LSTM_LOG) == constants.EPOCHS
     assert [row["notebook"]["dev_accuracy"] for row in provenance["beside_the_notebook"]] == [
         ORIGINAL_LSTM_LOG[e][3] for e in range(1, 11)
     ]

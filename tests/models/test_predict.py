@@ -8,8 +8,8 @@ import json
 import numpy as np
 import torch
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import CHECKPOINT_FILE, LABELS, MAX_LEN, PROTOCOLS, PROVENANCE_FILE, VOCAB_SIZE
 from claimtrace.models.inputs import encode, make_rows
 from claimtrace.models.predict import load_classifier, predict, protocol_figures
 from claimtrace.models.transformer import (
@@ -18,7 +18,7 @@ from claimtrace.models.transformer import (
     notebook_logits,
 )
 
-SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
+SHIPPED = ASSETS_DIR / CHECKPOINT_FILE
 
 
 # --- the build's forward calls at the hardware's speed, bit for bit ------------------------------
@@ -27,8 +27,8 @@ SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
 def _claims_and_random_inputs(data, n_random: int = 40) -> np.ndarray:
     """Every dev claim's gold input, and random inputs (any vocabulary entry, any length)."""
     generator = np.random.default_rng(0)
-    rows = generator.integers(0, C.VOCAB_SIZE, size=(n_random, C.MAX_LEN))
-    for row, length in zip(rows, generator.integers(1, C.MAX_LEN + 1, size=n_random)):
+    rows = generator.integers(0, VOCAB_SIZE, size=(n_random, MAX_LEN))
+    for row, length in zip(rows, generator.integers(1, MAX_LEN + 1, size=n_random)):
         row[length:] = 3  # [PAD]
     return np.concatenate([data.dev.input_ids, rows]).astype(np.int64)
 
@@ -92,8 +92,8 @@ def test_a_typed_claims_call_from_the_checked_rows_is_its_own_call_bit_for_bit(d
 
 def test_typed_claims_keep_real_calls_where_the_rows_would_differ(data):
     classifier = load_classifier()
-    rows = classifier._encoder_rows(C.MAX_LEN, 1)
-    classifier._rows = (C.MAX_LEN, rows + 1e-3)  # not the encoder's output: the check notices
+    rows = classifier._encoder_rows(MAX_LEN, 1)
+    classifier._rows = (MAX_LEN, rows + 1e-3)  # not the encoder's output: the check notices
     assert classifier.prepare_typed() is False
     row = data.dev.input_ids[0].astype(np.int64)
     assert np.array_equal(classifier.forward_alone(row), classifier._real_call(row))
@@ -104,16 +104,16 @@ def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifie
     verdicts = predict(classifier, encode(make_rows(claims, evidence), classifier.vocab))
     report = protocol_figures(
         {cid: c.label for cid, c in claims.items()},
-        {cid: {p: v[p]["verdict"] for p in C.PROTOCOLS} for cid, v in verdicts.items()},
+        {cid: {p: v[p]["verdict"] for p in PROTOCOLS} for cid, v in verdicts.items()},
     )
-    provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
-    for protocol in C.PROTOCOLS:
+    provenance = json.loads((ASSETS_DIR / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    for protocol in PROTOCOLS:
         result = report[protocol]
         confusion = np.array(result["confusion"])
         assert confusion.shape == (4, 4) and confusion.sum() == 154
         assert np.trace(confusion) == result["correct"] and result["accuracy"] == result["correct"] / 154
         # rows are gold labels
-        gold_counts = [sum(c.label == label for c in claims.values()) for label in C.LABELS]
+        gold_counts = [sum(c.label == label for c in claims.values()) for label in LABELS]
         assert confusion.sum(axis=1).tolist() == gold_counts
         assert provenance["accuracy_with_gold_evidence"]["dev"][protocol]["correct"] == result["correct"]
     assert report["notebook"]["accuracy"] == provenance["best_dev_accuracy"]

@@ -1,5 +1,5 @@
 """claimtrace.models.table: the 5,886 x 4 table against real PyTorch forward calls, each claim alone
-(within ``C.FLOAT32_AGREEMENT`` against the float32 model, 1e-12 against float64), and the
+(within ``FLOAT32_AGREEMENT`` against the float32 model, 1e-12 against float64), and the
 shipped table against the shipped checkpoint."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import CHECKPOINT_FILE, FLOAT32_AGREEMENT, SPLITS, TABLE_FILE, VOCAB_FILE, VOCAB_SIZE
 from claimtrace.models.inputs import encode, make_rows
 from claimtrace.models.predict import load_classifier
 from claimtrace.models.table import (
@@ -41,7 +41,7 @@ def _stored_forward_calls(build) -> dict[str, np.ndarray]:
     """Every claim of the build on its retrieved evidence: its model input (``ids``) and the one
     real PyTorch forward call the build stored for it (``logits``), a batch of one in float32."""
     ids, logits = [], []
-    for split in C.SPLITS:
+    for split in SPLITS:
         encoded = build.inputs(split, "retrieved")
         verdicts = build.verdicts(split)
         ids.append(encoded.input_ids)
@@ -59,7 +59,7 @@ def test_table_matches_torch_float32_for_every_claim_alone(classifier, all_ids, 
     literal = alone_logits(model, sample).double().numpy()
     stored = _stored_forward_calls(demo_build)
     # the stacked computation (one encoder call for many claims) is one call per claim, in other shapes
-    assert np.abs(alone_logits_stacked(model, sample).double().numpy() - literal).max() < C.FLOAT32_AGREEMENT
+    assert np.abs(alone_logits_stacked(model, sample).double().numpy() - literal).max() < FLOAT32_AGREEMENT
     for float32_table in (False, True):
         for name, torch_logits, table_part in (
             ("literal", literal, classifier.table.logits(sample.numpy(), float32=float32_table)),
@@ -69,7 +69,7 @@ def test_table_matches_torch_float32_for_every_claim_alone(classifier, all_ids, 
             print(
                 f"max |table{'32' if float32_table else '64'} - torch float32 {name}| over {len(torch_logits)} claims: {error:.3g}"
             )
-            assert error < C.FLOAT32_AGREEMENT
+            assert error < FLOAT32_AGREEMENT
             assert (table_part.argmax(1) == torch_logits.argmax(1)).all()
 
 
@@ -88,9 +88,9 @@ def test_table_matches_torch_float64_for_a_spread_of_claims_alone(classifier, al
 
 
 def test_shipped_table_is_the_shipped_checkpoints(classifier):
-    path = ASSETS_DIR / C.TABLE_FILE
+    path = ASSETS_DIR / TABLE_FILE
     shipped = load_table(path)
-    assert shipped.g.shape == (C.VOCAB_SIZE, 4) and shipped.g.dtype == np.float64
+    assert shipped.g.shape == (VOCAB_SIZE, 4) and shipped.g.dtype == np.float64
     recomputed = export_table(classifier.model)
     np.testing.assert_allclose(shipped.g, recomputed.g, rtol=0, atol=1e-12)
     np.testing.assert_allclose(shipped.bias, recomputed.bias, rtol=0, atol=0)
@@ -101,8 +101,8 @@ def test_shipped_table_is_the_shipped_checkpoints(classifier):
     assert tensors["g_float32"].nbytes == 94_176  # the site's "94 KB table"
     assert np.array_equal(tensors["bias_float32"], shipped.bias.astype(np.float32))
     meta = table_metadata(path)
-    assert meta["checkpoint_sha256"] == sha256_file(ASSETS_DIR / C.CHECKPOINT_FILE)
-    assert meta["vocab_sha256"] == sha256_file(ASSETS_DIR / C.VOCAB_FILE)
+    assert meta["checkpoint_sha256"] == sha256_file(ASSETS_DIR / CHECKPOINT_FILE)
+    assert meta["vocab_sha256"] == sha256_file(ASSETS_DIR / VOCAB_FILE)
     # the shipped table is what the shipped classifier reads (not recomputed at load)
     assert np.array_equal(classifier.table.g, shipped.g)
 
@@ -110,7 +110,7 @@ def test_shipped_table_is_the_shipped_checkpoints(classifier):
 def test_a_trained_checkpoint_without_its_table_gets_one_computed(tmp_path, classifier):
     import shutil
 
-    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+    for name in (CHECKPOINT_FILE, VOCAB_FILE):
         shutil.copyfile(ASSETS_DIR / name, tmp_path / name)
     trained = load_classifier(tmp_path)
     np.testing.assert_allclose(trained.table.g, classifier.table.g, rtol=0, atol=1e-12)

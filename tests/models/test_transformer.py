@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import CHECKPOINT_FILE, PROVENANCE_FILE, VOCAB_SIZE
 from claimtrace.models.config import TransformerConfig
 from claimtrace.models.transformer import (
     TransformerClassifier,
@@ -28,7 +28,7 @@ from claimtrace.models.transformer import (
     sinusoidal_table,
 )
 
-SHIPPED = ASSETS_DIR / C.CHECKPOINT_FILE
+SHIPPED = ASSETS_DIR / CHECKPOINT_FILE
 
 
 # --- The notebook's class, re-typed from reading the notebook (cell "Transformer Model for
@@ -71,7 +71,7 @@ def notebook_model() -> NotebookTransformerModel:
 
     with warnings.catch_warnings():  # the notebook's enable_nested_tensor warning
         warnings.simplefilter("ignore")
-        return NotebookTransformerModel(C.VOCAB_SIZE, 256, 8, 6, 4, 0.1)
+        return NotebookTransformerModel(VOCAB_SIZE, 256, 8, 6, 4, 0.1)
 
 
 # --- The model ------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_notebook_class_loads_the_shipped_state_dict(data):
 
 
 def test_shipped_checkpoint_reproduces_its_recorded_dev_accuracy(data):
-    provenance = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    provenance = json.loads((ASSETS_DIR / PROVENANCE_FILE).read_text(encoding="utf-8"))
     best = provenance["history"][provenance["best_epoch"] - 1]
     assert best["saved"] and best["dev_accuracy"] == provenance["best_dev_accuracy"]
     # strictly greater: the kept epoch beats every earlier one, and no later one beats it

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import RETRIEVAL_VECTORIZER
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +24,9 @@ def test_fit_counts_is_fit_then_counts(demo_tags):
 
     _, padded, _ = demo_tags
     kept = [s for s in padded if s.split()]
-    once = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER)
+    once = NotebookTfidf(tokenizer=restem, batch_size=700, **RETRIEVAL_VECTORIZER)
     counts = once.fit_counts(kept)
-    twice = NotebookTfidf(tokenizer=restem, batch_size=700, **C.RETRIEVAL_VECTORIZER).fit(kept)
+    twice = NotebookTfidf(tokenizer=restem, batch_size=700, **RETRIEVAL_VECTORIZER).fit(kept)
     assert once.vocabulary_ == twice.vocabulary_ and np.array_equal(once.idf_, twice.idf_)
     expected = twice.counts(kept)
     assert (counts != expected).nnz == 0 and np.array_equal(counts.indptr, expected.indptr)

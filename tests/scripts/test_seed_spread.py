@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import PROTOCOLS
 from claimtrace.models.train import TrainingData, training_data
 from tests.conftest import REPO
 
@@ -39,12 +39,12 @@ def test_one_epoch_on_a_slice(seed_spread, data, tmp_path, monkeypatch):
         for run in entry["runs"].values():
             assert run["epochs"] == 1 and len(run["curve"]) == 1 and run["best_epoch"] in (None, 1)
             for evidence in ("gold", "retrieved"):
-                for protocol in C.PROTOCOLS:
+                for protocol in PROTOCOLS:
                     figure = run["dev"][evidence][protocol]
                     assert figure["claims"] == 16 and figure["accuracy"] == figure["correct"] / 16
                     assert figure["interval"][0] <= figure["accuracy"] <= figure["interval"][1]
         for evidence in ("gold", "retrieved"):
-            for protocol in C.PROTOCOLS:
+            for protocol in PROTOCOLS:
                 s = entry["spread"][evidence][protocol]
                 assert s["min"] <= s["mean"] <= s["max"] and s["sd"] >= 0 and s["seeds"] == [1, 42]
     # the LSTM never meets its batch-mates: both protocols give the same accuracy

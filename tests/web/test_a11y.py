@@ -83,7 +83,7 @@ def exported(web_tracer, tmp_path_factory) -> Path:
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("dev", "test"), only=("claim-871",))
+    write_site(None, out, site_data=web_tracer, splits=("dev", "test"), only=("claim-871",))
     return out
 
 

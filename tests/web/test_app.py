@@ -2,7 +2,7 @@
 against the stage functions, escaping, clear answers to bad input, and degrading when a stage
 is not built.
 
-Everything runs over the session's demo build (conftest ``demo_build``) and one shared Tracer.
+Everything runs over the session's demo build (conftest ``demo_build``) and one shared SiteData.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from claimtrace.data.files import course_file
 from claimtrace.evaluation.scoreboard import scoreboard_rows
@@ -26,8 +26,8 @@ from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import ASSETS, LLM_SCRIPTS, STATIC
-from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
-from claimtrace.workdir.reader import Build
+from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
+from claimtrace.workdir.reader import BuildReader
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
 
@@ -37,13 +37,13 @@ def _first(web_tracer, split, predicate):
     return next(cid for cid, record in records.items() if predicate(record))
 
 
-def _partial_copy(build: Build, root, leave_out: tuple[str, ...]) -> Build:
+def _partial_copy(build: BuildReader, root, leave_out: tuple[str, ...]) -> BuildReader:
     """A build whose files are the given one's (linked), less the top-level entries named."""
     root.mkdir()
     for entry in build.root.iterdir():
         if entry.name not in leave_out:
             (root / entry.name).symlink_to(entry)
-    return Build(root, build.data_dir)
+    return BuildReader(root, build.data_dir)
 
 
 # --- routes ----------------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     tagging = t["tagging"]
     summary = demo_build.tagging_summary()
     assert tagging["passage"]["id"] == claim.evidences[0] and tagging["passage"]["matches_build"]
-    assert len(tagging["passage"]["top"]) == C.TAGS_PER_PASSAGE
+    assert len(tagging["passage"]["top"]) == constants.TAGS_PER_PASSAGE
     assert [r["feature"] for r in tagging["passage"]["top"] if r["tag"]] and tagging["passage"]["tags"] == sorted(
         {r["feature"] for r in tagging["passage"]["top"] if r["tag"]}
     )
@@ -166,7 +166,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert retrieval["passed"] == record["passed"] == len(retrieval["passed_rows"])
     assert retrieval["fallback"] is False
     for row in retrieval["passed_rows"]:
-        assert row["cosine"] > C.COSINE_THRESHOLD and row["overlap"] > C.OVERLAP_THRESHOLD
+        assert row["cosine"] > constants.COSINE_THRESHOLD and row["overlap"] > constants.OVERLAP_THRESHOLD
         assert row["score"] == pytest.approx(2 * row["cosine"] + row["overlap"], abs=1e-12)
     returned = sorted((r for r in retrieval["passed_rows"] if r["returned"]), key=lambda r: r["kept_rank"])
     assert [r["id"] for r in returned] == record["evidences"]
@@ -184,13 +184,13 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
 
     # classifier: 128 ids, the decomposition sums to the logits
     c = t["classifier"]
-    assert c["real_tokens"] + c["pad_tokens"] == C.MAX_LEN == len(c["input_ids"])
+    assert c["real_tokens"] + c["pad_tokens"] == constants.MAX_LEN == len(c["input_ids"])
     parts = np.array(c["contributions"]["bias"]) + np.array(c["contributions"]["padding"]["contribution"])
     parts = parts + np.sum([tok["contribution"] for tok in c["contributions"]["tokens"]], axis=0)
     assert np.allclose(parts, c["alone"]["logits"], atol=1e-12)
     assert c["alone"]["max_abs_diff_table_vs_torch"] < 1e-5
-    assert c["alone"]["verdict"] == C.LABELS[int(np.argmax(c["alone"]["logits"]))]
-    assert len(c["notebook"]["neighbours"]) == C.BATCH_SIZE - 1
+    assert c["alone"]["verdict"] == constants.LABELS[int(np.argmax(c["alone"]["logits"]))]
+    assert len(c["notebook"]["neighbours"]) == constants.BATCH_SIZE - 1
     assert c["architecture"]["embedding"] == 256 and c["architecture"]["layers"] == 6
 
 
@@ -207,7 +207,7 @@ def test_classifier_section_shows_the_builds_model_input_and_verdicts(web_tracer
         assert got["input_ids"] == ids.tolist()
         assert got["text"] == encoded.texts[encoded.claim_ids.index(claim_id)]
         assert got["tokens"] == [classifier.vocab.tokens[i] for i in ids.tolist()]
-        assert got["real_tokens"] == int((ids != classifier.vocab.tokens.index(C.PAD)).sum())
+        assert got["real_tokens"] == int((ids != classifier.vocab.tokens.index(constants.PAD)).sum())
         assert np.allclose(got["alone"]["logits"], classifier.table.logits(ids[None, :])[0], rtol=0, atol=1e-12)
         retrieved = stored[claim_id]["retrieved"]
         assert got["notebook"]["logits"] == retrieved["notebook"]["logits"]
@@ -219,7 +219,7 @@ def test_a_fallback_claim_says_so(web_client, web_tracer):
     claim_id = _first(web_tracer, "dev", lambda r: r["fallback"])
     t = web_client.get(f"/claim/{claim_id}.json").json()
     assert t["retrieval"]["fallback"] and t["retrieval"]["passed"] == 0 and t["retrieval"]["passed_rows"] == []
-    assert len(t["retrieval"]["evidences"]) == C.MAX_EVIDENCES
+    assert len(t["retrieval"]["evidences"]) == constants.MAX_EVIDENCES
     page = web_client.get(f"/claim/{claim_id}.html").text
     assert "nothing passed" in page and "the fallback applied" in page
 
@@ -228,7 +228,7 @@ def test_train_and_test_claims_have_pages(web_client, web_tracer):
     test_id = list(web_tracer.claims("test"))[3]
     t = web_client.get(f"/claim/{test_id}.json").json()
     assert t["claim"]["split"] == "test" and t["claim"]["label"] is None and t["retrieval"]["scores"] is None
-    assert t["classifier"]["gold_evidence"] is None and t["classifier"]["notebook"]["verdict"] in C.LABELS
+    assert t["classifier"]["gold_evidence"] is None and t["classifier"]["notebook"]["verdict"] in constants.LABELS
     page = web_client.get(f"/claim/{test_id}.html").text
     assert "unlabelled (test)" in page and "Test claims have no gold list" in page
     train_id = list(web_tracer.claims("train"))[17]
@@ -257,7 +257,7 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
     assert x["split"] == "dev" and x["labelled"] and len(x["claims"]) == len(claims) == 154
     assert [row["id"] for row in x["claims"]] == list(claims)
     for source in ("gold", "retrieved"):
-        for protocol in C.PROTOCOLS:
+        for protocol in constants.PROTOCOLS:
             cell = x["accuracy"][source][protocol]
             matrix = np.array(cell["confusion"])
             assert matrix.shape == (4, 4) and matrix.sum() == 154 and np.trace(matrix) == cell["correct"]
@@ -268,7 +268,7 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
     page = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]
     assert row["retrieved"] == {"alone": page["alone"]["verdict"], "notebook": page["notebook"]["verdict"]}
     assert x["fallbacks"] == sum(r["fallback"] for r in x["claims"])
-    assert set(x["course_scores"]) == set(C.PROTOCOLS)
+    assert set(x["course_scores"]) == set(constants.PROTOCOLS)
     assert x["course_scores"]["alone"]["F"] == pytest.approx(np.mean([r["F"] for r in x["claims"]]))
     html = web_client.get("/explore/dev.html").text
     # the claims go to app.js as compact rows (it draws the table a page at a time)
@@ -291,14 +291,14 @@ def test_explore_test_split_is_unlabelled(web_client):
 def test_a_split_still_computing_answers_202_not_a_wait(web_tracer):
     """Explore of a split whose notebook protocol is not computed yet answers at once."""
     release = threading.Event()
-    tracer = Tracer(web_tracer.build)
+    site_data = SiteData(web_tracer.build)
 
     def slow_explore(split):
         release.wait(10)
         return {"split": split}
 
-    tracer.explore = slow_explore
-    app = create_app(tracer=tracer)
+    site_data.explore = slow_explore
+    app = create_app(site_data=site_data)
     app.state.explore_wait = 0.2
     with TestClient(app) as client:
         page = client.get("/explore/train.html")
@@ -315,9 +315,9 @@ def test_live_trace_of_any_text(web_client):
     t = web_client.post("/api/trace", json={"text": "Arctic sea ice is not melting."}).json()
     assert t["claim"]["kind"] == "text" and t["claim"]["id"] is None
     assert t["preprocess"]["stems"] == preprocess("Arctic sea ice is not melting.").stems
-    assert t["retrieval"]["status"] == "ok" and 1 <= len(t["retrieval"]["evidences"]) <= C.MAX_EVIDENCES
+    assert t["retrieval"]["status"] == "ok" and 1 <= len(t["retrieval"]["evidences"]) <= constants.MAX_EVIDENCES
     assert t["retrieval"]["scores"] is None
-    assert t["classifier"]["notebook"] is None and t["classifier"]["alone"]["verdict"] in C.LABELS
+    assert t["classifier"]["notebook"] is None and t["classifier"]["alone"]["verdict"] in constants.LABELS
     same = web_client.get("/api/trace", params={"text": "Arctic sea ice is not melting."}).json()
     assert same["classifier"]["alone"] == t["classifier"]["alone"]
     form = web_client.post("/live", data={"text": "Arctic sea ice is not melting."})
@@ -407,7 +407,7 @@ def test_huge_text_gets_a_clear_413(web_client):
     longest = web_client.post("/api/trace", json={"text": huge[:MAX_TEXT_CHARS]})
     assert longest.status_code == 200
     c = longest.json()["classifier"]
-    assert c["truncated"] and c["real_tokens"] == C.MAX_LEN and c["pad_tokens"] == 0
+    assert c["truncated"] and c["real_tokens"] == constants.MAX_LEN and c["pad_tokens"] == 0
 
 
 @pytest.mark.parametrize(
@@ -426,8 +426,8 @@ def test_non_english_and_odd_input_get_an_answer(web_client, text):
     response = web_client.post("/api/trace", json={"text": text})
     assert response.status_code == 200
     t = response.json()
-    assert t["classifier"]["alone"]["verdict"] in C.LABELS
-    assert 1 <= len(t["retrieval"]["evidences"]) <= C.MAX_EVIDENCES
+    assert t["classifier"]["alone"]["verdict"] in constants.LABELS
+    assert 1 <= len(t["retrieval"]["evidences"]) <= constants.MAX_EVIDENCES
     if not t["preprocess"]["stems"]:
         assert t["retrieval"]["fallback"] and any("No word survived" in n for n in t["notes"])
     page = web_client.get("/live", params={"text": text})
@@ -471,10 +471,10 @@ def test_table_json_is_the_exact_table_in_float32(web_client, web_tracer):
     table = web_client.get("/api/table.json").json()
     classifier = web_tracer.build.classifier()
     g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").reshape(table["shape"])
-    assert g.shape == (C.VOCAB_SIZE, 4) and g.nbytes == table["g_float32_bytes"] == 94_176
+    assert g.shape == (constants.VOCAB_SIZE, 4) and g.nbytes == table["g_float32_bytes"] == 94_176
     assert np.array_equal(g, classifier.table.g.astype(np.float32))
     assert table["bias"] == classifier.table.bias.tolist() and table["vocab"] == classifier.vocab.tokens
-    assert table["labels"] == list(C.LABELS) and table["max_len"] == C.MAX_LEN
+    assert table["labels"] == list(constants.LABELS) and table["max_len"] == constants.MAX_LEN
 
 
 # --- degrading -------------------------------------------------------------------------------------
@@ -482,8 +482,8 @@ def test_table_json_is_the_exact_table_in_float32(web_client, web_tracer):
 
 def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
     (tmp_path / "nothing-built").mkdir()
-    tracer = Tracer(Build(tmp_path / "nothing-built", data_dir))
-    with TestClient(create_app(tracer=tracer)) as client:
+    site_data = SiteData(BuildReader(tmp_path / "nothing-built", data_dir))
+    with TestClient(create_app(site_data=site_data)) as client:
         t = client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
         assert t["preprocess"]["status"] == "ok"
         for section in ("tagging", "vectorisation", "retrieval", "classifier"):
@@ -508,7 +508,7 @@ def test_a_build_still_running_says_its_pages_are_being_built_and_they_reload(de
     meta-refresh rule), its JSON twin saying so; inline notes say the build is making it. Once
     the build lets go, the same page names the command instead, and asks no more."""
     from claimtrace.web.app import BEING_BUILT_REFRESH
-    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.builder import workdir_lock
     from claimtrace.workdir.layout import BEING_BUILT
 
     partial = _partial_copy(demo_build, tmp_path / "work", ("sweep", "scoreboard.json", "manifest.json"))
@@ -565,10 +565,10 @@ def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tr
     # another claim has no claim-752 pairs
     other = web_client.get("/claim/claim-375.json").json()
     assert "passed" not in other["retrieval"]["course"] and "real_tokens" not in other["classifier"]["course"]
-    assert course.is_course_corpus({"kind": "evidence", "md5": C.EVIDENCE_MD5, "passages": 1})
-    assert course.is_course_corpus({"kind": "evidence", "source": "x", "passages": C.EVIDENCE_PASSAGES})
-    assert not course.is_course_corpus({"kind": "demo", "source": "x", "passages": C.EVIDENCE_PASSAGES})
-    assert "should coincide" in course.corpus_note({"kind": "evidence", "md5": C.EVIDENCE_MD5})["note"]
+    assert course.is_course_corpus({"kind": "evidence", "md5": constants.EVIDENCE_MD5, "passages": 1})
+    assert course.is_course_corpus({"kind": "evidence", "source": "x", "passages": constants.EVIDENCE_PASSAGES})
+    assert not course.is_course_corpus({"kind": "demo", "source": "x", "passages": constants.EVIDENCE_PASSAGES})
+    assert "should coincide" in course.corpus_note({"kind": "evidence", "md5": constants.EVIDENCE_MD5})["note"]
 
 
 def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_client, web_tracer):
@@ -594,9 +594,9 @@ def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_c
                 assert row["stopped_by"] == "fallback" and "below the sixth" in row["why"]
             elif shared == 0:
                 assert row["stopped_by"] == "no shared tag"
-            elif cosine <= C.COSINE_THRESHOLD:
+            elif cosine <= constants.COSINE_THRESHOLD:
                 assert row["stopped_by"] == "cosine"
-            elif overlap <= C.OVERLAP_THRESHOLD:
+            elif overlap <= constants.OVERLAP_THRESHOLD:
                 assert row["stopped_by"] == "overlap"
             else:
                 assert row["stopped_by"] in ("max shared", "past the sixth")
@@ -664,7 +664,7 @@ def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, w
     """Each split's download, against independent facts: the course file's claims (in file
     order), the build's retrieval records and its stored verdicts (read from their files)."""
     work = web_tracer.build.work
-    for split in C.SPLITS:
+    for split in constants.SPLITS:
         answer = web_client.get(f"/predictions/{split}.json")
         assert answer.status_code == 200
         claims = json.loads(course_file(data_dir, split).read_text(encoding="utf-8"))
@@ -749,13 +749,13 @@ def test_stems_of_stems_are_shown_where_they_decide_a_shared_tag(web_client):
 
 def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
     """``--prerender``: once warm, every claim page is rendered and kept; a request for one is
-    then answered from the copy (the tracer is not asked again), byte for byte the page a
+    then answered from the copy (the site data is not asked again), byte for byte the page a
     request would have made."""
-    tracer = Tracer(demo_build)
-    few = {split: dict(list(tracer.claims(split).items())[:3]) for split in ("dev", "train", "test")}
-    monkeypatch.setattr(tracer, "claims", lambda split: few[split])
-    monkeypatch.setattr(tracer, "warm", lambda: None)
-    app = create_app(tracer=tracer, warm=True, prerender=True)
+    site_data = SiteData(demo_build)
+    few = {split: dict(list(site_data.claims(split).items())[:3]) for split in ("dev", "train", "test")}
+    monkeypatch.setattr(site_data, "claims", lambda split: few[split])
+    monkeypatch.setattr(site_data, "warm", lambda: None)
+    app = create_app(site_data=site_data, warm=True, prerender=True)
     deadline = time.monotonic() + 120
     while not app.state.warmth["warm"]:
         assert time.monotonic() < deadline, app.state.warmth
@@ -763,12 +763,12 @@ def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
     assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True, "typed_ready": True}
     kept = dict(app.state.warmth)
     asked = []
-    original = tracer.trace
-    monkeypatch.setattr(tracer, "trace", lambda cid: asked.append(cid) or original(cid))
+    original = site_data.trace
+    monkeypatch.setattr(site_data, "trace", lambda cid: asked.append(cid) or original(cid))
     with TestClient(app) as client:
         claim_id = next(iter(few["dev"]))
         page = client.get(f"/claim/{claim_id}.html")
         assert page.status_code == 200 and asked == []
         assert client.get("/api/build.json").json()["server"] == {**kept, "process": os.getpid()}
-    fresh = TestClient(create_app(tracer=tracer)).get(f"/claim/{claim_id}.html")  # rendered on request
+    fresh = TestClient(create_app(site_data=site_data)).get(f"/claim/{claim_id}.html")  # rendered on request
     assert fresh.content == page.content

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import LABELS, MAX_LEN
 from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from tests.web.conftest import ARTIFACTS
 
@@ -103,16 +103,16 @@ def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
     assert not page.problems, page.problems
 
 
-def _verdict_changer(tracer) -> str:
+def _verdict_changer(site_data) -> str:
     """A model input whose claim-alone verdict differs from claim-752's: one vocabulary word
     repeated to fill the input (found with the table, so it holds for any checkpoint)."""
-    classifier = tracer.build.classifier()
-    original = tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
+    classifier = site_data.build.classifier()
+    original = site_data.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
     vocab = classifier.vocab.tokens
     for token_id in range(4, len(vocab)):
-        ids = [1] + [token_id] * (C.MAX_LEN - 2) + [2]
-        if C.LABELS[int(np.argmax(classifier.table.logits(np.array(ids))))] != original:
-            return " ".join([vocab[token_id]] * (C.MAX_LEN - 2))
+        ids = [1] + [token_id] * (MAX_LEN - 2) + [2]
+        if LABELS[int(np.argmax(classifier.table.logits(np.array(ids))))] != original:
+            return " ".join([vocab[token_id]] * (MAX_LEN - 2))
     pytest.fail("no single word changes claim-752's verdict with this checkpoint")
 
 
@@ -131,7 +131,7 @@ def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_t
     changer = _verdict_changer(web_tracer)
     page.fill("#model-input", changer)
     new = page.locator("#editor-out .verdict").first.inner_text()
-    assert new != server["verdict"] and new in C.LABELS
+    assert new != server["verdict"] and new in LABELS
     assert "changed" in page.locator("#editor-out").inner_text()
     assert requests == []  # recomputed in the browser, no server call
     page.click("#reset-input")
@@ -139,7 +139,7 @@ def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_t
 
     # unknown words become <unk>; the input is cut at 128 tokens
     result = page.evaluate("window.claimtrace.recompute('zzzunknownword ' + 'warm '.repeat(300))")
-    assert result["unknown"] == 1 and result["real"] == C.MAX_LEN and result["pads"] == 0
+    assert result["unknown"] == 1 and result["real"] == MAX_LEN and result["pads"] == 0
     assert not page.problems, page.problems
 
 
@@ -222,7 +222,7 @@ def test_static_site_works_from_files(page, web_tracer, tmp_path):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, splits=("dev",), limit=3)
+    write_site(None, out, site_data=web_tracer, splits=("dev",), limit=3)
     page.goto((out / "index.html").as_uri())
     assert "most expensive electricity" in page.locator("h1").inner_text()
     page.click("header nav >> text=Explore")
@@ -302,7 +302,7 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, limit=2)
+    write_site(None, out, site_data=web_tracer, limit=2)
     start = (out / "index.html").as_uri()
     seen, queue = {start}, [start]
     while queue:
@@ -361,7 +361,7 @@ def test_static_claim_page_shows_what_the_servers_shows(page, web_server, web_tr
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, splits=("dev",), limit=3)
+    write_site(None, out, site_data=web_tracer, splits=("dev",), limit=3)
     assert list(web_tracer.claims("dev"))[:2] == [WALKTHROUGH_CLAIM, "claim-375"]
     parts = [
         "header.top",
@@ -440,7 +440,7 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
     waiting page at 1280 and 390 px go to test-artifacts/."""
     from claimtrace.web import app as app_module
     from claimtrace.web.app import create_app
-    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.builder import workdir_lock
     from tests.web.conftest import AXE, serving, violations
     from tests.web.test_app import _partial_copy
 

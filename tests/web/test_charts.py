@@ -187,7 +187,7 @@ def test_every_bar_of_the_static_export_is_drawn_to_scale(viewport_page, web_tra
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("dev",), only=CLAIMS)
+    write_site(None, out, site_data=web_tracer, splits=("dev",), only=CLAIMS)
     page = viewport_page(width)
     for claim_id in CLAIMS:
         page.goto((out / "claim" / f"{claim_id}.html").as_uri(), wait_until="load")
@@ -221,7 +221,7 @@ def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_se
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("dev",), only=CLAIMS)
+    write_site(None, out, site_data=web_tracer, splits=("dev",), only=CLAIMS)
     page = viewport_page(1280)
 
     def texts() -> dict[str, str]:
@@ -249,7 +249,7 @@ def test_explore_train_is_light_served_and_exported(viewport_page, web_server, w
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("train",), limit=1)
+    write_site(None, out, site_data=web_tracer, splits=("train",), limit=1)
     fallbacks = sum(r["fallback"] for r in web_tracer.build.retrieval("train").values())
     page = viewport_page(1280)
     for url in (f"{web_server}/explore/train.html", (out / "explore" / "train.html").as_uri()):
@@ -315,7 +315,7 @@ def _explore_dev_pages(web_server, web_tracer, tmp_path_factory) -> dict[str, st
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("dev",), only=("claim-871",))
+    write_site(None, out, site_data=web_tracer, splits=("dev",), only=("claim-871",))
     return {"served": f"{web_server}/explore/dev.html", "exported": (out / "explore" / "dev.html").as_uri()}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from claimtrace.data import files as data
 from claimtrace.web.app import create_app
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from tests.web.conftest import serving
 
 #: What the class folder's odd files are set aside for (file -> the start of its line).
@@ -66,16 +66,16 @@ def class_folder(tmp_path_factory, data_dir, demo_build) -> Path:
 
 @pytest.fixture(scope="module")
 def class_tracer(demo_build, class_folder):
-    tracer = Tracer(demo_build)
-    tracer.runs.give_all([(str(class_folder), None)])
-    return tracer
+    site_data = SiteData(demo_build)
+    site_data.runs.give_all([(str(class_folder), None)])
+    return site_data
 
 
 @pytest.fixture(scope="module")
 def class_client(class_tracer):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(tracer=class_tracer)) as client:
+    with TestClient(create_app(site_data=class_tracer)) as client:
         yield client
 
 
@@ -176,7 +176,7 @@ def test_no_page_of_the_class_answers_500(class_client, class_tracer):
 def test_a_server_without_runs_has_an_empty_class_page(demo_build):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(tracer=Tracer(demo_build))) as client:
+    with TestClient(create_app(site_data=SiteData(demo_build))) as client:
         page = client.get("/compare/class.json").json()
         assert page["totals"]["runs"] == 0 and page["claims"] == []
         assert "No dev run yet" in client.get("/compare/class.html").text
@@ -194,7 +194,7 @@ def _main_words(html: str) -> str:
 def test_the_export_writes_the_class_page_with_the_same_words(class_tracer, class_client, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, splits=["dev"], tracer=class_tracer, limit=2)
+    write_site(None, tmp_path, splits=["dev"], site_data=class_tracer, limit=2)
     exported = (tmp_path / "compare" / "class.html").read_text(encoding="utf-8")
     served = class_client.get("/compare/class.html").text
     assert _main_words(exported) == _main_words(served)
@@ -204,7 +204,7 @@ def test_the_export_writes_the_class_page_with_the_same_words(class_tracer, clas
 def test_an_export_without_dev_runs_writes_no_class_page(demo_build, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, splits=["test"], tracer=Tracer(demo_build), limit=1)
+    write_site(None, tmp_path, splits=["test"], site_data=SiteData(demo_build), limit=1)
     assert not (tmp_path / "compare" / "class.html").exists()
 
 
@@ -213,7 +213,7 @@ def test_an_export_without_dev_runs_writes_no_class_page(demo_build, tmp_path):
 
 @pytest.fixture(scope="module")
 def class_server(class_tracer):
-    with serving(create_app(tracer=class_tracer)) as base:
+    with serving(create_app(site_data=class_tracer)) as base:
         yield base
 
 
@@ -222,7 +222,7 @@ def class_export(class_tracer, tmp_path_factory):
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("class-site")
-    write_site(None, out, splits=["dev"], tracer=class_tracer, limit=2)
+    write_site(None, out, splits=["dev"], site_data=class_tracer, limit=2)
     return out
 
 

@@ -195,9 +195,9 @@ def partial_copy(build_root, root, state: str):
 
 def _client(root, data_dir):
     from claimtrace.web.app import create_app
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
-    app = create_app(Build(root, data_dir))
+    app = create_app(BuildReader(root, data_dir))
     app.state.explore_wait = 120  # the answer itself, not "being computed"
     return TestClient(app, raise_server_exceptions=False)
 

@@ -35,7 +35,7 @@ def provider():
 @pytest.fixture(scope="module")
 def site(web_tracer, provider):
     origin = f"http://127.0.0.1:{provider.port}"
-    with serving(create_app(tracer=web_tracer, llm_origins=(origin,))) as base:
+    with serving(create_app(site_data=web_tracer, llm_origins=(origin,))) as base:
         yield base
 
 
@@ -242,7 +242,7 @@ def test_the_pages_statistics_are_the_evaluation_layers(page, site):
 
 def test_anthropics_wire_format_and_a_wrong_key_failed_not_scored(browser, web_tracer):
     with FakeProvider("anthropic", expected_key=KEY) as fake:
-        app = create_app(tracer=web_tracer, llm_origins=(fake.anthropic_base_url,))
+        app = create_app(site_data=web_tracer, llm_origins=(fake.anthropic_base_url,))
         with serving(app) as base:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()

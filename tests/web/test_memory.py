@@ -7,10 +7,10 @@ def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch
     """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
     (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
     from claimtrace.web import memory
-    from claimtrace.web import tracer as tracer_module
+    from claimtrace.web import site_data as site_data_module
 
     released = []
-    monkeypatch.setattr(tracer_module, "release_memory", lambda: released.append(1))
+    monkeypatch.setattr(site_data_module, "release_memory", lambda: released.append(1))
     monkeypatch.setattr(web_tracer, "release_every", 3)
     for i in range(7):
         web_tracer.trace_text(f"sea level rising {i}")
@@ -75,14 +75,14 @@ def test_warm_up_freezes_only_where_asked(demo_build, monkeypatch):
     """A server process of its own (serve, its workers) freezes once warm; an app made in a test
     or for the static export does not."""
     from claimtrace.web import app as app_module
-    from claimtrace.web.tracer import Tracer
+    from claimtrace.web.site_data import SiteData
 
     frozen = []
     monkeypatch.setattr(app_module, "keep_out_of_collections", lambda: frozen.append(1))
     for freeze in (False, True):
-        tracer = Tracer(demo_build)
-        monkeypatch.setattr(tracer, "warm", lambda: None)
-        app = app_module.create_app(tracer=tracer)
+        site_data = SiteData(demo_build)
+        monkeypatch.setattr(site_data, "warm", lambda: None)
+        app = app_module.create_app(site_data=site_data)
         app_module.warm_up(app, app_module.AnswerCache(), prerender=False, freeze=freeze)
         assert app.state.warmth["typed_ready"] and app.state.warmth.get("frozen", False) == freeze
     assert frozen == [1]

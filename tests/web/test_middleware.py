@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from claimtrace.web.app import create_app
-from claimtrace.web.tracer import Tracer
-from claimtrace.workdir.reader import Build
+from claimtrace.web.site_data import SiteData
+from claimtrace.workdir.reader import BuildReader
 
 PAGES = ["/", "/index.html", "/claim/claim-752.html", "/explore/dev.html", "/live.html", "/live", "/explore"]
 
@@ -96,7 +96,7 @@ def test_a_damaged_build_file_is_a_503_naming_it(demo_build, tmp_path):
     content = verdicts.read_bytes()
     verdicts.unlink()
     verdicts.write_bytes(content[: len(content) // 2])
-    with TestClient(create_app(tracer=Tracer(Build(work, demo_build.data_dir)))) as client:
+    with TestClient(create_app(site_data=SiteData(BuildReader(work, demo_build.data_dir)))) as client:
         page = client.get("/claim/claim-752.html")
         assert page.status_code == 503 and "classifier/dev.json" in page.text and "claimtrace build" in page.text
         data = client.get("/claim/claim-752.json")
@@ -113,11 +113,11 @@ def test_a_damaged_build_file_is_a_503_naming_it(demo_build, tmp_path):
 def test_a_page_already_served_is_answered_without_the_tracer(web_tracer):
     """A walkthrough page, once served, is answered from its copy (under load it stays instant
     while new traces wait); an answer that is not a 200 is never kept."""
-    app = create_app(tracer=Tracer(web_tracer.build))
+    app = create_app(site_data=SiteData(web_tracer.build))
     with TestClient(app) as client:
         first = client.get("/claim/claim-752.json")
         assert client.get("/claim/claim-9999.json").status_code == 404
-        app.state.tracer.trace = None  # any call to it would now fail
+        app.state.site_data.trace = None  # any call to it would now fail
         again = client.get("/claim/claim-752.json")
         assert again.status_code == 200 and again.content == first.content
         assert again.headers["x-frame-options"] == "DENY"
@@ -152,7 +152,7 @@ def test_a_flipped_byte_in_the_passage_store_is_a_503_not_a_500(demo_build, tmp_
     texts = work / "corpus" / "texts.bin"
     _flip(texts, texts.stat().st_size // 2)
     with TestClient(
-        create_app(tracer=Tracer(Build(work, demo_build.data_dir))), raise_server_exceptions=False
+        create_app(site_data=SiteData(BuildReader(work, demo_build.data_dir))), raise_server_exceptions=False
     ) as client:
         for path in ("/claim/claim-2214.html", "/claim/claim-752.json", "/live.json?text=glaciers"):
             answer = client.get(path)
@@ -166,7 +166,7 @@ def test_a_bug_in_a_route_is_a_500_page_with_the_headers(web_tracer, monkeypatch
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    app = create_app(tracer=web_tracer)
+    app = create_app(site_data=web_tracer)
     monkeypatch.setattr(app.state.site.renderer, "live_page", broken)
     with TestClient(app, raise_server_exceptions=False) as client:
         answer = client.get("/live?text=x")
@@ -185,7 +185,7 @@ def test_row_predictions_over_a_damaged_file_are_a_503_without_machine_paths(dem
     else:
         (work / "manifest.json").write_text("{garbled", encoding="utf-8")
     with TestClient(
-        create_app(tracer=Tracer(Build(work, demo_build.data_dir))), raise_server_exceptions=False
+        create_app(site_data=SiteData(BuildReader(work, demo_build.data_dir))), raise_server_exceptions=False
     ) as client:
         answer = client.get("/predictions/test/bm25+intended+notebook.json")
         assert answer.status_code == 503, (answer.status_code, answer.text[:300])

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import PROTOCOLS
 
 
 def test_explore_pictures_are_drawn_from_the_data(web_client):
@@ -22,7 +22,7 @@ def test_explore_pictures_are_drawn_from_the_data(web_client):
     maps = page.count('<svg class="picture heat"')
     assert maps == 4
     for source in ("gold", "retrieved"):
-        for protocol in C.PROTOCOLS:
+        for protocol in PROTOCOLS:
             never = never_predicted(x["accuracy"][source][protocol]["confusion"])
             if never:
                 assert f"Never predicted: {', '.join(never)}" in page

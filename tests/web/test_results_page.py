@@ -36,7 +36,7 @@ def addresses(web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, tracer=web_tracer, splits=("dev",), only=("claim-871",))
+    write_site(None, out, site_data=web_tracer, splits=("dev",), only=("claim-871",))
     return {"served": f"{web_server}/results.html", "exported": (out / "results.html").as_uri()}
 
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from claimtrace.web.app import create_app
 from claimtrace.web.pages import Page
 from claimtrace.web.routes import MAX_BODY_BYTES, page_router, site_routers
-from claimtrace.web.tracer import MAX_TEXT_CHARS
+from claimtrace.web.site_data import MAX_TEXT_CHARS
 
 #: The site's page addresses, in the order the server tries them (the static files come first,
 #: the actions last: a typed claim posted, an uploaded run, /claim's redirect).
@@ -82,11 +82,11 @@ def test_a_new_page_is_one_entry(web_tracer):
         "shelf",
         "shelf/{key}.html",
         "shelf/{key}.json",
-        data=lambda tracer, key: {"shelf": key, "claims": len(tracer.claims(key))},
+        data=lambda site_data, key: {"shelf": key, "claims": len(site_data.claims(key))},
         template=lambda renderer, data, root: f"<p>{data['shelf']}: {data['claims']} claims ({root or '.'})</p>",
-        keys=lambda tracer, claim_ids: list(claim_ids),
+        keys=lambda site_data, claim_ids: list(claim_ids),
     )
-    app = create_app(tracer=web_tracer)
+    app = create_app(site_data=web_tracer)
     app.include_router(page_router(shelf))
     with TestClient(app) as client:
         assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": len(web_tracer.claims("dev"))}

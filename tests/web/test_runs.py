@@ -15,7 +15,7 @@ from claimtrace.data import files as data
 from claimtrace.evaluation.audit import report_path
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web.app import create_app
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from tests.web.conftest import serving
 
 BASELINE = "course baseline"
@@ -28,17 +28,17 @@ def baseline_path(data_dir):
 
 @pytest.fixture(scope="module")
 def compare_tracer(demo_build, baseline_path):
-    """A tracer of its own (the shared one has no runs), with the course's baseline given."""
-    tracer = Tracer(demo_build)
-    tracer.runs.give_all([(str(baseline_path), BASELINE)])
-    return tracer
+    """A site_data of its own (the shared one has no runs), with the course's baseline given."""
+    site_data = SiteData(demo_build)
+    site_data.runs.give_all([(str(baseline_path), BASELINE)])
+    return site_data
 
 
 @pytest.fixture(scope="module")
 def client(compare_tracer):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(tracer=compare_tracer)) as client:
+    with TestClient(create_app(site_data=compare_tracer)) as client:
         yield client
 
 
@@ -154,11 +154,11 @@ def test_an_odd_upload_the_course_scorer_scores_is_compared_and_audited(client, 
 def _store_app(demo_build, store):
     from fastapi.testclient import TestClient
 
-    return TestClient(create_app(tracer=Tracer(demo_build, store)))
+    return TestClient(create_app(site_data=SiteData(demo_build, store)))
 
 
 def test_an_upload_to_one_process_is_served_by_another_and_after_a_restart(demo_build, data_dir, tmp_path):
-    from claimtrace.compare.store import RunStore
+    from claimtrace.compare.run_store import RunStore
 
     path = tmp_path / "demo.runs.sqlite"
     raw = data.course_file(data_dir, "baseline").read_bytes()
@@ -173,7 +173,7 @@ def test_an_upload_to_one_process_is_served_by_another_and_after_a_restart(demo_
 
 
 def test_an_evicted_run_is_said_to_be_evicted(demo_build, data_dir, tmp_path):
-    from claimtrace.compare.store import RunStore
+    from claimtrace.compare.run_store import RunStore
 
     raw = data.course_file(data_dir, "baseline").read_bytes()
     smaller = json.dumps({"claim-752": {"claim_label": "SUPPORTS", "evidences": []}}).encode()
@@ -245,7 +245,7 @@ def test_a_run_as_accurate_as_always_supports_is_said_so(demo_build, data_dir, t
         claim["claim_label"] = "SUPPORTS"
     path = tmp_path / "supports.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    runs = Tracer(demo_build).runs
+    runs = SiteData(demo_build).runs
     page = runs.report(runs.give(path, "supports"))
     same = page["intervals"]["same_a"]
     supports = page["statistics"]["figures"]["baseline:always-SUPPORTS"]["A"]["successes"]
@@ -259,7 +259,7 @@ def test_a_run_s_statistics_are_computed_once(demo_build, baseline_path, monkeyp
     calls = []
     real = compare_runs.run_statistics
     monkeypatch.setattr(compare_runs, "run_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
-    runs = Tracer(demo_build).runs
+    runs = SiteData(demo_build).runs
     run = runs.give(baseline_path, BASELINE)
     first = runs.report(run)
     assert runs.report(run) is first and runs.box(run, "claim-752") is not None
@@ -270,7 +270,7 @@ def test_a_run_s_statistics_are_computed_once(demo_build, baseline_path, monkeyp
 def test_a_test_run_has_no_statistics(demo_build, tmp_path):
     path = tmp_path / "test.json"
     path.write_text(json.dumps(demo_build.course_predictions("test")), encoding="utf-8")
-    runs = Tracer(demo_build).runs
+    runs = SiteData(demo_build).runs
     page = runs.report(runs.give(path, "test run"))
     assert "statistics" not in page and "intervals" not in page
     index = runs.index()
@@ -285,7 +285,7 @@ def test_the_index_ranks_dev_runs_with_intervals_and_neighbours_told_apart(
     calls = []
     real = web_runs.class_statistics
     monkeypatch.setattr(web_runs, "class_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
-    runs = Tracer(demo_build).runs
+    runs = SiteData(demo_build).runs
     runs.give(baseline_path, BASELINE)
     one = runs.index()
     assert runs.index()["statistics"] is one["statistics"] and len(calls) == 1  # cached
@@ -342,7 +342,7 @@ def test_the_index_json_carries_the_statistics(client):
 
 @pytest.fixture(scope="module")
 def compare_server(compare_tracer):
-    with serving(create_app(tracer=compare_tracer)) as base:
+    with serving(create_app(site_data=compare_tracer)) as base:
         yield base
 
 
@@ -385,7 +385,7 @@ def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
 def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, digest, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path / "site", splits=["dev"], tracer=compare_tracer, limit=3)
+    write_site(None, tmp_path / "site", splits=["dev"], site_data=compare_tracer, limit=3)
     claim_page = (tmp_path / "site" / "claim" / "claim-752.html").as_uri()
     page = browser.new_page(viewport={"width": 390, "height": 900})
     page.goto(claim_page)
@@ -434,21 +434,21 @@ def test_the_runs_stay_when_the_server_reloads_a_completed_build(demo_build, bas
     from claimtrace.web.app import reload_site
     from claimtrace.web.middleware import AnswerCache
 
-    tracer = Tracer(demo_build)
-    tracer.runs.give_all([(str(baseline_path), BASELINE)])
-    app = create_app(tracer=tracer)
+    site_data = SiteData(demo_build)
+    site_data.runs.give_all([(str(baseline_path), BASELINE)])
+    app = create_app(site_data=site_data)
     reload_site(app, AnswerCache())
-    assert app.state.tracer is not tracer and app.state.tracer.runs.get(BASELINE) is not None
-    assert app.state.tracer.runs.build is app.state.tracer.build
+    assert app.state.site_data is not site_data and app.state.site_data.runs.get(BASELINE) is not None
+    assert app.state.site_data.runs.build is app.state.site_data.build
 
 
 @pytest.fixture(scope="module")
 def compare_export(compare_tracer, tmp_path_factory):
-    """The static export of the compare tracer's runs (three claim pages: a preview)."""
+    """The static export of the compare site_data's runs (three claim pages: a preview)."""
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("compare-site")
-    write_site(None, out, splits=["dev"], tracer=compare_tracer, limit=3)
+    write_site(None, out, splits=["dev"], site_data=compare_tracer, limit=3)
     return out
 
 

@@ -28,7 +28,7 @@ def test_worker_settings_travel_through_the_environment(demo_build, data_dir, mo
         app_from_environment()
     WorkerSettings(demo_build.root, data_dir, False).export()
     app = app_from_environment()
-    assert app.state.tracer.build.root == demo_build.root
+    assert app.state.site_data.build.root == demo_build.root
 
 
 # --- slowloris -------------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer, monkeypat
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(server_config(create_app(tracer=web_tracer), port, lifespan="off"))
+    server = uvicorn.Server(server_config(create_app(site_data=web_tracer), port, lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -123,7 +123,7 @@ def _head_of(port: int, request: bytes) -> bytes:
     ],
 )
 def test_the_server_layers_own_400_has_the_security_headers(web_tracer, request_bytes):
-    server, thread, port = _serve(create_app(tracer=web_tracer))
+    server, thread, port = _serve(create_app(site_data=web_tracer))
     try:
         head = _head_of(port, request_bytes)
         assert head.startswith(b"http/1.1 400") and b"x-frame-options: deny" in head
@@ -140,7 +140,7 @@ def test_slow_bodies_are_cut_off_and_the_connection_limit_answers_503_with_heade
     from claimtrace.web import serving
 
     monkeypatch.setattr(serving, "MAX_CONNECTIONS", 1_010)
-    server, thread, port = _serve(create_app(tracer=web_tracer))
+    server, thread, port = _serve(create_app(site_data=web_tracer))
     slow = []
     try:
         request = b"POST /api/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import ASSETS
@@ -16,7 +16,7 @@ def test_site_writes_every_rows_predictions(web_tracer, tmp_path):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, splits=("test",), limit=0)
+    write_site(None, out, site_data=web_tracer, splits=("test",), limit=0)
     written = sorted(p.name for p in (out / "predictions" / "test").iterdir())
     assert written == sorted(f"{r.name}.json" for r in scoreboard_rows() if r.file_row == r)
     page = (out / "explore" / "test.html").read_text(encoding="utf-8")
@@ -35,7 +35,7 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    result = write_site(None, out, tracer=web_tracer, splits=("dev",), limit=2, json_twins=True)
+    result = write_site(None, out, site_data=web_tracer, splits=("dev",), limit=2, json_twins=True)
     assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
     for name in (
         "index.html",
@@ -108,10 +108,10 @@ def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path
     from claimtrace.web.site import write_site
 
     shared, whole = tmp_path / "shared", tmp_path / "whole"
-    write_site(None, shared, tracer=web_tracer, limit=12)
-    write_site(None, whole, tracer=web_tracer, limit=12, shared_parts=False)
+    write_site(None, shared, site_data=web_tracer, limit=12)
+    write_site(None, whole, site_data=web_tracer, limit=12, shared_parts=False)
     assert not list((whole / "static").glob("shared-*.js"))
-    for split in C.SPLITS:
+    for split in SPLITS:
         parts = _shared_parts(shared, split)
         assert parts, split
         script = f'<script src="../static/shared-{split}.js"></script>\n'
@@ -148,7 +148,7 @@ def test_full_static_export_stays_within_its_size_target(tmp_path, web_tracer):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, tracer=web_tracer, limit=100)
+    write_site(None, out, site_data=web_tracer, limit=100)
 
     def disk(path) -> int:
         return -(-path.stat().st_size // 4096) * 4096

@@ -17,15 +17,15 @@ from claimtrace import errors
 from claimtrace.cli.main import main
 from claimtrace.data import files as data
 from claimtrace.workdir import layout as workdir
-from claimtrace.workdir.build import build
+from claimtrace.workdir.builder import build
 from claimtrace.workdir.layout import FileManifest, Workdir
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages import classifier as classifier_stage
 
 HINT = "run `claimtrace build` to repair"
 
 
-def _copy(demo_build: Build, root: Path) -> Path:
+def _copy(demo_build: BuildReader, root: Path) -> Path:
     """A real copy of the demo build (the tests damage and rebuild it)."""
     shutil.copytree(demo_build.root, root)
     return root
@@ -131,7 +131,7 @@ def test_the_site_answers_503_naming_a_damaged_file_and_reports_it(demo_build, d
     work = _copy(demo_build, tmp_path / "work")
     with open(work / "classifier" / "dev.json", "a", encoding="utf-8") as handle:
         handle.write("\n")  # still valid JSON: only the manifest's size shows it
-    with TestClient(create_app(build=Build(work, data_dir))) as client:
+    with TestClient(create_app(build=BuildReader(work, data_dir))) as client:
         for page in ("/", "/claim/claim-752.json", "/explore/dev.json"):
             answer = client.get(page)
             assert answer.status_code == 503, (page, answer.status_code)
@@ -196,7 +196,7 @@ def test_a_build_made_before_the_manifest_is_upgraded_in_place(demo_build, data_
     old = json.loads((work / "build.json").read_text(encoding="utf-8"))  # an older claimtrace's build.json
     old["corpus"] = {"kind": "demo", "source": str((work / "evidence.json").resolve()), "passages": 5240}
     (work / "build.json").write_text(json.dumps(old, indent=1), encoding="utf-8")
-    assert Build(work, data_dir).file_manifest() is None  # read, unchecked, until it is upgraded
+    assert BuildReader(work, data_dir).file_manifest() is None  # read, unchecked, until it is upgraded
     _drop_last_lines(work / "retrieval" / "test.jsonl", 1)
     with (work / "retrieval" / "test.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"claim_id": "cut')  # a last line cut: not whole, rebuilt
@@ -263,7 +263,7 @@ def test_a_corpus_edited_in_place_is_noticed(small_evidence, data_dir, tmp_path)
     assert rebuilt.exit_code == 0, (rebuilt.output, rebuilt.exception)
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(tmp_path / "fresh", data_dir, small_evidence, processes=1, until="tagging")
-    assert list(Build(work).iter_tags()) == list(Build(tmp_path / "fresh").iter_tags())
+    assert list(BuildReader(work).iter_tags()) == list(BuildReader(tmp_path / "fresh").iter_tags())
     assert (work / "tagging" / "vectorizer.npz").read_bytes() == (
         tmp_path / "fresh" / "tagging" / "vectorizer.npz"
     ).read_bytes()

@@ -11,7 +11,7 @@ import pytest
 
 from claimtrace.errors import REPAIR_HINT, DataError, Missing
 from claimtrace.workdir import layout
-from claimtrace.workdir.build import build
+from claimtrace.workdir.builder import build
 from claimtrace.workdir.layout import STAGES, FileManifest, Stage, Workdir, chunk_spans, sha256_of
 
 
@@ -171,7 +171,7 @@ def test_the_manifest_finds_a_file_missing_cut_or_changed(tmp_path):
 def test_a_running_build_is_seen_by_its_lock(tmp_path):
     """`serve --while-building` and the pages know a build is writing the workdir by the lock it
     holds: a file not there yet is then "being made", else the command that makes it."""
-    from claimtrace.workdir.build import workdir_lock
+    from claimtrace.workdir.builder import workdir_lock
     from claimtrace.workdir.layout import BEING_BUILT, Workdir
 
     work = Workdir(tmp_path)

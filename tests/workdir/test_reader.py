@@ -11,22 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import PROTOCOLS
 from claimtrace.errors import DataError, Missing
-from claimtrace.workdir.reader import Build, protocol_verdicts, source_figures
+from claimtrace.workdir.reader import BuildReader, protocol_verdicts, source_figures
 
 
 @pytest.fixture()
-def copied(demo_build, tmp_path) -> Build:
+def copied(demo_build, tmp_path) -> BuildReader:
     """A reader over a copy of the demo build (the tests change its files)."""
     root = tmp_path / "work"
     shutil.copytree(demo_build.root, root)
-    return Build(root, demo_build.data_dir)
+    return BuildReader(root, demo_build.data_dir)
 
 
 def test_a_folder_that_is_not_there_is_named_with_the_command_that_makes_it(tmp_path):
     with pytest.raises(DataError) as raised:
-        Build(tmp_path / "nowhere")
+        BuildReader(tmp_path / "nowhere")
     assert str(raised.value) == (
         f"{tmp_path / 'nowhere'}: no such build folder "
         f"(make one with `claimtrace build --demo --workdir {tmp_path / 'nowhere'}`)"
@@ -34,16 +34,16 @@ def test_a_folder_that_is_not_there_is_named_with_the_command_that_makes_it(tmp_
 
 
 def test_opening_reads_nothing_and_a_piece_not_built_names_its_file_and_what_to_run(demo_build, tmp_path):
-    Build(tmp_path)  # an empty folder: nothing is read until asked for
+    BuildReader(tmp_path)  # an empty folder: nothing is read until asked for
     with pytest.raises(Missing, match=r"not a claimtrace build \(no build.json\): run `claimtrace build` first"):
-        Build(tmp_path).retrieval_summary()
+        BuildReader(tmp_path).retrieval_summary()
     root = tmp_path / "tagged"
     root.mkdir()
     for entry in demo_build.root.iterdir():  # every stage but retrieval's folder
         if entry.name != "retrieval":
             (root / entry.name).symlink_to(entry)
     with pytest.raises(Missing) as raised:
-        Build(root, demo_build.data_dir).retrieval_summary()
+        BuildReader(root, demo_build.data_dir).retrieval_summary()
     assert raised.value.stage == "retrieval"
     assert str(raised.value) == (
         f"{root / 'retrieval' / 'summary.json'}: missing (the build wrote it): run `claimtrace build` to repair"
@@ -57,7 +57,7 @@ def test_each_piece_is_read_once_on_first_use_and_kept(copied):
     (copied.root / "retrieval" / "dev.jsonl").unlink()
     assert copied.retrieval("dev") is records  # kept: not read again
     with pytest.raises(Missing, match="dev.jsonl: missing"):
-        Build(copied.root, copied.data_dir).retrieval("dev")
+        BuildReader(copied.root, copied.data_dir).retrieval("dev")
 
 
 def test_a_piece_not_there_yet_is_looked_for_again(demo_build, tmp_path):
@@ -67,7 +67,7 @@ def test_a_piece_not_there_yet_is_looked_for_again(demo_build, tmp_path):
     for entry in demo_build.root.iterdir():
         if entry.name not in ("scoreboard.json", "manifest.json"):
             (root / entry.name).symlink_to(entry)
-    reader = Build(root, demo_build.data_dir)
+    reader = BuildReader(root, demo_build.data_dir)
     with pytest.raises(Missing, match=r"scoreboard.json: not built yet: run `claimtrace build --workdir "):
         reader.scoreboard()
     (root / "scoreboard.json").symlink_to(demo_build.root / "scoreboard.json")
@@ -89,7 +89,7 @@ def test_the_first_read_checks_the_bytes_against_the_manifest(copied):
 
 
 def test_once_makes_a_piece_once_across_threads_and_forgets_a_failure(demo_build):
-    reader = Build(demo_build.root, demo_build.data_dir)
+    reader = BuildReader(demo_build.root, demo_build.data_dir)
     made = []
 
     def slow() -> object:
@@ -127,7 +127,7 @@ def test_the_classifiers_figures_count_each_protocols_right_verdicts(demo_build)
     claims, verdicts = demo_build.claims("dev"), demo_build.verdicts("dev")
     for source in ("gold", "retrieved"):
         figures = source_figures(claims, verdicts, source)
-        assert list(figures) == list(C.PROTOCOLS)
+        assert list(figures) == list(PROTOCOLS)
         for protocol, result in figures.items():
             right = sum(verdicts[cid][source][protocol]["verdict"] == claim.label for cid, claim in claims.items())
             assert (result["correct"], result["claims"]) == (right, len(claims))

@@ -75,7 +75,7 @@ def build_command(
     one is rebuilt; without --demo or --evidence the workdir's own corpus and checkpoint are used.
     The stages' progress goes to stderr; a short report (passages, time per stage, dev scores
     beside the course's, where the site is) to stdout, or with --json every stage's summary."""
-    from claimtrace.workdir.build import build
+    from claimtrace.workdir.builder import build
 
     if demo and evidence is not None:
         raise click.UsageError("give exactly one of --demo and --evidence FILE")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from claimtrace import constants as C
 from claimtrace.cli.options import (
     LABELLED_SPLIT,
     checkpoint_option,
@@ -17,6 +16,7 @@ from claimtrace.cli.options import (
     split_option,
     workdir_option,
 )
+from claimtrace.constants import CLASSIFIER_VARIANTS, EPOCHS, LABELS, PROTOCOLS, SHIPPED_SEED, TORCH_THREADS
 from claimtrace.errors import DataError
 
 #: Evidence sources the classifier commands accept: the gold passages, or the build's retrieved ones.
@@ -31,7 +31,7 @@ _EVIDENCE_SOURCES = ("gold", "retrieved")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--variant",
-    type=click.Choice(C.CLASSIFIER_VARIANTS),
+    type=click.Choice(CLASSIFIER_VARIANTS),
     default="notebook",
     show_default=True,
     help="The notebook's model, the intended one (both bugs fixed; writes "
@@ -57,9 +57,9 @@ def train_command(
     result = train(
         data,
         Path(checkpoint),
-        seed=C.SHIPPED_SEED if seed is None else seed,
-        epochs=C.EPOCHS if epochs is None else epochs,
-        threads=C.TORCH_THREADS if threads is None else threads,
+        seed=SHIPPED_SEED if seed is None else seed,
+        epochs=EPOCHS if epochs is None else epochs,
+        threads=TORCH_THREADS if threads is None else threads,
         show_progress=not no_progress,
         echo=click.echo,
         variant=variant,
@@ -103,7 +103,7 @@ def evaluate_classifier_command(
     claims = build.claims(split)
     sources = sources or _EVIDENCE_SOURCES
     classifier_name, verdicts = _verdicts_of(build, split, checkpoint, sources)
-    report = {"split": split, "checkpoint": classifier_name, "labels": list(C.LABELS), "evidence": {}}
+    report = {"split": split, "checkpoint": classifier_name, "labels": list(LABELS), "evidence": {}}
     for source in sources:
         report["evidence"][source] = source_figures(claims, verdicts, source)
         if per_claim:
@@ -174,7 +174,7 @@ def explain_command(ctx: click.Context, claim_id: str, workdir: str, source: str
     labels = result["contributions"]["labels"]
     click.echo(f"{claim_id} ({result['split']}): {result['claim_text']}  [{result['label']}]")
     click.echo(f"checkpoint {result['checkpoint']}; {result['real_tokens']} real tokens, {result['pad_tokens']} [PAD]")
-    for protocol in C.PROTOCOLS:
+    for protocol in PROTOCOLS:
         logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(labels, result[protocol]["logits"]))
         click.echo(f"{protocol:9s}{result[protocol]['verdict']:16s}{logits}")
     neighbours = " ".join(n["id"] for n in result["notebook"]["neighbours"])
@@ -200,9 +200,9 @@ def _explain_lstm(build, claim_id: str, source: str, as_json: bool) -> None:
         f"the notebook's LSTM ({result['checkpoint_name']}); {result['real_tokens']} real tokens, "
         f"{result['pad_tokens']} [PAD]; verdict read at position {last['position']}, a {last['token']}"
     )
-    for protocol in C.PROTOCOLS:
+    for protocol in PROTOCOLS:
         entry = result[protocol]
-        logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(C.LABELS, entry["logits"]))
+        logits = " ".join(f"{label}={value:+.4f}" for label, value in zip(LABELS, entry["logits"]))
         click.echo(f"{protocol:9s}{entry['verdict']:16s}{logits}")
     click.echo(result["note"])
 

@@ -9,7 +9,7 @@ import click
 
 from claimtrace.cli.options import CommandGroup, data_dir, print_json
 from claimtrace.data import files as data_layer
-from claimtrace.lib import store
+from claimtrace.lib import build_files
 
 
 @click.group(cls=CommandGroup)
@@ -31,7 +31,7 @@ def data_check(ctx: click.Context) -> None:
 def data_demo_corpus(ctx: click.Context, out: str) -> None:
     """Write the demo corpus (every distinct CLIMATE-FEVER sentence) as an evidence.json."""
     corpus = data_layer.demo_corpus(data_dir(ctx))
-    store.write_atomic(out, json.dumps(corpus, ensure_ascii=False, indent=0))
+    build_files.write_atomic(out, json.dumps(corpus, ensure_ascii=False, indent=0))
     click.echo(f"wrote {len(corpus)} passages to {out}", err=True)
 
 

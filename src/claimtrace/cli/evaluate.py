@@ -21,7 +21,7 @@ from claimtrace.evaluation.audit import report_path
 from claimtrace.evaluation.scorer import evaluate
 from claimtrace.evaluation.significance import figures_of
 from claimtrace.evaluation.statistics import wilson
-from claimtrace.lib import store
+from claimtrace.lib import build_files
 
 
 @click.command("evaluate")
@@ -273,7 +273,7 @@ def predict_command(ctx: click.Context, workdir: str, split: str, out: str, row:
     else:
         chosen = scoreboard_row(row)
         predictions = build.predictions(split, chosen.retrieval, chosen.model, chosen.protocol)
-    store.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
+    build_files.write_atomic(out, json.dumps(predictions, ensure_ascii=False, indent=1))
     click.echo(f"wrote {len(predictions)} {split} predictions to {out}", err=True)
 
 

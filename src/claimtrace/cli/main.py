@@ -14,7 +14,7 @@ import warnings
 
 import click
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.cli import build, classifier, compare, data, evaluate, llm, serve
 from claimtrace.cli.options import CommandGroup
 
@@ -43,7 +43,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _before_torch() -> None:
     """Let torch's OpenMP threads sleep at barriers instead of spinning (constants.OMP_WAIT_POLICY):
     much faster on a shared CPU, same numbers. Only effective before torch is first imported."""
-    os.environ.setdefault("OMP_WAIT_POLICY", C.OMP_WAIT_POLICY)
+    os.environ.setdefault("OMP_WAIT_POLICY", constants.OMP_WAIT_POLICY)
 
 
 for _module in (data, build, classifier, evaluate, compare, llm, serve):  # the command groups, one module each

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
-from claimtrace.lib.alongside import AlongsideDied
+from claimtrace.lib.forked_job import ForkedJobDied
 
 
 def _os_error_message(err: OSError) -> str:
@@ -57,7 +57,7 @@ class CommandGroup(click.Group):
         except OSError as err:
             click.echo(f"claimtrace: error: {_os_error_message(err)}", err=True)
             ctx.exit(2)
-        except AlongsideDied as err:  # killed from outside: not a bug of claimtrace's
+        except ForkedJobDied as err:  # killed from outside: not a bug of claimtrace's
             click.echo(f"claimtrace: error: {err}", err=True)
             ctx.exit(1)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
@@ -144,9 +144,9 @@ def checkpoint_option(help_text: str, required: bool = False) -> Callable:
 
 def open_build(ctx: click.Context, workdir: str):
     """The build in ``workdir``, read through the one reader; a clear error naming the path."""
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
-    build = Build(Path(workdir), data_dir(ctx))
+    build = BuildReader(Path(workdir), data_dir(ctx))
     build.build_record()
     return build
 
@@ -154,9 +154,9 @@ def open_build(ctx: click.Context, workdir: str):
 # --- the splits -----------------------------------------------------------------------------------
 
 #: ``--split`` where any split of the course will do (exports, predictions, comparisons, pages).
-ANY_SPLIT = click.Choice(C.SPLITS)
+ANY_SPLIT = click.Choice(SPLITS)
 #: ``--split`` where a score is computed: the splits whose labels the course gives (not test's).
-LABELLED_SPLIT = click.Choice([split for split in C.SPLITS if split != "test"])
+LABELLED_SPLIT = click.Choice([split for split in SPLITS if split != "test"])
 
 
 def split_option(choice: click.Choice = ANY_SPLIT, help_text: str | None = None) -> Callable:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from claimtrace import constants as C
 from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, port_option, workdir_option
-from claimtrace.compare.store import DEFAULT_CAP_BYTES
+from claimtrace.compare.run_store import DEFAULT_CAP_BYTES
+from claimtrace.constants import SPLITS
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 from claimtrace.web.policy import origin_of
@@ -82,11 +82,11 @@ def _given_runs(
     return runs
 
 
-def _give_runs(tracer, runs: list[tuple[str, str | None]]) -> None:
-    """Give the tracer its runs (a bad file named one by one stops the command, naming it); each
+def _give_runs(site_data, runs: list[tuple[str, str | None]]) -> None:
+    """Give the site data its runs (a bad file named one by one stops the command, naming it); each
     file of a class set aside is said on stderr, one line each."""
-    tracer.runs.give_all(runs)
-    for line in tracer.runs.set_aside:
+    site_data.runs.give_all(runs)
+    for line in site_data.runs.set_aside:
         click.echo(f"set aside: {line['file']}: {line['why']}", err=True)
 
 
@@ -157,9 +157,9 @@ def serve_command(
     llm_origins: tuple[str, ...],
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
-    from claimtrace.compare.store import RunStore, store_beside
+    from claimtrace.compare.run_store import RunStore, store_beside
     from claimtrace.pipeline.preprocess import stopwords
-    from claimtrace.web.tracer import Tracer
+    from claimtrace.web.site_data import SiteData
     from claimtrace.web.typed_processes import TypedProcesses
 
     folder = data_dir(ctx)
@@ -171,8 +171,8 @@ def serve_command(
     runs = _given_runs(ctx, predictions, names, course_baseline, class_dir)
     origins = tuple(origin_of(url) for url in llm_origins)
     store = {"path": str(store_path or store_beside(build.root)), "cap_bytes": store_cap << 20}
-    tracer = Tracer(build, RunStore(store["path"], store["cap_bytes"]))  # a file that is no store stops it now
-    _give_runs(tracer, runs)  # a bad file stops the server now, naming it
+    site_data = SiteData(build, RunStore(store["path"], store["cap_bytes"]))  # a file that is no store stops it now
+    _give_runs(site_data, runs)  # a bad file stops the server now, naming it
     _check_port_free(port)
     click.echo(f"claimtrace: runs kept in {store['path']}", err=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
@@ -180,7 +180,7 @@ def serve_command(
         click.echo(f"claimtrace: typed claims traced by {typed_processes} process(es) of their own", err=True)
     typed = TypedProcesses(build.root, folder, typed_processes) if typed_processes else None
     try:
-        _run_server(build, folder, port, workers, tracer, prerender, runs, store, origins, typed)
+        _run_server(build, folder, port, workers, site_data, prerender, runs, store, origins, typed)
     finally:
         if typed is not None:
             typed.close()
@@ -211,7 +211,7 @@ def wait_for_verdicts(work: Workdir, poll: float = 0.25, start_seconds: float = 
         time.sleep(poll)
 
 
-def _run_server(build, folder, port, workers, tracer, prerender, runs, store, origins, typed) -> None:
+def _run_server(build, folder, port, workers, site_data, prerender, runs, store, origins, typed) -> None:
     """uvicorn, in this process or with ``workers`` processes, each reaching ``typed``."""
     import uvicorn
 
@@ -221,7 +221,12 @@ def _run_server(build, folder, port, workers, tracer, prerender, runs, store, or
     if workers == 1:
         client = typed.client() if typed is not None else None
         app = create_app(
-            tracer=tracer, warm=True, prerender=prerender, llm_origins=origins, typed=client, freeze_when_warm=True
+            site_data=site_data,
+            warm=True,
+            prerender=prerender,
+            llm_origins=origins,
+            typed=client,
+            freeze_when_warm=True,
         )
         uvicorn.Server(server_config(app, port)).run()
         return
@@ -284,16 +289,16 @@ def site_command(
 ) -> None:
     """Write the explainer site as static files (relative links; claim pages' JSON with --json)."""
     from claimtrace.web.site import write_site
-    from claimtrace.web.tracer import Tracer
+    from claimtrace.web.site_data import SiteData
 
     origins = tuple(origin_of(url) for url in llm_origins)
-    tracer = Tracer(open_build(ctx, workdir))
-    _give_runs(tracer, _given_runs(ctx, predictions, names, course_baseline, class_dir))
+    site_data = SiteData(open_build(ctx, workdir))
+    _give_runs(site_data, _given_runs(ctx, predictions, names, course_baseline, class_dir))
     result = write_site(
         None,
         out,
-        tracer=tracer,
-        splits=splits or C.SPLITS,
+        site_data=site_data,
+        splits=splits or SPLITS,
         echo=lambda line: click.echo(line, err=True),
         progress=True,
         limit=limit,

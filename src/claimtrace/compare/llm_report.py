@@ -12,10 +12,10 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
 from claimtrace.evaluation import llm as P
 from claimtrace.evaluation.llm_score import score_run
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
-def sample_of(build: Build, split: str, n: int, seed: int, stratified: bool) -> list[str]:
+def sample_of(build: BuildReader, split: str, n: int, seed: int, stratified: bool) -> list[str]:
     """The sampled claim ids of a split's labelled claims (:func:`claimtrace.evaluation.llm.sample_ids`)."""
     claims = build.claims(split)
     labels = {cid: claim.label for cid, claim in claims.items() if claim.label is not None}
@@ -24,7 +24,7 @@ def sample_of(build: Build, split: str, n: int, seed: int, stratified: bool) -> 
     return P.sample_ids(labels, n, seed, stratified)
 
 
-def passages_for(build: Build, split: str, claim: Claim, condition: str) -> list[tuple[str, str]]:
+def passages_for(build: BuildReader, split: str, claim: Claim, condition: str) -> list[tuple[str, str]]:
     """(id, text) of the passages shown for a claim: those the build's notebook pipeline retrieved
     (what its classifier read, in that order), or the claim's gold passages."""
     if condition == "retrieved":
@@ -36,7 +36,7 @@ def passages_for(build: Build, split: str, claim: Claim, condition: str) -> list
     return [(pid, build.passage_text(pid) or "") for pid in ids]
 
 
-def shown_ids(build: Build, value: Mapping) -> dict[str, list[str]]:
+def shown_ids(build: BuildReader, value: Mapping) -> dict[str, list[str]]:
     """claim id -> the passage ids a run's model was shown, recomputed from the build (what
     its citations are checked against)."""
     meta = P.run_metadata(value) or {}
@@ -48,7 +48,7 @@ def shown_ids(build: Build, value: Mapping) -> dict[str, list[str]]:
     }
 
 
-def llm_report(build: Build, value: Mapping) -> dict:
+def llm_report(build: BuildReader, value: Mapping) -> dict:
     """An LLM run's figures (:func:`~claimtrace.evaluation.llm_score.score_run`) against the
     build's notebook classifier (retrieved passages, notebook protocol) on the run's claims."""
     meta = P.run_metadata(value) or {}

@@ -21,8 +21,8 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
 from claimtrace.evaluation import llm as P
 from claimtrace.evaluation.statistics import wilson
-from claimtrace.lib import store
-from claimtrace.workdir.reader import Build
+from claimtrace.lib import build_files
+from claimtrace.workdir.reader import BuildReader
 
 JOURNAL_SUFFIX = ".partial.jsonl"
 
@@ -87,7 +87,7 @@ def read_journal(path: Path, header: dict) -> tuple[str, dict[tuple[str, str], d
     return rows[0].get("started") or _now(), done
 
 
-def _label_task(build: Build, settings: Settings, claim: Claim) -> Callable[[], dict]:
+def _label_task(build: BuildReader, settings: Settings, claim: Claim) -> Callable[[], dict]:
     passages = passages_for(build, settings.split, claim, settings.condition)
     user = P.user_prompt(claim.text, passages)
 
@@ -118,7 +118,7 @@ def _tokens(reply: Reply) -> tuple[int, int]:
 
 
 def run(
-    build: Build, settings: Settings, out: str | os.PathLike, progress: Callable[[int, int], None] | None = None
+    build: BuildReader, settings: Settings, out: str | os.PathLike, progress: Callable[[int, int], None] | None = None
 ) -> dict:
     """Ask every sampled claim (and, with ``settings.probe``, its probe), resuming from the
     journal beside ``out``; write the run file atomically, remove the journal, return the run."""
@@ -136,7 +136,7 @@ def run(
     failed: dict[tuple[str, str], str] = {}
     _ask_all(tasks, pending, done, failed, path, {"journal": header, "started": started}, settings, progress)
     value = assemble(header, ids, done, failed, started)
-    store.write_atomic(out, json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    build_files.write_atomic(out, json.dumps(value, indent=1, ensure_ascii=False) + "\n")
     path.unlink(missing_ok=True)
     return value
 
@@ -198,7 +198,7 @@ def probe_summary(ids: Sequence[str], done: Mapping, failed: Mapping) -> dict:
 # -- an imported run, verified ---------------------------------------------------------------------
 
 
-def verify(build: Build, value: object, source: str) -> list[str]:
+def verify(build: BuildReader, value: object, source: str) -> list[str]:
     """What in an imported run differs from what the protocol and the build give (empty: none):
     its sample computed again from its seed, each answer judged again from its raw text, each
     entry's claim and citations checked against the build's claims and passages."""
@@ -238,7 +238,7 @@ def _meta_problems(meta: dict) -> list[str]:
     return []
 
 
-def _entry_problems(build: Build, meta: dict, claim: Claim, entry: object) -> list[str]:
+def _entry_problems(build: BuildReader, meta: dict, claim: Claim, entry: object) -> list[str]:
     if not isinstance(entry, dict) or not isinstance(entry.get("llm"), dict):
         return ["not an entry of an LLM run (no llm object)"]
     llm = entry["llm"]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from claimtrace import course
 from claimtrace.compare.llm_report import llm_report, spread
-from claimtrace.compare.store import run_digest
+from claimtrace.compare.run_store import run_digest
 from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
 from claimtrace.errors import DataError, Missing
@@ -41,7 +41,7 @@ from claimtrace.evaluation.audit import report_file
 from claimtrace.evaluation.scorer import Evaluation, check_predictions_size, evaluate, evidence_f, predictions_bytes
 from claimtrace.evaluation.submission import strict_note, strict_score
 from claimtrace.explain.retrieval import RetrievalView
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 __all__ = ["Run", "read_run", "run_from_json", "load_run", "read_class", "compare"]
 
@@ -166,19 +166,19 @@ def _unique_names(runs: Sequence[Run]) -> None:
         seen[run.name] = run.digest
 
 
-def _bm25(build: Build, split: str) -> dict[str, list[str]] | None:
+def _bm25(build: BuildReader, split: str) -> dict[str, list[str]] | None:
     try:
         return build.evidence_ids(split, "bm25")
     except Missing:
         return None
 
 
-def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: bool = True) -> dict:
+def compare(build: BuildReader, runs: Sequence[Run], split: str = "dev", passages: bool = True) -> dict:
     """Every run beside the build's pipeline, claim by claim.
 
     Parameters
     ----------
-    build : claimtrace.workdir.reader.Build
+    build : claimtrace.workdir.reader.BuildReader
         A build with its retrieval and classifier stages (BM25's, when built, is shown too).
     runs : sequence of Run
         Runs of ``split`` (:func:`load_run`), with distinct names.
@@ -227,7 +227,7 @@ def compare(build: Build, runs: Sequence[Run], split: str = "dev", passages: boo
     return out
 
 
-def _llm_figures(build: Build, runs: Sequence[Run], summaries: list[dict], out: dict) -> None:
+def _llm_figures(build: BuildReader, runs: Sequence[Run], summaries: list[dict], out: dict) -> None:
     """Each LLM run's own figures on its sample (docs/llm.md), in its summary's ``llm``, and the
     run-to-run spread of several runs of one model (``llm_spread``)."""
     llm_runs = {run.name: run.report["llm_run"] for run in runs if "llm_run" in run.report}
@@ -240,7 +240,7 @@ def _llm_figures(build: Build, runs: Sequence[Run], summaries: list[dict], out: 
     out["llm_spread"] = spread(reports, {name: L.run_metadata(value) for name, value in llm_runs.items()})
 
 
-def scoreboard_rows(build: Build) -> list[dict]:
+def scoreboard_rows(build: BuildReader) -> list[dict]:
     """The build's own rows to set beside the runs: the notebook's pipeline and BM25's."""
     try:
         board = build.scoreboard()
@@ -251,7 +251,7 @@ def scoreboard_rows(build: Build) -> list[dict]:
 
 
 def _claim_row(
-    build: Build,
+    build: BuildReader,
     claim: Claim,
     record: dict,
     verdict: dict,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from claimtrace import constants as C
+from claimtrace.constants import EVIDENCE_MD5
 from claimtrace.data.files import md5_of
 from claimtrace.errors import DataError, EvidenceChecksumWarning
 
@@ -72,9 +72,9 @@ def iter_evidence(
 
 def _warn_if_not_course_evidence(path: Path) -> None:
     actual = md5_of(path)
-    if actual != C.EVIDENCE_MD5:
+    if actual != EVIDENCE_MD5:
         warnings.warn(
-            f"{path}: md5 is {actual}, the course's evidence.json has {C.EVIDENCE_MD5}: "
+            f"{path}: md5 is {actual}, the course's evidence.json has {EVIDENCE_MD5}: "
             f"results will not match the course's",
             EvidenceChecksumWarning,
             stacklevel=3,

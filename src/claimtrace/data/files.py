@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.errors import DataError
 
 # --- Finding the data -------------------------------------------------------------------------
@@ -57,12 +57,12 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         return path
     candidates = [Path("data"), Path("../shared/data"), _REPO_ROOT.parent / "shared" / "data"]
     for path in candidates:
-        if (path / C.COURSE_DIR).is_dir():
+        if (path / constants.COURSE_DIR).is_dir():
             return path
     tried = ", ".join(str(p) for p in candidates)
     raise DataError(
         f"no data folder found (tried {tried}): pass --data DIR or set CLAIMTRACE_DATA "
-        f"to a folder holding {C.COURSE_DIR}/ and {C.CLIMATE_FEVER_FILE}"
+        f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}"
     )
 
 
@@ -98,9 +98,9 @@ def chosen_data_dir() -> Path | None:
 
 def course_file(data_dir: Path, split: str) -> Path:
     """Path of a course claim file by split name (train, dev, test, baseline)."""
-    if split not in C.SPLIT_FILES:
-        raise DataError(f"unknown split {split!r}: expected one of {', '.join(C.SPLIT_FILES)}")
-    return Path(data_dir) / C.COURSE_DIR / C.SPLIT_FILES[split]
+    if split not in constants.SPLIT_FILES:
+        raise DataError(f"unknown split {split!r}: expected one of {', '.join(constants.SPLIT_FILES)}")
+    return Path(data_dir) / constants.COURSE_DIR / constants.SPLIT_FILES[split]
 
 
 def md5_of(path: Path, chunk: int = 1 << 20) -> str:
@@ -178,8 +178,8 @@ def parse_claims(raw: object, source: str, labelled: bool) -> dict[str, Claim]:
             raise DataError(f"{where} {problem}")
         label = body.get("claim_label")
         if labelled or label is not None:
-            if label not in C.LABELS:
-                raise DataError(f"{where} has claim_label {label!r}, expected one of {', '.join(C.LABELS)}")
+            if label not in constants.LABELS:
+                raise DataError(f"{where} has claim_label {label!r}, expected one of {', '.join(constants.LABELS)}")
         evidences = body.get("evidences", [] if not labelled else None)
         if not isinstance(evidences, list):
             raise DataError(f"{where}: evidences must be a list of evidence ids")
@@ -199,7 +199,7 @@ def load_claims(split: str, data_dir: Path | None = None, check_md5: bool = True
     raw = _read_json(path)
     claims = parse_claims(raw, str(path), labelled=split != "test")
     if check_md5:
-        expected = C.COURSE_FILE_MD5[path.name]
+        expected = constants.COURSE_FILE_MD5[path.name]
         actual = md5_of(path)
         if actual != expected:
             raise DataError(
@@ -213,9 +213,9 @@ def load_claims(split: str, data_dir: Path | None = None, check_md5: bool = True
 
 #: Where the list lives in the data folder, as nltk's downloader ships it (zipped) or leaves it
 #: (unzipped beside the zip); the zip is preferred.
-STOPWORDS_ZIP = f"{C.NLTK_DATA_DIR}/corpora/stopwords.zip"
+STOPWORDS_ZIP = f"{constants.NLTK_DATA_DIR}/corpora/stopwords.zip"
 STOPWORDS_MEMBER = "stopwords/english"
-STOPWORDS_UNZIPPED = f"{C.NLTK_DATA_DIR}/corpora/{STOPWORDS_MEMBER}"
+STOPWORDS_UNZIPPED = f"{constants.NLTK_DATA_DIR}/corpora/{STOPWORDS_MEMBER}"
 
 
 def stopwords_file(data_dir: Path) -> Path:
@@ -248,11 +248,11 @@ def load_stopwords(data_dir: Path) -> frozenset[str]:
             f"{path}: {STOPWORDS_MEMBER} is not UTF-8 text ({err.reason} at byte offset {err.start})"
         ) from None
     digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
-    if len(words) != C.STOPWORDS_COUNT or digest != C.STOPWORDS_SHA256:
+    if len(words) != constants.STOPWORDS_COUNT or digest != constants.STOPWORDS_SHA256:
         raise DataError(
             f"{path}: this is not the 2024 English stopword list ({len(words)} words, "
-            f"sha256 {digest}; expected {C.STOPWORDS_COUNT} words with sha256 "
-            f"{C.STOPWORDS_SHA256}). A different list changes every tag: use the 2024 stopwords.zip"
+            f"sha256 {digest}; expected {constants.STOPWORDS_COUNT} words with sha256 "
+            f"{constants.STOPWORDS_SHA256}). A different list changes every tag: use the 2024 stopwords.zip"
         )
     return frozenset(words)
 
@@ -286,7 +286,7 @@ def load_climate_fever(data_dir: Path) -> dict[str, dict]:
     evidence_label), ...]}}`` in file order. Every field used is checked (type; labels against
     the known ones); a bad line raises DataError naming the file, the line and the field.
     """
-    path = Path(data_dir) / C.CLIMATE_FEVER_FILE
+    path = Path(data_dir) / constants.CLIMATE_FEVER_FILE
     if not path.is_file():
         raise DataError(f"{path}: file is missing")
     claims: dict[str, dict] = {}
@@ -322,7 +322,7 @@ def _climate_fever_claim(row: object, where: str) -> tuple[str, dict]:
         raise DataError(f"{where} is {_json_type(row)}, expected an object (one claim)")
     claim_id = _field(row, "claim_id", str, where)
     claim = _field(row, "claim", str, where)
-    label = _field(row, "claim_label", str, where, C.LABELS)
+    label = _field(row, "claim_label", str, where, constants.LABELS)
     evidences = _field(row, "evidences", list, where)
     sentences = []
     for position, evidence in enumerate(evidences):
@@ -386,7 +386,7 @@ def gold_passages(data_dir: Path, splits: tuple[str, ...] = ("train", "dev")) ->
         for claim in load_claims(split, data_dir).values():
             origin = climate_fever.get(claim.id)
             if origin is None:
-                raise DataError(f"{source}: claim {claim.id!r} is not in {C.CLIMATE_FEVER_FILE}")
+                raise DataError(f"{source}: claim {claim.id!r} is not in {constants.CLIMATE_FEVER_FILE}")
             sentences = gold_sentences(origin, claim.label)
             if len(sentences) != len(claim.evidences):
                 raise DataError(
@@ -448,16 +448,16 @@ def check(data_dir: Path) -> list[str]:
     """Check every course file, CLIMATE-FEVER, the stopword list and the gold reconstruction;
     return lines describing what was found. Raises DataError at the first problem."""
     lines = [f"data folder: {data_dir}"]
-    for split in C.SPLIT_FILES:
+    for split in constants.SPLIT_FILES:
         claims = load_claims(split, data_dir)
         path = course_file(data_dir, split)
-        lines.append(f"ok  {path.name}: {len(claims)} claims, md5 {C.COURSE_FILE_MD5[path.name]}")
+        lines.append(f"ok  {path.name}: {len(claims)} claims, md5 {constants.COURSE_FILE_MD5[path.name]}")
     climate_fever = load_climate_fever(data_dir)
-    lines.append(f"ok  {C.CLIMATE_FEVER_FILE}: {len(climate_fever)} claims, every field used checked")
+    lines.append(f"ok  {constants.CLIMATE_FEVER_FILE}: {len(climate_fever)} claims, every field used checked")
     stopwords = load_stopwords(data_dir)
     lines.append(
         f"ok  {stopwords_file(data_dir).relative_to(data_dir)}: {len(stopwords)} English stopwords, "
-        f"sha256 {C.STOPWORDS_SHA256}"
+        f"sha256 {constants.STOPWORDS_SHA256}"
     )
     gold = gold_passages(data_dir)
     lines.append(f"ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: {len(gold)}")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import EVIDENCE_PASSAGES, LABELS, MAX_EVIDENCES, SPLITS
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 from claimtrace.evaluation import llm as L
@@ -119,7 +119,7 @@ def _split_findings(read: Submission, context: Context) -> list[Finding]:
             )
         )
     stem = Path(read.source).stem.lower()
-    named = [s for s in C.SPLITS if re.search(rf"(^|[^a-z]){s}([^a-z]|$)", stem)]
+    named = [s for s in SPLITS if re.search(rf"(^|[^a-z]){s}([^a-z]|$)", stem)]
     if named and found.split not in named:
         out.append(
             Finding(
@@ -225,16 +225,16 @@ def _list_findings(read: Submission, context: Context) -> list[Finding]:
         cost = _f_cost(scored, gold, lambda ids: tuple(dict.fromkeys(ids))) if labelled else None
         said = "" if cost is None else f"; they cost {cost:.4f} of the file's F (the same lists without repeats)"
         out.append(_finding("repeated_ids", repeated, f"ids repeated in a list, each counted in the precision{said}"))
-    long = [cid for cid, claim in scored.items() if len(claim.evidences) > C.MAX_EVIDENCES]
+    long = [cid for cid, claim in scored.items() if len(claim.evidences) > MAX_EVIDENCES]
     if long:
         most = max(len(scored[cid].evidences) for cid in long)
-        cost = _f_cost(scored, gold, lambda ids: ids[: C.MAX_EVIDENCES]) if labelled else None
-        said = "" if cost is None else f"; cut to the first {C.MAX_EVIDENCES}, the file's F would change by {cost:+.4f}"
+        cost = _f_cost(scored, gold, lambda ids: ids[:MAX_EVIDENCES]) if labelled else None
+        said = "" if cost is None else f"; cut to the first {MAX_EVIDENCES}, the file's F would change by {cost:+.4f}"
         out.append(
             _finding(
                 "over_six",
                 long,
-                f"more than {C.MAX_EVIDENCES} evidences (up to {most}; the course's scorer caps nothing){said}",
+                f"more than {MAX_EVIDENCES} evidences (up to {most}; the course's scorer caps nothing){said}",
             )
         )
     return out
@@ -271,12 +271,12 @@ def _id_findings(read: Submission, context: Context) -> list[Finding]:
 
 def _course_id(evidence_id: str) -> bool:
     match = COURSE_ID.fullmatch(evidence_id)
-    return match is not None and int(match.group(1)) < C.EVIDENCE_PASSAGES
+    return match is not None and int(match.group(1)) < EVIDENCE_PASSAGES
 
 
 def _label_findings(read: Submission, context: Context) -> list[Finding]:
     scored, gold, out = _scored(read, context), context.gold, []
-    odd = [cid for cid in scored if read.raw[cid]["claim_label"] not in C.LABELS]
+    odd = [cid for cid in scored if read.raw[cid]["claim_label"] not in LABELS]
     if odd and L.run_metadata(read.raw) is not None:
         out.append(_finding("llm_unusable", odd, f"{len(odd)} unusable answers (label null): scored wrong"))
     elif odd:

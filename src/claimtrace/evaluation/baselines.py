@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 
@@ -38,7 +38,7 @@ class Baseline:
 def majority_label(train: Mapping[str, Claim]) -> str:
     """The commonest gold label of the training claims (ties: the first in ``LABELS`` order)."""
     counts = Counter(claim.label for claim in train.values())
-    return max(C.LABELS, key=lambda label: (counts[label], -C.LABELS.index(label)))
+    return max(constants.LABELS, key=lambda label: (counts[label], -constants.LABELS.index(label)))
 
 
 def _with_labels(evidences: Mapping[str, dict], labels: Mapping[str, str]) -> dict[str, dict]:
@@ -50,8 +50,8 @@ def label_baselines(notebook: Mapping[str, dict], train: Mapping[str, Claim]) ->
     ``notebook`` (a row's predictions in the course's shape)."""
     majority = majority_label(train)
     ids = sorted(notebook)
-    drawn = np.random.default_rng(RANDOM_SEED).integers(0, len(C.LABELS), size=len(ids))
-    random_labels = {cid: C.LABELS[k] for cid, k in zip(ids, drawn.tolist(), strict=True)}
+    drawn = np.random.default_rng(RANDOM_SEED).integers(0, len(constants.LABELS), size=len(ids))
+    random_labels = {cid: constants.LABELS[k] for cid, k in zip(ids, drawn.tolist(), strict=True)}
     return [
         Baseline(
             f"baseline:always-{majority}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from claimtrace import constants as C
+from claimtrace.constants import MAX_EVIDENCES
 from claimtrace.course import TABLE2
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
@@ -153,7 +153,7 @@ def scoreboard(build, split: str = "dev") -> dict:
 
     Parameters
     ----------
-    build : claimtrace.workdir.reader.Build
+    build : claimtrace.workdir.reader.BuildReader
         A build with its BM25, quirk-variant and classifier files.
     split : str
         A labelled split (dev).
@@ -217,7 +217,7 @@ class Share:
 #: The claims that took the fallback passages (the notebook's retrieval and its quirk variants).
 FALLBACK_SHARE = Share("fallback_share", lambda record: record["fallback"])
 #: The claims given fewer than six passages (BM25: fewer passages share a stem with the claim).
-SHORT_SHARE = Share("short_share", lambda record: len(record["evidences"]) < C.MAX_EVIDENCES)
+SHORT_SHARE = Share("short_share", lambda record: len(record["evidences"]) < MAX_EVIDENCES)
 
 
 def split_figures(records: Sequence[dict], claims: Mapping[str, Claim], share: Share, labelled: bool) -> dict:

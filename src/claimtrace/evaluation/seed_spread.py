@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import PROTOCOLS
 from claimtrace.errors import DataError
 from claimtrace.evaluation import statistics as S
 
@@ -45,7 +45,7 @@ MODELS = ("transformer", "lstm")
 #: The evidence each run is scored with.
 EVIDENCE = ("gold", "retrieved")
 #: Each evidence x protocol the models are compared on, the notebook's protocol first.
-PANELS = tuple((evidence, protocol) for evidence in EVIDENCE for protocol in reversed(C.PROTOCOLS))
+PANELS = tuple((evidence, protocol) for evidence in EVIDENCE for protocol in reversed(PROTOCOLS))
 #: How the file is made, or made again (``BUILD``: the build whose retrieved evidence it scores).
 COMMAND = "python scripts/seed_spread.py --workdir {build}"
 #: How far a figure the file repeats (an accuracy, the spread) may lie from its recomputation.

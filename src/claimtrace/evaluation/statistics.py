@@ -31,7 +31,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy import stats
 
-from claimtrace.evaluation.tails import tail_quantiles
+from claimtrace.evaluation.bootstrap_bounds import tail_quantiles
 
 #: The confidence level of every interval.
 LEVEL = 0.95

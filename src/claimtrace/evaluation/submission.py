@@ -168,11 +168,13 @@ def _by_text(raw: dict, claims: Mapping[str, Claim]) -> dict[str, str] | None:
 def renamed_submission(read: Submission, renamed: Mapping[str, str]) -> Submission:
     """The submission with its ids replaced by the course's (a file matched by claim text)."""
 
-    def under(mapping: Mapping[str, object]) -> dict:
+    def with_course_ids(mapping: Mapping[str, object]) -> dict:
         return {renamed[cid]: value for cid, value in mapping.items()}
 
     entries = {renamed[cid]: Claim(renamed[cid], c.text, c.label, c.evidences) for cid, c in read.entries.items()}
-    return Submission(read.source, under(read.raw), entries, under(read.skipped), under(read.fails))
+    return Submission(
+        read.source, with_course_ids(read.raw), entries, with_course_ids(read.skipped), with_course_ids(read.fails)
+    )
 
 
 # --- the score of record -----------------------------------------------------------------------

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import COSINE_THRESHOLD, LABELS, MAX_EVIDENCES, OVERLAP_THRESHOLD
 from claimtrace.data.files import Claim
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scorer import evidence_f, harmonic_mean
@@ -83,7 +83,7 @@ class Setting(NamedTuple):
     top_n: int
 
 
-NOTEBOOK = Setting(C.COSINE_THRESHOLD, C.OVERLAP_THRESHOLD, C.MAX_EVIDENCES)
+NOTEBOOK = Setting(COSINE_THRESHOLD, OVERLAP_THRESHOLD, MAX_EVIDENCES)
 #: The swept parameters, each with its values (the others at the notebook's setting).
 PARAMETERS = {"cosine": GRID, "overlap": GRID, "top_n": TOP_N}
 
@@ -104,7 +104,7 @@ class ClaimColumns(NamedTuple):
     fallback: np.ndarray
 
     @classmethod
-    def of(cls, retriever: Retriever, claim_tags: str, rule: Rule) -> ClaimColumns:
+    def from_retriever(cls, retriever: Retriever, claim_tags: str, rule: Rule) -> ClaimColumns:
         s = retriever.scores(claim_tags, rule.cosine_in_score)
         top = fallback_six(s.positions, s.score, len(retriever), max(TOP_N))
         return cls(s.positions, s.cosine, s.overlap, s.score, s.shared, top)
@@ -139,7 +139,7 @@ def _verdicts(
         return {}
     ids = np.array([vocab.encode(join_row(claim_stems[c], map(passage_stems, p))) for c, p in keys], np.int64)
     logits = table.logits(ids)
-    return {key: C.LABELS[int(np.argmax(row))] for key, row in zip(keys, logits, strict=True)}
+    return {key: LABELS[int(np.argmax(row))] for key, row in zip(keys, logits, strict=True)}
 
 
 def sweep(
@@ -205,7 +205,7 @@ def _rule_points(
     """Every setting's retrievals of the claims ``ids`` (tag strings ``tags``) under one rule,
     with their course F, from each claim's columns, computed once."""
     gold = [claims[c].evidences for c in ids]
-    columns = [ClaimColumns.of(retriever, t, rule) for t in tags]
+    columns = [ClaimColumns.from_retriever(retriever, t, rule) for t in tags]
     rows = []
     for parameter, value, setting in settings():
         found = [col.retrieve(setting, rule.score_threshold) for col in columns]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.errors import DataError
 from claimtrace.explain.verdict import located_claim
 
@@ -27,7 +27,7 @@ def explain_lstm(build, claim_id: str, source: str = "retrieved") -> dict:
 
     Parameters
     ----------
-    build : claimtrace.workdir.reader.Build
+    build : claimtrace.workdir.reader.BuildReader
     claim_id : str
         A dev or test claim (the build does not run the LSTM on the training claims).
     source : {"retrieved", "gold"}
@@ -57,16 +57,17 @@ def explain_lstm(build, claim_id: str, source: str = "retrieved") -> dict:
         "claim_text": claim.text,
         "label": claim.label,
         "model": "lstm",
-        "checkpoint_name": C.CHECKPOINT_FILES["lstm"],
+        "checkpoint_name": constants.CHECKPOINT_FILES["lstm"],
         "evidence_source": source,
         "evidence_ids": evidence,
         "tokens": tokens,
         "input_ids": ids,
-        "real_tokens": sum(t != C.PAD for t in tokens),
-        "pad_tokens": tokens.count(C.PAD),
+        "real_tokens": sum(t != constants.PAD for t in tokens),
+        "pad_tokens": tokens.count(constants.PAD),
         "last_position": {"position": len(ids) - 1, "token": tokens[-1]},
         **{
-            p: {"logits": [float(x) for x in stored[p]["logits"]], "verdict": stored[p]["verdict"]} for p in C.PROTOCOLS
+            p: {"logits": [float(x) for x in stored[p]["logits"]], "verdict": stored[p]["verdict"]}
+            for p in constants.PROTOCOLS
         },
         "note": NO_EXACT_SHARES,
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import COSINE_THRESHOLD, MAX_EVIDENCES, OVERLAP_THRESHOLD
 
 __all__ = ["FailedTest", "filter_failures", "passes_filter", "Stop", "filter_stop", "RetrievalView"]
 
@@ -38,7 +38,7 @@ class FailedTest:
 def filter_failures(cosine: float, overlap: float) -> list[FailedTest]:
     """The filter's tests a passage fails, in the order the notebook's query states them (cosine,
     then overlap); empty when it passes. A test keeps a value strictly above its threshold."""
-    tests = (("cosine", cosine, C.COSINE_THRESHOLD), ("overlap", overlap, C.OVERLAP_THRESHOLD))
+    tests = (("cosine", cosine, COSINE_THRESHOLD), ("overlap", overlap, OVERLAP_THRESHOLD))
     return [FailedTest(name, float(value), threshold) for name, value, threshold in tests if not value > threshold]
 
 
@@ -81,7 +81,7 @@ class RetrievalView:
 
     Parameters
     ----------
-    build : claimtrace.workdir.reader.Build
+    build : claimtrace.workdir.reader.BuildReader
     record : dict
         The claim's retrieval record (``tags``, ``evidences``, ``fallback``, ``kept``).
     fallback_scores : numpy.ndarray, shape (n_candidates,), optional
@@ -172,7 +172,7 @@ class RetrievalView:
             return Stop(
                 "fallback",
                 f"below the sixth in the fallback: nothing passed the filter (here: {because}), so the "
-                f"{C.MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one",
+                f"{MAX_EVIDENCES} best scores are returned, and {higher:,} passages score higher than this one",
             )
         if failed:
             return failed
@@ -181,7 +181,7 @@ class RetrievalView:
                 "max shared",
                 f"cut by the max-shared rule: it shares {row['shared']} tags, the kept ones {self.max_shared}",
             )
-        return Stop("past the sixth", f"kept #{self.kept_rank.get(row['id'])}, past the {C.MAX_EVIDENCES} returned")
+        return Stop("past the sixth", f"kept #{self.kept_rank.get(row['id'])}, past the {MAX_EVIDENCES} returned")
 
 
 def _unscored(in_build: bool) -> dict:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.errors import DataError
 
 __all__ = ["explain_input", "explain_claim", "margin"]
@@ -64,7 +64,9 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
     )
     per_token = _token_shares(classifier, ids, tokens, words)
     padding = _padding_share(classifier, ids)
-    words_total = np.sum([p["contribution"] for p in per_token], axis=0) if per_token else np.zeros(len(C.LABELS))
+    words_total = (
+        np.sum([p["contribution"] for p in per_token], axis=0) if per_token else np.zeros(len(constants.LABELS))
+    )
     return {
         "text": text,
         "words": len(words),
@@ -73,16 +75,16 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
         "real_tokens": len(ids) - padding["count"],
         "pad_tokens": padding["count"],
         "unknown_tokens": int(sum(p["unknown"] for p in per_token)),
-        "truncated": len(words) + 2 > C.MAX_LEN,
-        "dropped_words": max(0, len(words) + 2 - C.MAX_LEN),
+        "truncated": len(words) + 2 > constants.MAX_LEN,
+        "dropped_words": max(0, len(words) + 2 - constants.MAX_LEN),
         "alone": {
             "logits": _floats(alone),
-            "verdict": C.LABELS[int(np.argmax(alone))],
+            "verdict": constants.LABELS[int(np.argmax(alone))],
             "torch_logits": _floats(torch_alone),
             "max_abs_diff_table_vs_torch": float(np.abs(alone - torch_alone).max()),
         },
         "contributions": {
-            "labels": list(C.LABELS),
+            "labels": list(constants.LABELS),
             "bias": _floats(table.bias),
             "tokens": per_token,
             "padding": padding,
@@ -94,10 +96,10 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
 
 def _padding_share(classifier, ids: list[int]) -> dict:
     """The [PAD] tokens' share of the verdict together: one table row times their count, over 128."""
-    pad_id = classifier.vocab.index[C.PAD]
+    pad_id = classifier.vocab.index[constants.PAD]
     pad_count = ids.count(pad_id)
     return {
-        "token": C.PAD,
+        "token": constants.PAD,
         "id": pad_id,
         "count": pad_count,
         "contribution": _floats(classifier.table.g[pad_id] * pad_count / len(ids)),
@@ -107,7 +109,7 @@ def _padding_share(classifier, ids: list[int]) -> dict:
 def _token_shares(classifier, ids: list[int], tokens: list[str], words: list[str]) -> list[dict]:
     """Each real (not [PAD]) token's share of the verdict: its row of the table over 128, with
     the word of the row text it stands for."""
-    pad_id, unk_id = classifier.vocab.index[C.PAD], classifier.vocab.index[C.UNK]
+    pad_id, unk_id = classifier.vocab.index[constants.PAD], classifier.vocab.index[constants.UNK]
     shares = classifier.table.contributions(ids)
     real = len(ids) - ids.count(pad_id)
     per_token = []
@@ -148,8 +150,8 @@ def margin(logits, bias, per_token: list[dict], padding: dict, shown: int = 5) -
         key=lambda p: -p["push"],
     )
     return {
-        "verdict": C.LABELS[win],
-        "runner_up": C.LABELS[second],
+        "verdict": constants.LABELS[win],
+        "runner_up": constants.LABELS[second],
         "margin": float(logits[win] - logits[second]),
         "bias": float(bias[win] - bias[second]),
         "padding": float(padding["contribution"][win] - padding["contribution"][second]),
@@ -164,8 +166,8 @@ def notebook_batch(build, split: str, source: str, row: int) -> dict:
     verdict (the build's), and each neighbour's gold label and notebook verdict."""
     encoded = build.inputs(split, source)
     verdicts = build.verdicts(split)
-    batch = row // C.BATCH_SIZE
-    batch_ids = encoded.claim_ids[batch * C.BATCH_SIZE : (batch + 1) * C.BATCH_SIZE]
+    batch = row // constants.BATCH_SIZE
+    batch_ids = encoded.claim_ids[batch * constants.BATCH_SIZE : (batch + 1) * constants.BATCH_SIZE]
     claim_id = encoded.claim_ids[row]
     entry = verdicts[claim_id][source]["notebook"]
     return {
@@ -200,7 +202,7 @@ def explain_claim(build, claim_id: str, source: str = "retrieved") -> dict:
 
     Parameters
     ----------
-    build : claimtrace.workdir.reader.Build
+    build : claimtrace.workdir.reader.BuildReader
     claim_id : str
         A train, dev or test claim.
     source : {"retrieved", "gold"}

@@ -4,7 +4,7 @@
 A step's items are cut into spans; span ``i`` is written to ``folder/NNNNN<suffix>`` (``i`` in
 five digits) by ``write(path, make(start, stop))``. A file already there is skipped (after
 ``check``, when given), so a killed step resumes where it stopped; what a kill left half-written
-(the temporary files :func:`claimtrace.lib.store.atomic_output` writes beside, dot names ending in
+(the temporary files :func:`claimtrace.lib.build_files.atomic_output` writes beside, dot names ending in
 ``.tmp``) is removed first. With ``processes`` > 1, forked workers make the chunks (``make`` and
 what it reads are inherited, not pickled) and this process writes them, in chunk order, so a
 killed step leaves the same whole files as one process would.

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.data.files import Claim
-from claimtrace.lib.store import write_atomic, write_npz
+from claimtrace.lib.build_files import write_atomic, write_npz
 from claimtrace.pipeline.preprocess import preprocess
 
 #: Evidence as the classifier sees it: claim id -> passage texts, in order.
@@ -83,7 +83,7 @@ class Vocabulary:
 
     @classmethod
     def fit(cls, texts: Iterable[str]) -> Vocabulary:
-        seen = dict.fromkeys(C.SPECIAL_TOKENS)
+        seen = dict.fromkeys(constants.SPECIAL_TOKENS)
         for text in texts:
             seen.update(dict.fromkeys(text.split()))
         return cls(list(seen))
@@ -91,14 +91,14 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def encode(self, text: str, max_len: int = C.MAX_LEN) -> list[int]:
+    def encode(self, text: str, max_len: int = constants.MAX_LEN) -> list[int]:
         """``[CLS]`` + tokens + ``[SEP]`` as ids (unknown -> ``<unk>``); longer than
         ``max_len`` -> first ``max_len - 1`` ids + ``[SEP]``; then ``[PAD]`` up to ``max_len``."""
-        unk = self.index[C.UNK]
-        ids = [self.index[C.CLS]] + [self.index.get(t, unk) for t in text.split()] + [self.index[C.SEP]]
+        unk = self.index[constants.UNK]
+        ids = [self.index[constants.CLS]] + [self.index.get(t, unk) for t in text.split()] + [self.index[constants.SEP]]
         if len(ids) > max_len:
-            ids = ids[: max_len - 1] + [self.index[C.SEP]]
-        return ids + [self.index[C.PAD]] * (max_len - len(ids))
+            ids = ids[: max_len - 1] + [self.index[constants.SEP]]
+        return ids + [self.index[constants.PAD]] * (max_len - len(ids))
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.tokens[i] for i in ids]
@@ -160,6 +160,6 @@ class Encoded:
 
 def encode(rows: Sequence[Row], vocab: Vocabulary) -> Encoded:
     """Rows -> 128 ids each (:meth:`Vocabulary.encode`) and label ids."""
-    ids = np.array([vocab.encode(row.text) for row in rows], dtype=np.int64).reshape(len(rows), C.MAX_LEN)
-    labels = np.array([C.LABEL_IDS[row.label] if row.label is not None else -1 for row in rows], dtype=np.int64)
+    ids = np.array([vocab.encode(row.text) for row in rows], dtype=np.int64).reshape(len(rows), constants.MAX_LEN)
+    labels = np.array([constants.LABEL_IDS[row.label] if row.label is not None else -1 for row in rows], dtype=np.int64)
     return Encoded([row.claim_id for row in rows], [row.text for row in rows], ids, labels)

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import torch
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.lib.store import atomic_output
+from claimtrace.constants import CHECKPOINT_FILES, PROVENANCE_FILES
+from claimtrace.lib.build_files import atomic_output
 from claimtrace.models.config import TransformerConfig
 from claimtrace.models.predict import PerClaimClassifier
 from claimtrace.models.transformer import TransformerClassifier, model_from_state, sinusoidal_table
 
-INTENDED_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["intended"]
-INTENDED_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["intended"]
+INTENDED_CHECKPOINT = ASSETS_DIR / CHECKPOINT_FILES["intended"]
+INTENDED_PROVENANCE = ASSETS_DIR / PROVENANCE_FILES["intended"]
 
 #: float16 keeps 11 significant bits: a value in [-1, 1] is off by at most 2**-12 after rounding
 #: (twice that leaves room for another CPU's last bits of sin and cos).

@@ -33,13 +33,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import CHECKPOINT_FILES, PROVENANCE_FILES, VOCAB_SIZE
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.predict import PerClaimClassifier
 
-LSTM_CHECKPOINT = ASSETS_DIR / C.CHECKPOINT_FILES["lstm"]
-LSTM_PROVENANCE = ASSETS_DIR / C.PROVENANCE_FILES["lstm"]
+LSTM_CHECKPOINT = ASSETS_DIR / CHECKPOINT_FILES["lstm"]
+LSTM_PROVENANCE = ASSETS_DIR / PROVENANCE_FILES["lstm"]
 
 
 class LSTMClassifier(nn.Module):
@@ -94,7 +94,7 @@ class LSTMClassifier(nn.Module):
         return self.fc_out(outputs[:, -1, :])
 
 
-def build_lstm(vocab_size: int = C.VOCAB_SIZE) -> LSTMClassifier:
+def build_lstm(vocab_size: int = VOCAB_SIZE) -> LSTMClassifier:
     """A freshly initialised LSTM of the notebook's configuration (PyTorch's default
     initialisation, as the notebook's)."""
     return LSTMClassifier(LSTMConfig(vocab_size=vocab_size))

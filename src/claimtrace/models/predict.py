@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.errors import DataError, damaged
 from claimtrace.lib.lru import LRU
@@ -100,9 +100,9 @@ def notebook_batches(model, input_ids: np.ndarray, workers: int = FORWARD_WORKER
 
     model.eval()
     ids = torch.as_tensor(np.asarray(input_ids))
-    batches = [ids[start : start + C.BATCH_SIZE] for start in range(0, len(ids), C.BATCH_SIZE)]
+    batches = [ids[start : start + constants.BATCH_SIZE] for start in range(0, len(ids), constants.BATCH_SIZE)]
     if not batches:
-        return np.zeros((0, len(C.LABELS)), dtype=np.float32)
+        return np.zeros((0, len(constants.LABELS)), dtype=np.float32)
     return torch.cat(run_calls(model, batches, workers)).numpy()
 
 
@@ -139,7 +139,7 @@ class Classifier:
 
     @property
     def vocab_path(self) -> Path:
-        return self.checkpoint.parent / C.VOCAB_FILE
+        return self.checkpoint.parent / constants.VOCAB_FILE
 
     #: Forward calls kept, by input: a call is a function of its 128 ids alone, and typed claims
     #: often repeat an input (made-up words are all ``<unk>``; the same passages come back).
@@ -176,7 +176,7 @@ class Classifier:
         with self._forward_lock, torch_threads(1):
             return alone_logits(model, claim)[0].double().numpy()
 
-    def prepare_typed(self, length: int = C.MAX_LEN, probes: int = 3) -> bool:
+    def prepare_typed(self, length: int = constants.MAX_LEN, probes: int = 3) -> bool:
         """Make the encoder's rows (:meth:`_encoder_rows`, about 50 encoder calls: a server does
         it once at start) and check them against real calls on ``probes`` inputs of every kind a
         typed claim makes (words, ``<unk>``s, padding), bit for bit; from then on
@@ -184,8 +184,8 @@ class Classifier:
         rows = self._encoder_rows(length, 1)
         rng = np.random.default_rng(0)
         inputs = [rng.integers(0, rows.shape[0], length) for _ in range(probes)]
-        inputs[0][length // 3 :] = self.vocab.index[C.PAD]  # a short claim: padding
-        inputs[1][::2] = self.vocab.index[C.UNK]  # made-up words
+        inputs[0][length // 3 :] = self.vocab.index[constants.PAD]  # a short claim: padding
+        inputs[1][::2] = self.vocab.index[constants.UNK]  # made-up words
         self._rows_checked = all(
             np.array_equal(self._from_rows(np.asarray([x]))[0], self._real_call(x)) for x in inputs
         )
@@ -219,7 +219,7 @@ class Classifier:
         """
         ids = np.asarray(input_ids)
         if len(ids) == 0:
-            return np.zeros((0, len(C.LABELS)))
+            return np.zeros((0, len(constants.LABELS)))
         self._encoder_rows(ids.shape[1], workers)
         out = self._from_rows(ids)
         if not self._check_forward_calls(ids, out):
@@ -261,7 +261,7 @@ class Classifier:
             return self.table.logits(np.asarray(input_ids))
         if protocol == "notebook":
             return notebook_batches(self.model, input_ids).astype(np.float64)
-        raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
+        raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(constants.PROTOCOLS)}")
 
 
 class PerClaimClassifier:
@@ -287,8 +287,8 @@ class PerClaimClassifier:
 
     def logits(self, input_ids, protocol: str) -> np.ndarray:
         """(n, 4) float64 (float32 values) for ids (n, 128), the same under both protocols."""
-        if protocol not in C.PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(C.PROTOCOLS)}")
+        if protocol not in constants.PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(constants.PROTOCOLS)}")
         ids = np.ascontiguousarray(np.asarray(input_ids, dtype=np.int64))
         keys = [row.tobytes() for row in ids]
         first = {}  # each input not computed yet -> its first row
@@ -305,7 +305,7 @@ class PerClaimClassifier:
             computed = torch.cat(run_calls(self.model, batches)).double().numpy()
             self._logits.update(zip(new, computed, strict=True))
         if not keys:
-            return np.zeros((0, len(C.LABELS)))
+            return np.zeros((0, len(constants.LABELS)))
         return np.stack([self._logits[k] for k in keys])
 
 
@@ -327,14 +327,14 @@ def load_classifier(checkpoint_dir: Path | None = None) -> Classifier:
     is loaded now and the table computed from it in float64 (a second).
     """
     folder = ASSETS_DIR if checkpoint_dir is None else Path(checkpoint_dir)
-    checkpoint, vocab_path = folder / C.CHECKPOINT_FILE, folder / C.VOCAB_FILE
+    checkpoint, vocab_path = folder / constants.CHECKPOINT_FILE, folder / constants.VOCAB_FILE
     hint = f"train it again with `claimtrace train --checkpoint {folder}`" if checkpoint_dir else "reinstall claimtrace"
     for path in (checkpoint, vocab_path):
         if not path.is_file():
             raise DataError(f"{path}: file is missing ({hint})")
     with damaged(vocab_path, hint):
         vocab = load_vocab(vocab_path)
-    table_path = folder / C.TABLE_FILE
+    table_path = folder / constants.TABLE_FILE
     with damaged(table_path, hint):
         recorded = table_metadata(table_path).get("checkpoint_sha256") if table_path.is_file() else None
         table = load_table(table_path) if recorded == sha256_file(checkpoint) else None
@@ -360,11 +360,11 @@ def _check_header(checkpoint: Path) -> None:
 
 def predict(classifier: Classifier, encoded: Encoded) -> dict[str, dict]:
     """Per claim (file order): for each protocol, ``{"logits", "verdict"}``."""
-    by_protocol = {p: classifier.logits(encoded.input_ids, p) for p in C.PROTOCOLS}
+    by_protocol = {p: classifier.logits(encoded.input_ids, p) for p in constants.PROTOCOLS}
     out = {}
     for i, cid in enumerate(encoded.claim_ids):
         out[cid] = {
-            protocol: {"logits": logits[i].tolist(), "verdict": C.LABELS[int(np.argmax(logits[i]))]}
+            protocol: {"logits": logits[i].tolist(), "verdict": constants.LABELS[int(np.argmax(logits[i]))]}
             for protocol, logits in by_protocol.items()
         }
     return out
@@ -373,9 +373,9 @@ def predict(classifier: Classifier, encoded: Encoded) -> dict[str, dict]:
 def accuracy_and_confusion(labels: Sequence[str], verdicts: Sequence[str]) -> dict:
     """Accuracy and the 4 x 4 confusion matrix (rows: gold label, columns: verdict, both in
     ``LABELS`` order) of aligned label and verdict lists: the one place these are counted."""
-    matrix = np.zeros((len(C.LABELS), len(C.LABELS)), dtype=int)
+    matrix = np.zeros((len(constants.LABELS), len(constants.LABELS)), dtype=int)
     for label, verdict in zip(labels, verdicts, strict=True):
-        matrix[C.LABEL_IDS[label], C.LABEL_IDS[verdict]] += 1
+        matrix[constants.LABEL_IDS[label], constants.LABEL_IDS[verdict]] += 1
     correct = int(np.trace(matrix))
     return {
         "accuracy": correct / len(labels) if len(labels) else 0.0,
@@ -391,5 +391,5 @@ def protocol_figures(labels: Mapping[str, str], verdicts: Mapping[str, Mapping[s
     ids = list(labels)
     return {
         protocol: accuracy_and_confusion([labels[c] for c in ids], [verdicts[c][protocol] for c in ids])
-        for protocol in C.PROTOCOLS
+        for protocol in constants.PROTOCOLS
     }

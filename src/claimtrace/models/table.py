@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from claimtrace import constants as C
-from claimtrace.lib.store import atomic_output
+from claimtrace.constants import ALONE_PE_ROW
+from claimtrace.lib.build_files import atomic_output
 
 if TYPE_CHECKING:  # torch is imported where a model runs: a saved table is read without it
     import torch
@@ -71,7 +71,7 @@ def export_table(model: TransformerClassifier, dtype: torch.dtype | None = None)
     m = copy.deepcopy(model).to(torch.float64 if dtype is None else dtype).eval()
     with torch.no_grad():
         # Quirk "x sqrt(128)" and quirk "pe by batch position": a claim alone gets pe[0].
-        x = m.embedding.weight * math.sqrt(m.config.max_len) + m.pos_encoder.pe[C.ALONE_PE_ROW]  # (vocab, 256)
+        x = m.embedding.weight * math.sqrt(m.config.max_len) + m.pos_encoder.pe[ALONE_PE_ROW]  # (vocab, 256)
         hidden = m.transformer_encoder(x.unsqueeze(0))[0]  # (1, vocab, 256): length-1 sequence
         g = hidden @ m.fc_out.weight.T  # (vocab, 4), the bias kept apart
         return Table(g.double().numpy().copy(), m.fc_out.bias.double().numpy().copy())
@@ -132,6 +132,6 @@ def alone_logits_stacked(model: TransformerClassifier, input_ids: torch.Tensor) 
     length = input_ids.shape[1]
     with torch.no_grad():
         tokens, where = torch.unique(input_ids, return_inverse=True)
-        x = model.embedding(tokens) * math.sqrt(length) + model.pos_encoder.pe[C.ALONE_PE_ROW]
+        x = model.embedding(tokens) * math.sqrt(length) + model.pos_encoder.pe[ALONE_PE_ROW]
         rows = model.transformer_encoder(x.unsqueeze(0))[0]  # (distinct tokens, 256)
         return model.fc_out(rows[where].mean(dim=1))  # (n, 128, 256) -> (n, 256) -> (n, 4)

@@ -40,9 +40,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.data.files import gold_passages, load_claims
-from claimtrace.lib.store import write_atomic
+from claimtrace.lib.build_files import write_atomic
 from claimtrace.models.inputs import Encoded, Vocabulary, encode, gold_evidence, make_rows, save_vocab
 from claimtrace.models.transformer import (
     TransformerClassifier,
@@ -86,7 +86,7 @@ def seed_everything(seed: int) -> None:
 # --- The loop -------------------------------------------------------------------------------------
 
 
-def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BATCH_SIZE) -> tuple[float, int]:
+def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = constants.BATCH_SIZE) -> tuple[float, int]:
     """The notebook's eval_model: mean batch loss and number correct, batches in file order."""
     logits = notebook_logits(model, torch.from_numpy(data.input_ids), batch_size)
     labels = torch.from_numpy(data.labels)
@@ -100,7 +100,7 @@ def evaluate(model: TransformerClassifier, data: Encoded, batch_size: int = C.BA
 
 
 def train_epoch(
-    model, data: Encoded, loss_fn, optimizer, batch_size: int = C.BATCH_SIZE, progress: Callable | None = None
+    model, data: Encoded, loss_fn, optimizer, batch_size: int = constants.BATCH_SIZE, progress: Callable | None = None
 ) -> tuple[float, int]:
     """The notebook's train_epoch: dropout on, one Adam step per batch of 16 in file order."""
     model.train()
@@ -130,9 +130,9 @@ class TrainResult:
 def train(
     data: TrainingData,
     workdir: Path | None,
-    seed: int = C.SHIPPED_SEED,
-    epochs: int = C.EPOCHS,
-    threads: int = C.TORCH_THREADS,
+    seed: int = constants.SHIPPED_SEED,
+    epochs: int = constants.EPOCHS,
+    threads: int = constants.TORCH_THREADS,
     show_progress: bool = True,
     echo: Callable[[str], None] | None = None,
     variant: str = "notebook",
@@ -160,8 +160,8 @@ def train(
     TrainResult
         The model after the last epoch, the log, and the best checkpoint's path.
     """
-    if variant not in C.CLASSIFIER_VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}: expected one of {', '.join(C.CLASSIFIER_VARIANTS)}")
+    if variant not in constants.CLASSIFIER_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: expected one of {', '.join(constants.CLASSIFIER_VARIANTS)}")
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:  # the thread count is pinned: float sums may depend on how work is split between threads
         with torch_threads(threads):
@@ -174,12 +174,12 @@ def train(
 def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -> TrainResult:
     model = new_model(variant, len(data.vocab))
     loss_fn = nn.CrossEntropyLoss()
-    optimizer = torch.optim.Adam(model.parameters(), lr=C.LEARNING_RATE)
+    optimizer = torch.optim.Adam(model.parameters(), lr=constants.LEARNING_RATE)
 
     workdir = Path(workdir) if workdir is not None else None
-    checkpoint = workdir / C.CHECKPOINT_FILES[variant] if workdir is not None else None
+    checkpoint = workdir / constants.CHECKPOINT_FILES[variant] if workdir is not None else None
     if workdir is not None:
-        save_vocab(data.vocab, workdir / C.VOCAB_FILE)
+        save_vocab(data.vocab, workdir / constants.VOCAB_FILE)
     log = _new_log(data, variant, seed, epochs, threads)
     best_correct = 0  # the notebook's best_accuracy = 0 and strict `>`
     started = time.perf_counter()
@@ -208,7 +208,7 @@ def _train(data, workdir, seed, epochs, threads, show_progress, echo, variant) -
         if echo is not None:
             echo(_epoch_line(record, epochs, len(data.dev)))
         if workdir is not None:
-            write_atomic(workdir / C.TRAINING_LOG_FILES[variant], json.dumps(log, indent=1) + "\n")
+            write_atomic(workdir / constants.TRAINING_LOG_FILES[variant], json.dumps(log, indent=1) + "\n")
     return TrainResult(model, log, checkpoint)
 
 
@@ -233,8 +233,8 @@ def _new_log(data: TrainingData, variant: str, seed: int, epochs: int, threads: 
         "train_claims": len(data.train),
         "dev_claims": len(data.dev),
         "vocab_size": len(data.vocab),
-        "batch_size": C.BATCH_SIZE,
-        "learning_rate": C.LEARNING_RATE,
+        "batch_size": constants.BATCH_SIZE,
+        "learning_rate": constants.LEARNING_RATE,
         "history": [],
         "best_epoch": None,
         "best_dev_accuracy": None,

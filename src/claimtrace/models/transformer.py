@@ -38,8 +38,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from claimtrace import constants as C
-from claimtrace.lib.store import atomic_output
+from claimtrace.constants import BATCH_SIZE, VOCAB_SIZE
+from claimtrace.lib.build_files import atomic_output
 from claimtrace.models.config import TransformerConfig
 
 
@@ -162,7 +162,7 @@ class TransformerClassifier(nn.Module):
         return self.transformer_encoder(x)
 
 
-def build_model(vocab_size: int = C.VOCAB_SIZE, fixed: bool = False) -> TransformerClassifier:
+def build_model(vocab_size: int = VOCAB_SIZE, fixed: bool = False) -> TransformerClassifier:
     """A freshly initialised model of the notebook's configuration with ``vocab_size`` tokens,
     or the intended model if ``fixed`` (PyTorch's default initialisation, as the notebook's)."""
     return TransformerClassifier(TransformerConfig(vocab_size=vocab_size, fixed=fixed))
@@ -172,7 +172,7 @@ def build_model(vocab_size: int = C.VOCAB_SIZE, fixed: bool = False) -> Transfor
 
 
 @torch.no_grad()
-def notebook_logits(model: nn.Module, input_ids: torch.Tensor, batch_size: int = C.BATCH_SIZE) -> torch.Tensor:
+def notebook_logits(model: nn.Module, input_ids: torch.Tensor, batch_size: int = BATCH_SIZE) -> torch.Tensor:
     """Protocol "notebook": eval mode, consecutive batches of 16 in the given (file) order, as
     the notebook's eval_model and predict ran. A claim's logits depend on its batch-mates."""
     model.eval()

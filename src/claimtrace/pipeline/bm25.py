@@ -49,7 +49,7 @@ import numpy as np
 
 from claimtrace.errors import DataError
 from claimtrace.lib import chunks
-from claimtrace.lib.store import atomic_folder, write_npz
+from claimtrace.lib.build_files import atomic_folder, write_npz
 from claimtrace.pipeline.bm25_tokens import TOKENIZER, merge_chunks, tokenize, tokenize_chunk
 
 __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]

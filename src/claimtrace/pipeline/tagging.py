@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from claimtrace import constants as C
+from claimtrace.constants import PASSAGE_SHUFFLE_SEED, TAGGING_VECTORIZER, TAGS_PER_PASSAGE
 from claimtrace.data.files import Claim
 from claimtrace.lib.npsort import top_k_rows  # numpy 1.24's introsort, pruned to the top k
 from claimtrace.pipeline.preprocess import preprocess, stem
@@ -141,7 +141,7 @@ def fit_corpus_claim_rows(claim_files: Sequence[Mapping[str, Claim]], evidence: 
 
 def tagging_vectorizer(**overrides) -> NotebookTfidf:
     """The notebook's 20,000-feature uni- to tri-gram vectorizer, unfitted."""
-    params = {"tokenizer": final_stems, **C.TAGGING_VECTORIZER, **overrides}
+    params = {"tokenizer": final_stems, **TAGGING_VECTORIZER, **overrides}
     return NotebookTfidf(**params)
 
 
@@ -165,7 +165,7 @@ class PassageTags:
     weights: list[float]
 
 
-def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER_PASSAGE) -> list[PassageTags]:
+def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = TAGS_PER_PASSAGE) -> list[PassageTags]:
     """Tags of each row of a (n_passages, n_features) TF-IDF matrix: numpy 1.24's
     ``np.argsort(dense_row)[-k:][::-1]`` computed without the dense row, alphabetic names only.
     """
@@ -190,7 +190,7 @@ def tag_rows(rows: sp.csr_matrix, feature_names: np.ndarray, k: int = C.TAGS_PER
     return out
 
 
-def canonical_order(n_passages: int, seed: int = C.PASSAGE_SHUFFLE_SEED) -> np.ndarray:
+def canonical_order(n_passages: int, seed: int = PASSAGE_SHUFFLE_SEED) -> np.ndarray:
     """The notebook's passage order: ``DataFrame.sample(frac=1, random_state=42)`` of
     evidence.json order, which pandas draws as ``RandomState(42).permutation(n)``.
 

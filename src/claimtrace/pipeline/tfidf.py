@@ -33,8 +33,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from claimtrace.lib.build_files import write_npz
 from claimtrace.lib.npsort import argsort as introsort
-from claimtrace.lib.store import write_npz
 
 Tokenizer = Callable[[str], Sequence[str]]
 

@@ -3,14 +3,14 @@
 ``create_app(build)`` is the FastAPI app (``claimtrace serve``); ``write_site(build, out)`` writes
 the same pages as static files (``claimtrace site``). The pages' data comes from ``views.walkthrough``
 (one function per stage) and ``views.explore`` (a whole split), read from the build through
-:class:`claimtrace.workdir.reader.Build`; ``tracer.Tracer`` caches and schedules them. See docs/web.md.
+:class:`claimtrace.workdir.reader.BuildReader`; ``site_data.SiteData`` caches and schedules them. See docs/web.md.
 
 May import: everything below it, up to ``compare``; it only reads a build, never writes one.
 """
 
 from __future__ import annotations
 
-__all__ = ["create_app", "write_site", "Tracer"]
+__all__ = ["create_app", "write_site", "SiteData"]
 
 
 def __getattr__(name):
@@ -22,8 +22,8 @@ def __getattr__(name):
         from claimtrace.web.site import write_site
 
         return write_site
-    if name == "Tracer":
-        from claimtrace.web.tracer import Tracer
+    if name == "SiteData":
+        from claimtrace.web.site_data import SiteData
 
-        return Tracer
+        return SiteData
     raise AttributeError(name)

@@ -30,7 +30,7 @@ from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.memory import collect_all_again, keep_out_of_collections, limit_malloc_arenas
@@ -46,9 +46,9 @@ from claimtrace.web.pages import CLAIM
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response, unreadable_build, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
-from claimtrace.web.tracer import Tracer, build_stamp
+from claimtrace.web.site_data import SiteData, build_stamp
 from claimtrace.web.typed_processes import TypedClient
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 __all__ = ["create_app", "MAX_BODY_BYTES"]
 
@@ -57,15 +57,15 @@ TYPED_START_SECONDS = 300
 
 
 def create_app(
-    build: Build | None = None,
-    tracer: Tracer | None = None,
+    build: BuildReader | None = None,
+    site_data: SiteData | None = None,
     warm: bool = False,
     prerender: bool = False,
     llm_origins: tuple[str, ...] = (),
     typed: TypedClient | None = None,
     freeze_when_warm: bool = False,
 ) -> FastAPI:
-    """The site over a build, or over a tracer already made for one (see the module docstring
+    """The site over a build, or over a site data already made for one (see the module docstring
     for the routes).
 
     ``warm``: load the build and the front page in the background while the server starts, then
@@ -78,12 +78,12 @@ def create_app(
     ``freeze_when_warm`` (a server process of its own, as ``serve`` makes): once warm, what it
     holds is kept out of the collector's full passes (:func:`~claimtrace.web.memory.keep_out_of_collections`).
     """
-    tracer = tracer or Tracer(build)
-    renderer = Renderer(tracer, mode="server")
+    site_data = site_data or SiteData(build)
+    renderer = Renderer(site_data, mode="server")
     answers = AnswerCache()
     app = FastAPI(title="claimtrace", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.site = SiteState(tracer, renderer)
-    app.state.tracer = tracer
+    app.state.site = SiteState(site_data, renderer)
+    app.state.site_data = site_data
     app.state.explore_wait = EXPLORE_WAIT_SECONDS
     app.state.warmth = {"claim_pages_prerendered": 0, "claim_pages": None, "warm": not (warm and prerender)}
     for router in site_routers():
@@ -92,13 +92,13 @@ def create_app(
     app.add_exception_handler(DataError, build_file_unreadable)  # StageMissing included
     app.add_middleware(FinalAnswers, answers=answers)
     app.add_middleware(HostGuard, renderer=renderer)
-    app.add_middleware(BuildWatch, stamp=lambda: build_stamp(tracer.build), reload=lambda: reload_site(app, answers))
+    app.add_middleware(BuildWatch, stamp=lambda: build_stamp(site_data.build), reload=lambda: reload_site(app, answers))
     app.add_middleware(Failsafe, site=lambda: app.state.site)
     app.add_middleware(SecurityHeaders, llm_origins=llm_origins)
     # answers over 1 KB are gzipped for a client that takes it (train's Explore: 230 KB -> 74 KB)
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
-        tracer.typed_processes = typed
+        site_data.typed_processes = typed
         limit_malloc_arenas()
         pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
         threading.Thread(
@@ -109,13 +109,13 @@ def create_app(
 
 def reload_site(app: FastAPI, answers: AnswerCache) -> None:
     """The site's state made again over the build as it is now (a completed or repaired build):
-    a new reader and tracer, no answer kept from before."""
-    old: Build = app.state.tracer.build
-    tracer = Tracer(Build(old.root, old.data_dir))
-    tracer.runs = app.state.tracer.runs.over(tracer.build)  # the runs given and uploaded stay
-    tracer.typed_processes = app.state.tracer.typed_processes  # they read the build again themselves
-    app.state.site = SiteState(tracer, Renderer(tracer, mode="server"))
-    app.state.tracer = tracer
+    a new reader and site_data, no answer kept from before."""
+    old: BuildReader = app.state.site_data.build
+    site_data = SiteData(BuildReader(old.root, old.data_dir))
+    site_data.runs = app.state.site_data.runs.over(site_data.build)  # the runs given and uploaded stay
+    site_data.typed_processes = app.state.site_data.typed_processes  # they read the build again themselves
+    app.state.site = SiteState(site_data, Renderer(site_data, mode="server"))
+    app.state.site_data = site_data
     answers.clear()
     collect_all_again()  # the old build's objects, frozen once warm, may now be collected
 
@@ -125,8 +125,8 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool, freeze: bool = False) -> None:
     try:
-        app.state.tracer.warm()
-        typed = app.state.tracer.typed_processes
+        app.state.site_data.warm()
+        typed = app.state.site_data.typed_processes
         if typed is not None:
             app.state.warmth["typed_processes"] = typed.wait_ready(TYPED_START_SECONDS)
         app.state.warmth["typed_ready"] = True  # a typed claim now costs what any other does
@@ -143,13 +143,13 @@ def prerender_claim_pages(app: FastAPI, answers: AnswerCache) -> None:
     """Every claim page (``/claim/<id>.html``, the address Explore links to), rendered once and
     kept whole in the answer cache."""
     site: SiteState = app.state.site
-    splits = {split: list(site.tracer.claims(split)) for split in C.SPLITS}
+    splits = {split: list(site.site_data.claims(split)) for split in SPLITS}
     app.state.warmth["claim_pages"] = sum(len(ids) for ids in splits.values())
     for ids in splits.values():
         for claim_id in ids:
             path = "/" + CLAIM.path(claim_id)
             if answers.get(path) is None:
-                body = utf8(CLAIM.render(site.renderer, CLAIM.data(site.tracer, claim_id), claim_id))
+                body = utf8(CLAIM.render(site.renderer, CLAIM.data(site.site_data, claim_id), claim_id))
                 answers.put(path, HTMLResponse(body).raw_headers, body)
             app.state.warmth["claim_pages_prerendered"] += 1
     app.state.warmth["warm"] = True
@@ -174,7 +174,7 @@ async def build_file_unreadable(request: Request, exc: DataError):
     why (:func:`~claimtrace.web.responses.unreadable_build`). One a running build has not written
     yet (`serve --while-building`, make demo) is "Being built": the page asks again."""
     site: SiteState = request.app.state.site
-    heading, message, fields = unreadable_build(exc, site.tracer.build.root)
+    heading, message, fields = unreadable_build(exc, site.site_data.build.root)
     if not fields.get("building"):
         return error_response(site.renderer, request.url.path, 503, heading, message, **fields)
     hint = f"This page asks again every {BEING_BUILT_REFRESH} seconds and shows itself once the build has written it."

@@ -1,4 +1,4 @@
-"""The one way a value becomes the JSON bytes an answer sends (imported by the tracer and the
+"""The one way a value becomes the JSON bytes an answer sends (imported by the site data and the
 typed-claims processes as well as by the responses, so it depends on nothing of the site).
 
 orjson writes them: a typed claim's trace (about 35 KB, 500 of its numbers a token's exact

@@ -111,7 +111,7 @@ class Failsafe:
     def answer(self, path: str, err: Exception):
         site = self.site()
         if isinstance(err, DataError):
-            message = public_paths(f"The build cannot be read: {err}", site.tracer.build.root)
+            message = public_paths(f"The build cannot be read: {err}", site.site_data.build.root)
             return error_response(site.renderer, path, 503, "The build is damaged", message)
         traceback.print_exception(err)
         message = f"claimtrace could not answer this ({type(err).__name__}): a bug; the server's log has the details."

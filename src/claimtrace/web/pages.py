@@ -23,7 +23,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import Renderer, root_for
 from claimtrace.web.runs import with_runs
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from claimtrace.web.views.attribution import attribution_page
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from claimtrace.web.views.llm import AI_LOG_DATA, evaluation_data
@@ -70,16 +70,16 @@ class Page:
 
     ``file`` and ``twin`` hold ``{key}`` (or its parts, ``{key[0]}``) where the page has one per
     claim, per split or per run; ``key`` is a one-page entry's own (the walkthrough's claim).
-    ``data(tracer, key)`` is what the page shows and its twin holds; ``template(renderer, data,
-    root)`` draws it (``root``: ``"../" * depth`` of its address); ``keys(tracer, claim_ids)``
+    ``data(site_data, key)`` is what the page shows and its twin holds; ``template(renderer, data,
+    root)`` draws it (``root``: ``"../" * depth`` of its address); ``keys(site_data, claim_ids)``
     lists what an export writes of a page with a key, given the claims it writes per split."""
 
     name: str
     file: str
     twin: str | None
-    data: Callable[[Tracer, Any], Any]
+    data: Callable[[SiteData, Any], Any]
     template: Callable[[Renderer, Any, str], str] | None
-    keys: Callable[[Tracer, dict[str, list[str]]], Iterable[Any]] | None = None
+    keys: Callable[[SiteData, dict[str, list[str]]], Iterable[Any]] | None = None
     key: Any = None
     aliases: tuple[Address, ...] = ()
 
@@ -106,9 +106,9 @@ class Page:
             return ("json",)
         return ("html", "json") if self.twin is not None else ("html",)
 
-    def export_keys(self, tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[Any]:
+    def export_keys(self, site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[Any]:
         """The keys an export writes this page for: a one-page entry's own, or :attr:`keys`."""
-        return list(self.keys(tracer, claim_ids)) if self.keys is not None else [self.key]
+        return list(self.keys(site_data, claim_ids)) if self.keys is not None else [self.key]
 
     def routes(self) -> list[Address]:
         """The server's addresses of the page, in the order they are tried: its aliases, then its
@@ -129,15 +129,15 @@ class Page:
         return Asked((*parts, name.key) if parts else name.key, name.format)
 
 
-def _chosen_splits(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]:
+def _chosen_splits(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[str]:
     return list(claim_ids)
 
 
-def _chosen_claims(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]:
+def _chosen_claims(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[str]:
     return [claim_id for ids in claim_ids.values() for claim_id in ids]
 
 
-def _row_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[tuple[str, str]]:
+def _row_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[tuple[str, str]]:
     # one file per distinct predictions: a row whose file is another's is served but not written twice
     return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows() if row.file_row == row]
 
@@ -146,7 +146,7 @@ WALKTHROUGH = Page(
     "walkthrough",
     "index.html",
     "index.json",
-    data=lambda tracer, claim_id: tracer.trace(claim_id),
+    data=lambda site_data, claim_id: site_data.trace(claim_id),
     template=lambda renderer, trace, root: renderer.claim_page(trace, root),
     key=WALKTHROUGH_CLAIM,
     aliases=(Address("/", WALKTHROUGH_CLAIM, "html"),),
@@ -155,7 +155,7 @@ CLAIM = Page(
     "claim",
     "claim/{key}.html",
     "claim/{key}.json",
-    data=lambda tracer, claim_id: tracer.trace(claim_id),
+    data=lambda site_data, claim_id: site_data.trace(claim_id),
     template=lambda renderer, trace, root: renderer.claim_page(trace, root),
     keys=_chosen_claims,
 )
@@ -163,7 +163,7 @@ EXPLORE = Page(
     "explore",
     "explore/{key}.html",
     "explore/{key}.json",
-    data=lambda tracer, split: with_runs(tracer.runs, tracer.explore(split)),
+    data=lambda site_data, split: with_runs(site_data.runs, site_data.explore(split)),
     template=lambda renderer, explore, root: renderer.explore_page(explore, root),
     keys=_chosen_splits,
     aliases=(Address("/explore", "dev", "html"), Address("/explore.json", "dev", "json")),
@@ -174,7 +174,7 @@ LIVE = Page(
     "live",
     "live.html",
     None,
-    data=lambda tracer, claim_id: tracer.trace(claim_id),
+    data=lambda site_data, claim_id: site_data.trace(claim_id),
     template=lambda renderer, trace, root: renderer.live_page(root, trace, text=trace["claim"]["text"]),
     key=WALKTHROUGH_CLAIM,
     aliases=(Address("/live", WALKTHROUGH_CLAIM, "html"), Address("/live.json", WALKTHROUGH_CLAIM, "json")),
@@ -183,7 +183,7 @@ PREDICTIONS = Page(
     "predictions",
     "predictions/{key}.json",
     None,
-    data=lambda tracer, split: tracer.build.course_predictions(split),
+    data=lambda site_data, split: site_data.build.course_predictions(split),
     template=None,
     keys=_chosen_splits,
 )
@@ -191,22 +191,22 @@ ROW_PREDICTIONS = Page(
     "row-predictions",
     prediction_path("{key[0]}", "{key[1]}"),
     None,
-    data=lambda tracer, key: row_predictions(tracer.build, *key),
+    data=lambda site_data, key: row_predictions(site_data.build, *key),
     template=None,
     keys=_row_keys,
 )
 
 
-def _run_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[str]:
-    return [run.digest for run in tracer.runs.all()]
+def _run_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[str]:
+    return [run.digest for run in site_data.runs.all()]
 
 
-def run_report(tracer: Tracer, key: str) -> dict:
+def run_report(site_data: SiteData, key: str) -> dict:
     """A run's page (:meth:`claimtrace.web.runs.Runs.report`); UnknownRun when no run has the key."""
-    run = tracer.runs.get(key)
+    run = site_data.runs.get(key)
     if run is None:
         raise UnknownRun(key)
-    return tracer.runs.report(run)
+    return site_data.runs.report(run)
 
 
 class UnknownRun(LookupError):
@@ -218,7 +218,7 @@ COMPARE_INDEX = Page(
     "compare-index",
     "compare/index.html",
     "compare/index.json",
-    data=lambda tracer, key: tracer.runs.index(),
+    data=lambda site_data, key: site_data.runs.index(),
     template=lambda renderer, data, root: renderer.compare_index(data, root),
     aliases=(Address("/compare", None, "html"), Address("/compare/", None, "html")),
 )
@@ -236,7 +236,7 @@ PARITY = Page(
     "parity",
     "parity.html",
     "parity.json",
-    data=lambda tracer, key: parity(tracer),
+    data=lambda site_data, key: parity(site_data),
     template=lambda renderer, data, root: renderer.parity_page(data, root),
     aliases=(Address("/parity", None, "html"),),
 )
@@ -246,7 +246,7 @@ TOUR = Page(
     "tour",
     "tour.html",
     "tour.json",
-    data=lambda tracer, key: tour_view(),
+    data=lambda site_data, key: tour_view(),
     template=lambda renderer, data, root: renderer.tour_page(data, root),
     aliases=(Address("/tour", None, "html"),),
 )
@@ -256,7 +256,7 @@ RESULTS = Page(
     "results",
     "results.html",
     "results.json",
-    data=lambda tracer, key: results(tracer),
+    data=lambda site_data, key: results(site_data),
     template=lambda renderer, data, root: renderer.results_page(data, root),
     aliases=(Address("/results", None, "html"),),
 )
@@ -267,7 +267,7 @@ METHODS = Page(
     "methods",
     "methods.html",
     "methods.json",
-    data=lambda tracer, key: tracer.methods(),
+    data=lambda site_data, key: site_data.methods(),
     template=lambda renderer, data, root: renderer.methods_page(data, root),
     aliases=(Address("/methods", None, "html"),),
 )
@@ -279,15 +279,15 @@ SEEDS = Page(
     "seeds",
     "seeds.html",
     "seeds.json",
-    data=lambda tracer, key: seeds_page(tracer.build),
+    data=lambda site_data, key: seeds_page(site_data.build),
     template=lambda renderer, data, root: renderer.seeds_page(data, root),
     aliases=(Address("/seeds", None, "html"),),
 )
 
 
-def _class_keys(tracer: Tracer, claim_ids: dict[str, list[str]]) -> list[None]:
+def _class_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[None]:
     """The class page is exported when there is a dev run to show."""
-    return [None] if any(run.split == "dev" for run in tracer.runs.all()) else []
+    return [None] if any(run.split == "dev" for run in site_data.runs.all()) else []
 
 
 #: Every dev run together: per claim how many runs got it right, the claims nobody got right,
@@ -296,7 +296,7 @@ COMPARE_CLASS = Page(
     "compare-class",
     "compare/class.html",
     "compare/class.json",
-    data=lambda tracer, key: tracer.runs.class_view(),
+    data=lambda site_data, key: site_data.runs.class_view(),
     template=lambda renderer, data, root: renderer.compare_class(data, root),
     keys=_class_keys,
 )
@@ -305,7 +305,7 @@ ATTRIBUTION = Page(
     "attribution",
     "attribution.html",
     "attribution.json",
-    data=lambda tracer, key: attribution_page(tracer.build),
+    data=lambda site_data, key: attribution_page(site_data.build),
     template=lambda renderer, data, root: renderer.attribution_page(data, root),
     aliases=(Address("/attribution", None, "html"),),
 )
@@ -315,7 +315,9 @@ EVALUATION = Page(
     "evaluation",
     "evaluation.html",
     "evaluation.json",
-    data=lambda tracer, key: tracer.build.once("evaluation", lambda: evaluation_data(tracer.build, __version__)),
+    data=lambda site_data, key: site_data.build.once(
+        "evaluation", lambda: evaluation_data(site_data.build, __version__)
+    ),
     template=lambda renderer, data, root: renderer.evaluation_page(data, root),
     aliases=(Address("/evaluation", None, "html"),),
 )
@@ -325,12 +327,12 @@ AI_LOG = Page(
     "ai-log",
     "ai-log.html",
     "ai-log.json",
-    data=lambda tracer, key: AI_LOG_DATA,
+    data=lambda site_data, key: AI_LOG_DATA,
     template=lambda renderer, data, root: renderer.ai_log_page(data, root),
     aliases=(Address("/ai-log", None, "html"),),
 )
-TABLE = Page("table", "api/table.json", None, data=lambda tracer, key: tracer.table(), template=None)
-BUILD = Page("build", "api/build.json", None, data=lambda tracer, key: tracer.build_info(), template=None)
+TABLE = Page("table", "api/table.json", None, data=lambda site_data, key: site_data.table(), template=None)
+BUILD = Page("build", "api/build.json", None, data=lambda site_data, key: site_data.build_info(), template=None)
 
 #: Every page, in the order the export writes them and the server tries their routes (a page's
 #: file before another's route that would also match it: compare/index.html before compare/{name}).

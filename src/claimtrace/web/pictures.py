@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from markupsafe import Markup, escape
 
-from claimtrace import constants as C
+from claimtrace.constants import LABELS
 
 #: The class of each series of the training curves (style.css gives each its colour).
 SERIES_CLASSES = {
@@ -153,7 +153,7 @@ def _curve_panel(which: str, series: dict[str, list[tuple[int, float]]], low: fl
 def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
     """A confusion matrix (rows: labels, columns: verdicts) as a heat map, each cell's shade its
     share of the row's claims; a verdict the model never gives is called out under its column."""
-    labels = list(C.LABELS)
+    labels = list(LABELS)
     cell, left, top = 46, 62, 34
     never = [j for j in range(len(labels)) if all(row[j] == 0 for row in matrix)]
     width, height = left + cell * len(labels) + 8, top + cell * len(labels) + (34 if never else 10)
@@ -193,7 +193,7 @@ def confusion_map(matrix: Sequence[Sequence[int]], caption: str) -> Markup:
 
 def never_predicted(matrix: Sequence[Sequence[int]]) -> list[str]:
     """The verdicts a confusion matrix's model never gave (columns all zero)."""
-    return [label for j, label in enumerate(C.LABELS) if all(row[j] == 0 for row in matrix)]
+    return [label for j, label in enumerate(LABELS) if all(row[j] == 0 for row in matrix)]
 
 
 # --- the scoreboard --------------------------------------------------------------------------------

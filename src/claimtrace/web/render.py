@@ -18,15 +18,14 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
-from claimtrace import constants as C
-from claimtrace import course
+from claimtrace import constants, course
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
 from claimtrace.web.seed_chart import seed_chart
-from claimtrace.web.tracer import MAX_TEXT_CHARS, Tracer
+from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -202,12 +201,12 @@ def claims_table(explore: dict) -> dict:
     """Explore's claims as compact rows for app.js, which draws the table a page of rows at a
     time (1,228 rows written as HTML made the train page 1.7 MB and 27,000 elements): labels
     and verdicts as indices into ``labels``, F to 6 decimals."""
-    index = {label: i for i, label in enumerate(C.LABELS)}
+    index = {label: i for i, label in enumerate(constants.LABELS)}
     rows = []
     for row in explore["claims"]:
         verdicts = []
         for source in ("gold", "retrieved"):
-            for protocol in C.PROTOCOLS:
+            for protocol in constants.PROTOCOLS:
                 got = row.get(source)  # before the classifier stage, "retrieved" is the passages' count
                 verdicts.append(index[got[protocol]] if isinstance(got, dict) else None)
         rows.append(
@@ -223,7 +222,7 @@ def claims_table(explore: dict) -> dict:
             ]
         )
     runs = [{"name": r["name"], "digest": r["digest"], "right": r["right"]} for r in explore.get("runs", [])]
-    return {"fields": CLAIM_FIELDS, "labels": list(C.LABELS), "page": CLAIMS_PAGE, "rows": rows, "runs": runs}
+    return {"fields": CLAIM_FIELDS, "labels": list(constants.LABELS), "page": CLAIMS_PAGE, "rows": rows, "runs": runs}
 
 
 #: Around a part of a static page that many pages repeat word for word (``{% filter shared %}``):
@@ -273,10 +272,10 @@ def make_env() -> Environment:
         pictures=pictures,
         seed_chart=seed_chart,
         CLAIMS_PAGE=CLAIMS_PAGE,
-        C=C,
+        C=constants,
         COURSE=course,
-        LABELS=C.LABELS,
-        SPLITS=C.SPLITS,
+        LABELS=constants.LABELS,
+        SPLITS=constants.SPLITS,
         WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
         MAX_TEXT_CHARS=MAX_TEXT_CHARS,
     )
@@ -301,7 +300,7 @@ def root_for(path: str) -> str:
 
 
 class Renderer:
-    """Renders the site's pages from a :class:`Tracer`. ``mode``: ``"server"`` or ``"static"``."""
+    """Renders the site's pages from a :class:`SiteData`. ``mode``: ``"server"`` or ``"static"``."""
 
     #: Rendered claim and Explore pages kept (a trace never changes once computed).
     PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
@@ -309,8 +308,8 @@ class Renderer:
     #: The pages that call a visitor's LLM from the browser (their policy may connect to it).
     LLM_PAGES = frozenset({"evaluation", "claim"})
 
-    def __init__(self, tracer: Tracer, mode: str = "server", llm_origins: tuple[str, ...] = ()):
-        self.tracer = tracer
+    def __init__(self, site_data: SiteData, mode: str = "server", llm_origins: tuple[str, ...] = ()):
+        self.site_data = site_data
         self.mode = mode
         self.llm_origins = tuple(llm_origins)
         self.env = make_env()
@@ -327,7 +326,7 @@ class Renderer:
         return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
-        ids = list(self.tracer.claims(split))
+        ids = list(self.site_data.claims(split))
         i = ids.index(claim_id)
         return {
             "prev": ids[i - 1] if i > 0 else None,
@@ -340,7 +339,7 @@ class Renderer:
         a static page holds the box of every run the export was given, hidden until its address
         names the run (``?run=<digest>``), so that both pages read the same without one."""
         head = trace["claim"]
-        runs = self.tracer.runs
+        runs = self.site_data.runs
         chosen = [run] if run is not None else (runs.given() if self.mode == "static" else [])
         boxes = [box for box in (runs.box(r, head["id"]) for r in chosen) if box is not None]
 
@@ -386,8 +385,8 @@ class Renderer:
             "evaluation.html",
             root,
             e=data,
-            passages=self.tracer.build.once(
-                ("evaluation-passages", data["split"]), lambda: passage_texts(self.tracer.build, data)
+            passages=self.site_data.build.once(
+                ("evaluation-passages", data["split"]), lambda: passage_texts(self.site_data.build, data)
             ),
             page="evaluation",
             title="Would an LLM do better? Your model, paired",

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
@@ -34,7 +34,7 @@ from claimtrace.web.responses import (
     wants_json,
 )
 from claimtrace.web.runs import evicted_line, with_runs
-from claimtrace.web.tracer import MAX_TEXT_CHARS, StageMissing, Tracer, UnknownClaim
+from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData, StageMissing, UnknownClaim
 from claimtrace.web.typed_processes import typed_answer, typed_answer_json
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
@@ -51,9 +51,9 @@ MAX_BODY_BYTES = 12 * MAX_TEXT_CHARS + 4096
 
 @dataclass
 class SiteState:
-    """What every route reads: the tracer, the renderer and the encoded-JSON cache."""
+    """What every route reads: the site data, the renderer and the encoded-JSON cache."""
 
-    tracer: Tracer
+    site_data: SiteData
     renderer: Renderer
     encoded: EncodedCache = field(default_factory=EncodedCache)
 
@@ -91,7 +91,7 @@ def _unknown_claim(request: Request, claim_id: str, as_json: bool) -> Response:
 
 
 def _unknown_run(request: Request, key: str, as_json: bool) -> Response:
-    gone = _site(request).tracer.runs.evicted(key)
+    gone = _site(request).site_data.runs.evicted(key)
     if gone:
         return not_found(
             request,
@@ -123,7 +123,7 @@ def answer_page(request: Request, page: Page, asked: Asked) -> Response:
     """A page that is only its data: its page or its twin, as the address asks."""
     if asked.format not in page.formats:
         return nothing_here(request)
-    return page_response(request, page, page.data(_site(request).tracer, asked.key), asked.format)
+    return page_response(request, page, page.data(_site(request).site_data, asked.key), asked.format)
 
 
 # -- the walkthrough and every claim's page --------------------------------------------------------
@@ -134,23 +134,23 @@ def answer_claim(request: Request, page: Page, asked: Asked) -> Response:
     site = _site(request)
     claim_id, as_json = asked.key, asked.format == "json"
     run_key = request.query_params.get("run")
-    run = site.tracer.runs.get(run_key) if run_key else None
+    run = site.site_data.runs.get(run_key) if run_key else None
     if run_key and run is None:
         return _unknown_run(request, run_key, as_json)
     try:
-        result = page.data(site.tracer, claim_id)
+        result = page.data(site.site_data, claim_id)
     except UnknownClaim:
         return _unknown_claim(request, claim_id, as_json)
     try:
         if as_json:
             if run is not None:
-                return json_response({**result, "run_box": site.tracer.runs.box(run, claim_id)})
+                return json_response({**result, "run_box": site.site_data.runs.box(run, claim_id)})
             return site.encoded.response(result)
         if run is not None:
             return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
         return html_response(page.template(site.renderer, result, root_for(request.url.path)))
     finally:
-        site.tracer.first_page_served.set()  # the Explore warm-up may start now
+        site.site_data.first_page_served.set()  # the Explore warm-up may start now
 
 
 # -- Explore -----------------------------------------------------------------------------------------
@@ -160,18 +160,18 @@ def answer_explore(request: Request, page: Page, asked: Asked) -> Response:
     """A split's Explore; "being computed" (202) while its verdicts are not ready in time."""
     site = _site(request)
     split, as_json = asked.key, asked.format == "json"
-    if split not in C.SPLITS:
+    if split not in SPLITS:
         return not_found(request, f"There is no split “{split}”.", "The splits are dev, train and test.", as_json)
-    result = site.tracer.explore_when_ready(split, request.app.state.explore_wait)
+    result = site.site_data.explore_when_ready(split, request.app.state.explore_wait)
     if result is None:
-        progress = {k: v for k, v in site.tracer.progress.items() if k.startswith(split + "/")}
+        progress = {k: v for k, v in site.site_data.progress.items() if k.startswith(split + "/")}
         if as_json:
             return json_response(
                 {"status": "computing", "split": split, "progress": progress, "retry_after_seconds": 10}, 202
             )
         page_html = site.renderer.computing_page(root_for(request.url.path), split, progress)
         return HTMLResponse(page_html, status_code=202, headers={"Retry-After": "10"})
-    result = with_runs(site.tracer.runs, result)
+    result = with_runs(site.site_data.runs, result)
     if as_json:
         return site.encoded.response(result)
     return html_response(page.template(site.renderer, result, root_for(request.url.path)))
@@ -183,14 +183,14 @@ def answer_explore(request: Request, page: Page, asked: Asked) -> Response:
 def answer_predictions(request: Request, page: Page, asked: Asked) -> Response:
     """The build's predictions for a split, in the course's shape (a download on Explore)."""
     split = asked.key
-    if split not in C.SPLITS or asked.format != "json":
+    if split not in SPLITS or asked.format != "json":
         return not_found(
             request,
             f"There are no predictions “{request.path_params['name']}”.",
             "They are predictions/<split>.json: dev, train, test.",
             as_json=True,
         )
-    return download(json_response(page.data(_site(request).tracer, split)), f"{split}-predictions.json")
+    return download(json_response(page.data(_site(request).site_data, split)), f"{split}-predictions.json")
 
 
 def answer_row_predictions(request: Request, page: Page, asked: Asked) -> Response:
@@ -200,7 +200,7 @@ def answer_row_predictions(request: Request, page: Page, asked: Asked) -> Respon
         return not_found(request, "Predictions are JSON: ask for ROW.json.", as_json=True)
     site = _site(request)
     try:
-        return download(site.encoded.response(page.data(site.tracer, asked.key)), f"{split}-{row}.json")
+        return download(site.encoded.response(page.data(site.site_data, asked.key)), f"{split}-{row}.json")
     except UnknownRow as err:  # a damaged or missing file is the handlers' 503, naming no machine path
         return not_found(request, str(err), as_json=True)
 
@@ -221,13 +221,13 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
     if text is not None:
         if kind == "json":
-            status, body = typed_answer_json(site.tracer, text)
+            status, body = typed_answer_json(site.site_data, text)
             return Response(body, status_code=status, media_type="application/json")
-        status, value = typed_answer(site.tracer, text)
+        status, value = typed_answer(site.site_data, text)
         error, result = (value["error"], None) if status != 200 else (None, value)
     else:
         try:
-            result = site.tracer.trace(claim_id or WALKTHROUGH_CLAIM)
+            result = site.site_data.trace(claim_id or WALKTHROUGH_CLAIM)
         except UnknownClaim:
             return _unknown_claim(request, claim_id or "", kind == "json")
         if kind == "json":
@@ -241,10 +241,10 @@ async def typed_json(request: Request, text: str) -> Response:
     """A typed text's JSON answer: traced by the typed-claims processes where the server has
     them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
     site = _site(request)
-    if site.tracer.typed_processes is not None:
-        status, body = await site.tracer.typed_processes.answer(text)
+    if site.site_data.typed_processes is not None:
+        status, body = await site.site_data.typed_processes.answer(text)
         return Response(body, status_code=status, media_type="application/json")
-    return await site.tracer.in_turn(live_response, request, text, None, "json")
+    return await site.site_data.submit(live_response, request, text, None, "json")
 
 
 class Body(NamedTuple):
@@ -316,7 +316,7 @@ def _json_text(raw: str) -> Body:
 def answer_compare(request: Request, page: Page, asked: Asked) -> Response:
     """One run beside the notebook's pipeline."""
     try:
-        data = page.data(_site(request).tracer, asked.key)
+        data = page.data(_site(request).site_data, asked.key)
     except pages.UnknownRun:
         return _unknown_run(request, asked.key, asked.format == "json")
     return page_response(request, page, data, asked.format)
@@ -328,7 +328,7 @@ def answer_compare(request: Request, page: Page, asked: Asked) -> Response:
 def answer_table(request: Request, page: Page, asked: Asked) -> Response:
     site = _site(request)
     try:
-        return site.encoded.response(page.data(site.tracer, asked.key))
+        return site.encoded.response(page.data(site.site_data, asked.key))
     except StageMissing as err:
         return json_response({"error": err.reason, "status": 503, "stage": err.stage}, 503)
 
@@ -336,7 +336,10 @@ def answer_table(request: Request, page: Page, asked: Asked) -> Response:
 def answer_build(request: Request, page: Page, asked: Asked) -> Response:
     """What the build holds, and how far the server's warm-up has come."""
     return json_response(
-        {**page.data(_site(request).tracer, asked.key), "server": {**request.app.state.warmth, "process": os.getpid()}}
+        {
+            **page.data(_site(request).site_data, asked.key),
+            "server": {**request.app.state.warmth, "process": os.getpid()},
+        }
     )
 
 
@@ -391,7 +394,7 @@ async def live_post(request: Request):
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
-    return await _site(request).tracer.in_turn(live_response, request, text, None, "html")
+    return await _site(request).site_data.submit(live_response, request, text, None, "html")
 
 
 @actions.get("/api/trace")
@@ -421,7 +424,7 @@ async def upload_run(request: Request):
     if name is not None and (len(name) > 80 or text_problem(name)):
         return json_response({"error": "A run’s name is at most 80 characters of text.", "status": 400}, 400)
     try:
-        run = await run_in_threadpool(_site(request).tracer.runs.upload, body, name)  # read and audited off the loop
+        run = await run_in_threadpool(_site(request).site_data.runs.upload, body, name)  # read and audited off the loop
     except DataError as err:
         return json_response({"error": str(err), "status": 400}, 400)
     url = pages.COMPARE.path(run.digest)

@@ -2,7 +2,7 @@
 
 A run is a predictions file in the course's shape (:mod:`claimtrace.compare.runs`). The server is
 given some at start (``claimtrace serve --predictions FILE``, ``--class DIR``) and takes more as
-uploads. Every run is kept in the build's run store (:mod:`claimtrace.compare.store`: an SQLite
+uploads. Every run is kept in the build's run store (:mod:`claimtrace.compare.run_store`: an SQLite
 file beside the build, shared by every worker process, surviving a restart; in memory for a
 server or test given none) under its content's digest, so ``/compare/<digest>`` can be shared,
 and nothing is ever written into the build. Uploads are checked as the command line checks a
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from claimtrace import course
+from claimtrace.compare.run_store import Evicted, RunStore, Stored
 from claimtrace.compare.runs import (
     Run,
     compare,
@@ -29,7 +30,6 @@ from claimtrace.compare.runs import (
     run_from_json,
     scoreboard_rows,
 )
-from claimtrace.compare.store import Evicted, RunStore, Stored
 from claimtrace.compare.uncertainty import class_statistics
 from claimtrace.constants import SPLITS
 from claimtrace.data.files import json_from_bytes
@@ -39,7 +39,7 @@ from claimtrace.evaluation.scorer import check_predictions_size, predictions_byt
 from claimtrace.lib.lru import LRU
 from claimtrace.web.views.classroom import class_page
 from claimtrace.web.views.comparison import class_intervals, run_intervals
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: Stored runs a process keeps read, and compared, at once (each a few hundred KB at most); a
 #: class of a few hundred files fits.
@@ -52,7 +52,7 @@ class Runs:
     """The runs of one server (or one static export), by name and by digest: those given at its
     start, and every upload in its store."""
 
-    def __init__(self, build: Build, store: RunStore | None = None):
+    def __init__(self, build: BuildReader, store: RunStore | None = None):
         self.build = build
         self.store = store if store is not None else RunStore(None)
         self._given: OrderedDict[str, Run] = OrderedDict()
@@ -68,7 +68,7 @@ class Runs:
         self._audit_context: dict | None = None
         self._lock = threading.Lock()
 
-    def over(self, build: Build) -> Runs:
+    def over(self, build: BuildReader) -> Runs:
         """The same runs over another reader of the build (a server that noticed the build
         completed or was repaired): the same store; nothing computed from the old reader is kept."""
         runs = Runs(build, self.store)

@@ -11,14 +11,14 @@ import socket
 
 from fastapi import FastAPI
 
-from claimtrace.compare.store import DEFAULT_CAP_BYTES, RunStore
+from claimtrace.compare.run_store import DEFAULT_CAP_BYTES, RunStore
 from claimtrace.data.files import choose_data_dir
 from claimtrace.errors import DataError
 from claimtrace.web.app import create_app
 from claimtrace.web.middleware import SECURITY_HEADERS
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from claimtrace.web.typed_processes import TypedClient
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
@@ -224,10 +224,10 @@ def app_from_environment() -> FastAPI:
     one-process server does."""
     settings = WorkerSettings.from_environment()
     choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
-    tracer = Tracer(Build(settings.workdir, settings.data_dir), settings.open_store())
-    tracer.runs.give_all(settings.runs)
+    site_data = SiteData(BuildReader(settings.workdir, settings.data_dir), settings.open_store())
+    site_data.runs.give_all(settings.runs)
     return create_app(
-        tracer=tracer,
+        site_data=site_data,
         warm=True,
         prerender=settings.prerender,
         llm_origins=settings.llm_origins,

@@ -39,10 +39,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import Missing
-from claimtrace.lib.store import write_atomic
+from claimtrace.lib.build_files import write_atomic
 from claimtrace.web.fragments import SharedParts, strip_markers
 from claimtrace.web.pages import CLAIM, EXPLORE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, WALKTHROUGH, Page
 from claimtrace.web.render import (
@@ -55,10 +55,10 @@ from claimtrace.web.render import (
     json_for_script,
     live_bucket,
 )
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from claimtrace.web.views import tour
 from claimtrace.web.views.llm import second_opinion_data
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
 def _dump(value) -> str:
@@ -157,7 +157,7 @@ class _Export:
     gathered from the claim pages (``live/<n>.js`` -> {claim id: editor data})."""
 
     out: Path
-    tracer: Tracer
+    site_data: SiteData
     renderer: Renderer
     planned: set[str]
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("claims", "explore", "files", "bytes"), 0))
@@ -195,7 +195,7 @@ class _Export:
     def put_page(self, page: Page, key) -> None:
         """One page of the registry and its JSON twin; nothing when the build lacks its stage."""
         try:
-            data = page.data(self.tracer, key)
+            data = page.data(self.site_data, key)
         except Missing:
             if page.template is not None:  # a page says what is missing; a download is left out
                 raise
@@ -210,7 +210,7 @@ class _Export:
     def put_table_script(self) -> None:
         """The table once, as a script every page shares (app.js loads it; no page embeds it)."""
         try:
-            self.put("static/table.js", _script("claimtraceTable", None, TABLE.data(self.tracer, None)))
+            self.put("static/table.js", _script("claimtraceTable", None, TABLE.data(self.site_data, None)))
         except Missing:
             return
 
@@ -224,10 +224,10 @@ class _Export:
 
 
 def write_site(
-    build: Build | None,
+    build: BuildReader | None,
     out,
-    splits: Iterable[str] = C.SPLITS,
-    tracer: Tracer | None = None,
+    splits: Iterable[str] = SPLITS,
+    site_data: SiteData | None = None,
     echo: Callable[[str], None] | None = None,
     progress: bool = False,
     limit: int | None = None,
@@ -236,7 +236,7 @@ def write_site(
     only: Iterable[str] | None = None,
     llm_origins: tuple[str, ...] = (),
 ) -> dict:
-    """Write the site for a build (or a tracer already made for one) into ``out``; return
+    """Write the site for a build (or a site data already made for one) into ``out``; return
     counts, bytes and seconds.
 
     ``limit``: write only the first ``limit`` claim pages of each split (a preview: links to the
@@ -249,18 +249,21 @@ def write_site(
     beside the known providers' (``site --llm-origin``).
     """
     started = time.perf_counter()
-    tracer = tracer or Tracer(build)
+    site_data = site_data or SiteData(build)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    splits = [s for s in C.SPLITS if s in set(splits)]
-    claim_ids = {split: _chosen(list(tracer.claims(split)), limit, only) for split in splits}
+    splits = [s for s in SPLITS if s in set(splits)]
+    claim_ids = {split: _chosen(list(site_data.claims(split)), limit, only) for split in splits}
     export = _Export(
-        out, tracer, Renderer(tracer, mode="static", llm_origins=llm_origins), _planned(tracer, claim_ids, json_twins)
+        out,
+        site_data,
+        Renderer(site_data, mode="static", llm_origins=llm_origins),
+        _planned(site_data, claim_ids, json_twins),
     )
     export.copy_static()
     for page in PAGES:
         if page is not CLAIM:  # per split, what the pages repeat written once (_write_claims)
-            for key in page.export_keys(tracer, claim_ids):
+            for key in page.export_keys(site_data, claim_ids):
                 export.put_page(page, key)
     export.counts["explore"] = len(claim_ids)
     export.put_table_script()
@@ -289,12 +292,12 @@ def _chosen(ids: list[str], limit: int | None, only: Iterable[str] | None = None
     return ids[:limit] + ([WALKTHROUGH_CLAIM] if WALKTHROUGH_CLAIM in ids[limit:] else [])
 
 
-def _planned(tracer: Tracer, claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
+def _planned(site_data: SiteData, claim_ids: dict[str, list[str]], json_twins: bool) -> set[str]:
     """Every claim, live, explore and predictions file an export will write (for disabling
     other links)."""
     paths = {live_bucket(claim_id) for ids in claim_ids.values() for claim_id in ids}
     for page in (EXPLORE, PREDICTIONS, ROW_PREDICTIONS, CLAIM):
-        for key in page.export_keys(tracer, claim_ids):
+        for key in page.export_keys(site_data, claim_ids):
             paths.add(page.path(key))
             if page.twin is not None and (page is not CLAIM or json_twins):
                 paths.add(page.twin_path(key))
@@ -316,7 +319,7 @@ def _write_claims(export: _Export, split: str, ids: list[str], json_twins: bool,
     pages: dict[str, str] = {}
     parts = SharedParts()
     for claim_id in ids:
-        result = CLAIM.data(export.tracer, claim_id)
+        result = CLAIM.data(export.site_data, claim_id)
         relative = CLAIM.path(claim_id)
         pages[relative] = export.page_text(CLAIM.render(export.renderer, result, claim_id), CLAIM)
         parts.count(pages[relative])

@@ -1,7 +1,7 @@
 """A workdir's integrity: what a build is of (build.json: its corpus, by content, and its
 checkpoint), the file manifest checked before the stages run and completed after each, and the
 repair of what is damaged (each damaged file removed so that its stage writes it again, exactly
-it). :mod:`claimtrace.workdir.build` runs the stages between :func:`open_file_manifest` and
+it). :mod:`claimtrace.workdir.builder` runs the stages between :func:`open_file_manifest` and
 :func:`verify_repairs`."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from claimtrace import constants as C
+from claimtrace.constants import CHECKPOINT_FILE, PROVENANCE_FILE, TABLE_FILE, TRAINING_LOG_FILE, VOCAB_FILE
 from claimtrace.errors import DataError
-from claimtrace.lib.store import atomic_output, read_json, write_atomic
+from claimtrace.lib.build_files import atomic_output, read_json, write_atomic
 from claimtrace.workdir.layout import FileManifest, Workdir, sha256_of
 
 
@@ -31,7 +31,7 @@ def _checkpoint_record(checkpoint: Path | None) -> dict | None:
     it was; the build keeps a copy (``Workdir.checkpoint_copy``). None: the shipped one."""
     if checkpoint is None:
         return None
-    return {"name": Path(checkpoint).resolve().name, "sha256": sha256_of(Path(checkpoint) / C.CHECKPOINT_FILE)[0]}
+    return {"name": Path(checkpoint).resolve().name, "sha256": sha256_of(Path(checkpoint) / CHECKPOINT_FILE)[0]}
 
 
 def _same_checkpoint(work: Workdir, recorded, wanted: dict | None, checkpoint: Path | None) -> bool:
@@ -158,7 +158,7 @@ def copy_checkpoint(work: Workdir, checkpoint: Path | None) -> None:
     """Keep the trained checkpoint's files in the workdir (written once; the same bytes)."""
     if checkpoint is None or Path(checkpoint).resolve() == work.checkpoint_copy.resolve():
         return
-    for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE, C.TABLE_FILE, C.PROVENANCE_FILE, C.TRAINING_LOG_FILE):
+    for name in (CHECKPOINT_FILE, VOCAB_FILE, TABLE_FILE, PROVENANCE_FILE, TRAINING_LOG_FILE):
         source, copy = Path(checkpoint) / name, work.checkpoint_copy / name
         if source.is_file() and not copy.is_file():
             with atomic_output(copy) as temporary:
@@ -286,7 +286,7 @@ def recorded_inputs(workdir: Path, checkpoint: str | None) -> tuple[bool, str | 
         recorded = files.build
     corpus = recorded["corpus"]
     if checkpoint is None and isinstance(recorded.get("checkpoint"), dict):
-        copy = work.checkpoint_copy / C.CHECKPOINT_FILE
+        copy = work.checkpoint_copy / CHECKPOINT_FILE
         if not copy.is_file():
             raise DataError(
                 f"{copy}: missing, and it is this workdir's only copy of its trained checkpoint: "

@@ -16,7 +16,7 @@ from typing import Any
 
 from claimtrace.errors import REPAIR_HINT, DataError, Missing
 from claimtrace.lib import chunks
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 
 #: A file not written yet while a build runs in the workdir (``serve --while-building``).
 BEING_BUILT = "not written yet: the build running in this workdir is making it; reload in a few seconds"

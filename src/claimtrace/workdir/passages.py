@@ -1,5 +1,5 @@
 """A build's passage texts, found by id and offset (``corpus/texts.bin``, ``corpus/index.npz``):
-written by the build's first step, read by :class:`claimtrace.workdir.reader.Build`."""
+written by the build's first step, read by :class:`claimtrace.workdir.reader.BuildReader`."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from claimtrace.errors import DataError, damaged
-from claimtrace.lib import store
+from claimtrace.lib import build_files
 
 
 class PassageStore:
     """Every passage's text, found by id: a UTF-8 file of the texts end to end
-    (:class:`~claimtrace.lib.store.PackedStrings`, memory-mapped) and an index of the ids sorted
-    (:class:`~claimtrace.lib.store.StringIndex`) with the texts' byte offsets. The texts stay on disk;
+    (:class:`~claimtrace.lib.build_files.PackedStrings`, memory-mapped) and an index of the ids sorted
+    (:class:`~claimtrace.lib.build_files.StringIndex`) with the texts' byte offsets. The texts stay on disk;
     a look-up is a binary search and one slice."""
 
     def __init__(self, texts_path: Path, index_path: Path):
         self._texts_path = texts_path
-        with damaged(index_path), store.load_npz(index_path) as stored:
-            self._index = store.StringIndex(stored["ids"], stored["rank"])
+        with damaged(index_path), build_files.load_npz(index_path) as stored:
+            self._index = build_files.StringIndex(stored["ids"], stored["rank"])
             offsets = stored["offsets"]  # (n + 1,) byte offsets, file order
         with damaged(texts_path), open(texts_path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -30,16 +30,16 @@ class PassageStore:
             raise DataError(
                 f"{texts_path}: {size} bytes but its index says {int(offsets[-1])}: run `claimtrace build` to repair"
             )
-        self._texts = store.PackedStrings(buffer, offsets)
+        self._texts = build_files.PackedStrings(buffer, offsets)
 
     @staticmethod
     def write(passages: Mapping[str, str], texts_path: Path, index_path: Path) -> None:
         """Write the store for ``passages`` (id -> text, file order), each file atomically."""
-        buffer, offsets = store.PackedStrings.pack(passages.values())
-        index = store.StringIndex.of(passages)
-        with store.atomic_output(texts_path) as temporary:
+        buffer, offsets = build_files.PackedStrings.pack(passages.values())
+        index = build_files.StringIndex.from_strings(passages)
+        with build_files.atomic_output(texts_path) as temporary:
             temporary.write_bytes(buffer.tobytes())
-        store.write_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
+        build_files.write_npz(index_path, ids=index.sorted_keys, rank=index.rank, offsets=offsets)
 
     def __len__(self) -> int:
         return len(self._texts)

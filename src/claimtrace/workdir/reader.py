@@ -1,8 +1,8 @@
 """The build reader: the one place that knows a workdir's layout, and opens what is in it.
 
-Stages write a workdir (:mod:`claimtrace.workdir.stages`, run by :mod:`claimtrace.workdir.build`,
-each reading what the earlier ones wrote through one :class:`Build`); the command line,
-:mod:`claimtrace.explain.verdict` and the site read it through :class:`Build`, lazily, each piece
+Stages write a workdir (:mod:`claimtrace.workdir.stages`, run by :mod:`claimtrace.workdir.builder`,
+each reading what the earlier ones wrote through one :class:`BuildReader`); the command line,
+:mod:`claimtrace.explain.verdict` and the site read it through :class:`BuildReader`, lazily, each piece
 once, and never re-derive what a stage computed. No other module builds a workdir path:
 :class:`~claimtrace.workdir.layout.Workdir` names them all.
 
@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import CHECKPOINT_FILE, PROTOCOLS, SPLITS, VOCAB_FILE
 from claimtrace.data import files as data_layer
 from claimtrace.data.files import Claim
 from claimtrace.errors import REPAIR_HINT, DataError, Missing, damaged, damaged_file
 from claimtrace.evaluation.scoreboard import evidence_source
-from claimtrace.lib import store
-from claimtrace.lib.store import read_json
+from claimtrace.lib import build_files
+from claimtrace.lib.build_files import read_json
 from claimtrace.models.inputs import Encoded
 from claimtrace.models.predict import load_classifier, protocol_figures
 from claimtrace.pipeline import tagging, tfidf
@@ -98,7 +98,7 @@ def _read_records(path: Path) -> dict[str, dict]:
 
 def protocol_verdicts(entry: Mapping[str, dict]) -> dict[str, str]:
     """``{protocol: verdict}`` of one claim's ``{protocol: {"logits", "verdict"}}`` entry."""
-    return {protocol: entry[protocol]["verdict"] for protocol in C.PROTOCOLS}
+    return {protocol: entry[protocol]["verdict"] for protocol in PROTOCOLS}
 
 
 def source_figures(claims: Mapping[str, Claim], verdicts: Mapping[str, dict], source: str) -> dict:
@@ -109,7 +109,7 @@ def source_figures(claims: Mapping[str, Claim], verdicts: Mapping[str, dict], so
     return protocol_figures(labels, {cid: protocol_verdicts(verdicts[cid][source]) for cid in claims})
 
 
-class Build:
+class BuildReader:
     """A workdir, read lazily: each piece is opened once, on first use, and kept.
 
     root: a ``claimtrace build`` workdir. data_dir: the course data (default: found as the CLI
@@ -237,7 +237,7 @@ class Build:
 
         def index():
             out = {}
-            for split in C.SPLITS:
+            for split in SPLITS:
                 for position, cid in enumerate(self.claims(split)):
                     out.setdefault(cid, (split, position))
             return out
@@ -280,11 +280,11 @@ class Build:
         texts, distinct = self.once("passage_stems", self._load_passage_stems)
         return texts[int(distinct[position])]
 
-    def _load_passage_stems(self) -> tuple[store.PackedStrings, np.ndarray]:
+    def _load_passage_stems(self) -> tuple[build_files.PackedStrings, np.ndarray]:
         path = self._require("tagging", self.work.passage_stems)
-        with damaged(path), store.load_npz(path) as stored:
+        with damaged(path), build_files.load_npz(path) as stored:
             # a memoryview, not the array: PackedStrings would copy an ndarray's bytes
-            texts = store.PackedStrings(memoryview(stored["texts"]), stored["offsets"])
+            texts = build_files.PackedStrings(memoryview(stored["texts"]), stored["offsets"])
             return texts, stored["distinct"]
 
     # -- tagging ---------------------------------------------------------------------------------
@@ -352,7 +352,7 @@ class Build:
             return None
         if isinstance(recorded, str):  # an older build.json: the folder's absolute path
             return Path(recorded)
-        for name in (C.CHECKPOINT_FILE, C.VOCAB_FILE):
+        for name in (CHECKPOINT_FILE, VOCAB_FILE):
             self._require("classifier", self.work.checkpoint_copy / name)
         return self.work.checkpoint_copy
 

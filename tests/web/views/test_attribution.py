@@ -12,25 +12,25 @@ import shutil
 import numpy as np
 import pytest
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.evaluation.attribution import top_words
 from claimtrace.models.attribution import METHODS
 from claimtrace.web.app import create_app
 from claimtrace.web.pages import ATTRIBUTION
 from claimtrace.web.render import Renderer
-from claimtrace.web.tracer import Tracer
-from claimtrace.workdir.reader import Build
+from claimtrace.web.site_data import SiteData
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages.attribution import LSTM_LEFT_OUT, LSTM_METHODS, _write, grade_records, summarise_lstm
 from tests.web.conftest import serving
 
 CLAIMS = 24
 
 
-def _records(build: Build, claims: int | None = CLAIMS) -> list[dict]:
+def _records(build: BuildReader, claims: int | None = CLAIMS) -> list[dict]:
     """Made-up attributions of the first dev claims' real tokens (``None``: every dev claim):
     occlusion exact, IG a little off, KernelSHAP noisy, LIME all zero."""
     encoded = build.inputs("dev", "retrieved")
-    pad = build.classifier().vocab.index[C.PAD]
+    pad = build.classifier().vocab.index[constants.PAD]
     rng = np.random.default_rng(0)
     records = []
     for claim_id, ids in list(zip(encoded.claim_ids, encoded.input_ids))[:claims]:
@@ -83,7 +83,7 @@ def _lstm_records(records: list[dict], costed: int = 2) -> list[dict]:
     return out
 
 
-def write_attribution(build: Build, records: list[dict], lstm: bool = True) -> None:
+def write_attribution(build: BuildReader, records: list[dict], lstm: bool = True) -> None:
     """The command's files from made-up records (``lstm=False``: as written before the LSTM was
     attributed: no lstm.jsonl, no LSTM summary)."""
     grades = {**grade_records(records), "wall_seconds": 12.0, "workers": 2}
@@ -96,24 +96,24 @@ def write_attribution(build: Build, records: list[dict], lstm: bool = True) -> N
 
 
 @pytest.fixture(scope="module")
-def attributed(demo_build, tmp_path_factory, data_dir) -> Build:
+def attributed(demo_build, tmp_path_factory, data_dir) -> BuildReader:
     root = tmp_path_factory.mktemp("attributed") / "demo"
     shutil.copytree(demo_build.root, root)
-    write_attribution(Build(root, data_dir), _records(Build(root, data_dir)))
-    return Build(root, data_dir)
+    write_attribution(BuildReader(root, data_dir), _records(BuildReader(root, data_dir)))
+    return BuildReader(root, data_dir)
 
 
 def test_without_the_command_the_page_says_how_to_produce_it(demo_build):
-    tracer = Tracer(demo_build)
-    data = ATTRIBUTION.data(tracer, None)
+    site_data = SiteData(demo_build)
+    data = ATTRIBUTION.data(site_data, None)
     assert data["status"] == "missing" and "claimtrace attribute" in data["reason"]
-    html = ATTRIBUTION.render(Renderer(tracer), data)
+    html = ATTRIBUTION.render(Renderer(site_data), data)
     assert "claimtrace attribute" in html and 'id="grades"' not in html
-    assert tracer.trace(demo_build.inputs("dev", "retrieved").claim_ids[0])["attribution"]["status"] == "missing"
+    assert site_data.trace(demo_build.inputs("dev", "retrieved").claim_ids[0])["attribution"]["status"] == "missing"
 
 
 def test_the_page_data_has_every_method_and_check(attributed):
-    data = ATTRIBUTION.data(Tracer(attributed), None)
+    data = ATTRIBUTION.data(SiteData(attributed), None)
     assert data["status"] == "ok" and data["claims"] == CLAIMS
     assert [r["key"] for r in data["rows"]] == [*METHODS, "shuffled", "random", "exact"]
     by_key = {r["key"]: r for r in data["rows"]}
@@ -122,18 +122,18 @@ def test_the_page_data_has_every_method_and_check(attributed):
 
 
 def test_a_dev_claim_page_shows_each_methods_top_words(attributed):
-    tracer = Tracer(attributed)
+    site_data = SiteData(attributed)
     claim_id = attributed.inputs("dev", "retrieved").claim_ids[0]
-    box = tracer.trace(claim_id)["attribution"]
+    box = site_data.trace(claim_id)["attribution"]
     assert box["status"] == "ok" and [r["key"] for r in box["rows"]] == ["exact", *METHODS]
     assert box["rows"][0]["top"] == box["rows"][1]["top"]  # occlusion is exact here
-    html = Renderer(tracer).claim_page(tracer.trace(claim_id), "../")
+    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
     assert 'id="attribution"' in html and "How every method does over the dev claims" in html
-    assert tracer.trace("claim-752")["attribution"]["status"] in ("ok", "none")
+    assert site_data.trace("claim-752")["attribution"]["status"] in ("ok", "none")
 
 
 def test_the_page_has_the_lstm_section_each_method_beside_its_grade(attributed):
-    data = ATTRIBUTION.data(Tracer(attributed), None)
+    data = ATTRIBUTION.data(SiteData(attributed), None)
     lstm = data["lstm"]
     assert lstm["status"] == "ok" and lstm["claims"] == CLAIMS
     assert [(r["key"], r["applied"]) for r in lstm["rows"]] == [
@@ -153,55 +153,55 @@ def test_the_page_has_the_lstm_section_each_method_beside_its_grade(attributed):
     assert by_key["occlusion"]["extra_cpu"] is None and by_key["lime"]["lstm_completeness"] is None
     # IG is occlusion reversed on every other claim: half the claims agree exactly
     assert lstm["agreement"]["spearman_at_least"]["successes"] >= CLAIMS // 2
-    html = ATTRIBUTION.render(Renderer(Tracer(attributed)), data)
+    html = ATTRIBUTION.render(Renderer(SiteData(attributed)), data)
     section = html[html.index('<section id="lstm">') :]
     assert "What a grade on the Transformer promises for the LSTM" in section and "10,000 resamples" in section
     assert "KernelSHAP on every claim would add about 24 CPU s, 12 s on 2 processes (about 24 s in all)" in section
 
 
 def test_a_dev_claim_page_shows_the_lstms_top_words_with_each_methods_grade(attributed):
-    tracer = Tracer(attributed)
+    site_data = SiteData(attributed)
     claim_id = attributed.inputs("dev", "retrieved").claim_ids[1]
-    words = tracer.trace(claim_id)["lstm"]["words"]
+    words = site_data.trace(claim_id)["lstm"]["words"]
     record = attributed.attribution_claims("lstm")[claim_id]
     assert words["status"] == "ok" and [r["key"] for r in words["rows"]] == ["occlusion", "integrated_gradients"]
     assert [r["top"] for r in words["rows"]] == [record["top"]["occlusion"], record["top"]["integrated_gradients"]]
     assert words["rows"][0]["passed"] == attributed.attribution_grades()["grades"]["occlusion"]["passed"]
-    html = Renderer(tracer).claim_page(tracer.trace(claim_id), "../")
+    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
     box = html[html.index('id="lstm-words"') : html.index("</div>", html.index('id="lstm-words"'))]
     assert 'href="../attribution.html#lstm"' in box and "Occlusion by [PAD]</strong>" in box
     # 24 of 24 passed, but the Wilson interval of 24 claims reaches below 0.9: the method fails here
     assert "(on the Transformer: fails, 24 of 24 dev claims passed" in box
     test_id = next(iter(attributed.claims("test")))
-    assert tracer.trace(test_id)["lstm"]["words"] is None  # attributed on dev claims only
+    assert site_data.trace(test_id)["lstm"]["words"] is None  # attributed on dev claims only
 
 
 def test_without_the_lstms_attribution_one_line_names_the_command(demo_build, attributed, tmp_path, data_dir):
     from claimtrace.web.views.attribution import LSTM_NOT_RUN
 
     claim_id = demo_build.inputs("dev", "retrieved").claim_ids[0]
-    tracer = Tracer(demo_build)  # nothing attributed
-    assert tracer.trace(claim_id)["lstm"]["words"] == {"status": "missing", "reason": LSTM_NOT_RUN}
-    html = Renderer(tracer).claim_page(tracer.trace(claim_id), "../")
+    site_data = SiteData(demo_build)  # nothing attributed
+    assert site_data.trace(claim_id)["lstm"]["words"] == {"status": "missing", "reason": LSTM_NOT_RUN}
+    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
     line = html[html.index('id="lstm-words"') : html.index("</p>", html.index('id="lstm-words"'))]
     assert "`claimtrace attribute` computes it" in line and "<li" not in line
     # a build attributed before the LSTM was: the Transformer's part shown, the LSTM's named
     root = tmp_path / "demo"
     shutil.copytree(demo_build.root, root)
-    before = Build(root, data_dir)
+    before = BuildReader(root, data_dir)
     write_attribution(before, _records(before, claims=3), lstm=False)
-    tracer = Tracer(Build(root, data_dir))
-    data = ATTRIBUTION.data(tracer, None)
+    site_data = SiteData(BuildReader(root, data_dir))
+    data = ATTRIBUTION.data(site_data, None)
     assert data["status"] == "ok" and data["lstm"]["status"] == "missing"
     assert "claimtrace attribute" in data["lstm"]["reason"]
     assert "claimtrace attribute --workdir ." in data["lstm"]["reason"] and str(root) not in json.dumps(data)
-    assert "Not computed yet for the LSTM" in ATTRIBUTION.render(Renderer(tracer), data)
-    assert tracer.trace(claim_id)["lstm"]["words"]["reason"] == LSTM_NOT_RUN
+    assert "Not computed yet for the LSTM" in ATTRIBUTION.render(Renderer(site_data), data)
+    assert site_data.trace(claim_id)["lstm"]["words"]["reason"] == LSTM_NOT_RUN
 
 
 @pytest.fixture(scope="module")
 def attributed_server(attributed):
-    with serving(create_app(tracer=Tracer(attributed))) as base:
+    with serving(create_app(site_data=SiteData(attributed))) as base:
         yield base
 
 
@@ -210,7 +210,7 @@ def attributed_export(attributed, tmp_path_factory):
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("attributed-site")
-    write_site(None, out, splits=["dev"], tracer=Tracer(attributed), limit=2)
+    write_site(None, out, splits=["dev"], site_data=SiteData(attributed), limit=2)
     return out
 
 

@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import LABELS, PROTOCOLS
 from claimtrace.course import TABLE2
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.evaluation.statistics import holm, wilson
 from claimtrace.web.views.explore import OUTSIDE_COURSE_PREFIX, UnknownRow, explore, row_predictions
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The scoreboard row of the notebook's pipeline: its retrieval, its model, its protocol.
 NOTEBOOK_ROW = "notebook+notebook+notebook"
@@ -34,19 +34,19 @@ def test_one_row_per_claim_in_file_order_from_the_build(dev, demo_build):
         assert row["gold_count"] == len(claim.evidences) and row["passed"] == record["passed"]
         assert row["fallback"] == record["fallback"] and row["F"] == evidence_f(record["evidences"], claim.evidences)
         for source in ("gold", "retrieved"):
-            assert row[source] == {p: verdicts[row["id"]][source][p]["verdict"] for p in C.PROTOCOLS}
+            assert row[source] == {p: verdicts[row["id"]][source][p]["verdict"] for p in PROTOCOLS}
 
 
 def test_the_splits_figures_are_counted_from_its_rows(dev, demo_build):
     rows = dev["claims"]
     for source in ("gold", "retrieved"):
-        for protocol in C.PROTOCOLS:
+        for protocol in PROTOCOLS:
             right = sum(row[source][protocol] == row["label"] for row in rows)
             figures = dev["accuracy"][source][protocol]
             assert figures["correct"] == right and figures["claims"] == len(rows)
             assert figures["accuracy"] == pytest.approx(right / len(rows))
             assert dev["verdict_counts"][source][protocol] == {
-                label: Counter(row[source][protocol] for row in rows)[label] for label in C.LABELS
+                label: Counter(row[source][protocol] for row in rows)[label] for label in LABELS
             }
     assert dev["fallbacks"] == sum(row["fallback"] for row in rows)
     assert dev["fallback_share"] == dev["fallbacks"] / len(rows)
@@ -74,7 +74,7 @@ def test_a_split_before_the_classifier_stage_keeps_its_retrieval(demo_build, tmp
     for entry in demo_build.root.iterdir():
         if entry.name != "classifier":
             (root / entry.name).symlink_to(entry)
-    partial = explore(Build(root, demo_build.data_dir), "dev")
+    partial = explore(BuildReader(root, demo_build.data_dir), "dev")
     assert partial["retrieval"] == {"status": "ok", "source": "build"}
     assert partial["classifier"]["status"] == "missing" and "claimtrace build" in partial["classifier"]["reason"]
     assert partial["accuracy"] == {"gold": None, "retrieved": None} and partial["verdict_counts"] == {}
@@ -153,7 +153,7 @@ def test_each_accuracy_has_its_wilson_interval_and_gold_minus_retrieved_is_the_r
     """Each accuracy carries its Wilson interval; gold minus retrieved evidence is the build's two
     verdicts paired; the chart's rows hold them, always SUPPORTS's accuracy beside them."""
     for source in ("gold", "retrieved"):
-        for protocol in C.PROTOCOLS:
+        for protocol in PROTOCOLS:
             figures = dev["accuracy"][source][protocol]
             assert figures["interval"] == wilson(figures["correct"], figures["claims"]).to_dict()
     chart = {row["name"]: row for row in dev["accuracy_chart"]}
@@ -185,7 +185,7 @@ def test_the_course_figures_and_the_variants_carry_the_scoreboards_intervals(dev
     over the variants."""
     rows = {r["name"]: r for r in dev["scoreboard"]["rows"]}
     notebook = rows[NOTEBOOK_ROW]
-    for protocol in C.PROTOCOLS:
+    for protocol in PROTOCOLS:
         row = rows[f"notebook+notebook+{protocol}"]
         assert dev["course_score_intervals"][protocol]["intervals"] is row["intervals"]
         assert dev["course_scores"][protocol]["A"] == pytest.approx(row["A"])

@@ -1,12 +1,12 @@
-"""claimtrace.web.views.glance: the data at a glance adds up, read off the build's stages."""
+"""claimtrace.web.views.data_overview: the data at a glance adds up, read off the build's stages."""
 
 from __future__ import annotations
 
 import pytest
 
-from claimtrace import constants as C
 from claimtrace import course
-from claimtrace.web.views.glance import MODELS, corpus, label_balance
+from claimtrace.constants import LABELS, TAGS_PER_PASSAGE
+from claimtrace.web.views.data_overview import MODELS, corpus, label_balance
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,8 @@ def test_the_verdicts_counted_are_the_builds(build):
     dev = next(s for s in label_balance(build) if s["split"] == "dev")
     verdicts = build.verdict_of("dev", "notebook", "retrieved", "notebook")
     counted = dev["models"][0]["labels"]
-    assert {label: counted[label]["count"] for label in C.LABELS} == {
-        label: sum(v == label for v in verdicts.values()) for label in C.LABELS
+    assert {label: counted[label]["count"] for label in LABELS} == {
+        label: sum(v == label for v in verdicts.values()) for label in LABELS
     }
 
 
@@ -49,7 +49,7 @@ def test_the_corpus_figures_add_up_to_its_passages(build):
     assert sum(row["build"]["count"] for row in c["lengths"]) == n
     assert [row["course"]["count"] for row in c["lengths"]] == list(course.TABLE1.values())
     assert sum(row["passages"]["count"] for row in c["tags_per_passage"]) == n
-    assert [row["tags"] for row in c["tags_per_passage"]] == list(range(C.TAGS_PER_PASSAGE + 1))
+    assert [row["tags"] for row in c["tags_per_passage"]] == list(range(TAGS_PER_PASSAGE + 1))
     assert c["tags_per_passage"][0]["passages"]["count"] == c["untagged"]["count"]
     assert c["padded"]["count"] == build.tagging_summary()["passages_whose_tags_include_padding"]
     lengths = dict.fromkeys(course.TABLE1, 0)

@@ -11,7 +11,7 @@ import pytest
 
 from claimtrace import course
 from claimtrace.web import markdown
-from claimtrace.web.views.glance import MODELS
+from claimtrace.web.views.data_overview import MODELS
 from claimtrace.web.views.methods import DATA_STATEMENT, STEPS_FILE, decisions
 
 #: Numerals in the documents that are names, not figures: the course's code, years, the notebook's
@@ -105,7 +105,7 @@ def test_the_page_is_served_and_exported_alike(web_client, web_tracer, tmp_path)
 
     served = web_client.get("/methods.html").text
     assert web_client.get("/methods").text == served
-    write_site(None, tmp_path, tracer=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
     exported = (tmp_path / "methods.html").read_text(encoding="utf-8")
     main = lambda page: page[page.index("<main") : page.index("</main>")]  # noqa: E731
     assert main(served) == main(exported)

@@ -76,7 +76,7 @@ def test_the_page_shows_every_row_served_and_exported_alike(web_client, web_trac
 
     served = web_client.get("/parity.html").text
     assert all(f'data-key="{row["key"]}" data-status="{row["status"]}"' in served for row in checklist["rows"])
-    write_site(None, tmp_path, tracer=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
     exported = (tmp_path / "parity.html").read_text(encoding="utf-8")
 
     def text(page: str) -> str:

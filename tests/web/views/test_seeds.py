@@ -17,7 +17,7 @@ from claimtrace.evaluation import seed_spread
 from claimtrace.evaluation.seed_spread import PANELS
 from claimtrace.web.pages import SEEDS
 from claimtrace.web.render import Renderer
-from claimtrace.web.tracer import Tracer
+from claimtrace.web.site_data import SiteData
 from claimtrace.web.views.seeds import seeds_page
 from tests.support.seed_spread import PARTIAL, WHOLE, write_seed_spread
 
@@ -37,7 +37,7 @@ def seed_file(tmp_path, monkeypatch):
 
 
 def _html(build, page: dict) -> str:
-    return SEEDS.render(Renderer(Tracer(build)), page)
+    return SEEDS.render(Renderer(SiteData(build)), page)
 
 
 def _text(html: str) -> str:

@@ -7,16 +7,16 @@ import os
 import shutil
 from pathlib import Path
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.errors import REPAIR_HINT
 from claimtrace.web.views.status import build_info, missing, public_paths
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
-def _linked_copy(build: Build, root: Path) -> Build:
+def _linked_copy(build: BuildReader, root: Path) -> BuildReader:
     """A build whose files are links to the given one's (a file replaced in it is its own)."""
     shutil.copytree(build.root, root, copy_function=os.symlink)
-    return Build(root, build.data_dir)
+    return BuildReader(root, build.data_dir)
 
 
 def test_a_whole_build_is_ok_stage_by_stage(demo_build):
@@ -28,19 +28,19 @@ def test_a_whole_build_is_ok_stage_by_stage(demo_build):
     assert "retrieval_files" not in brief and "checkpoint" not in brief
     whole = build_info(demo_build)
     assert whole["stages"] == brief["stages"]
-    assert whole["retrieval_files"] == dict.fromkeys(C.SPLITS, True)
+    assert whole["retrieval_files"] == dict.fromkeys(SPLITS, True)
     assert whole["checkpoint"] and whole["tagging_summary"] == demo_build.tagging_summary()
 
 
 def test_nothing_built_is_every_stage_missing(tmp_path, data_dir):
-    info = build_info(Build(tmp_path, data_dir))
+    info = build_info(BuildReader(tmp_path, data_dir))
     assert info["corpus"] is None
     assert list(info["stages"]) == ["build", "tagging", "retrieval", "classifier"]
     for stage, status in info["stages"].items():
         assert status["status"] == "missing" and "claimtrace build" in status["reason"], stage
     assert info["files"]["manifest"] == "none" and "claimtrace build" in info["files"]["reason"]
     assert info["checkpoint"] is None and info["tagging_summary"] is None
-    assert info["retrieval_files"] == dict.fromkeys(C.SPLITS, False)
+    assert info["retrieval_files"] == dict.fromkeys(SPLITS, False)
 
 
 def test_a_damaged_file_is_named_under_its_stage(demo_build, tmp_path):

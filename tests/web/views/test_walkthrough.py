@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from claimtrace import constants as C
+from claimtrace.constants import COSINE_THRESHOLD, OVERLAP_THRESHOLD, PROTOCOLS
 from claimtrace.explain.retrieval import filter_failures, passes_filter
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.views import walkthrough
@@ -96,7 +96,7 @@ def test_every_filter_verdict_on_the_page_is_the_kernels(dev_traces):
             ]
             for why in row["why"]:
                 name, value, *_ = why.split()
-                threshold = {"cosine": C.COSINE_THRESHOLD, "overlap": C.OVERLAP_THRESHOLD}[name]
+                threshold = {"cosine": COSINE_THRESHOLD, "overlap": OVERLAP_THRESHOLD}[name]
                 assert why == f"{name} {float(value):.3f} is not above {threshold}" and float(value) <= threshold + 5e-4
         passage = trace["vectorisation"]["passage"]
         passed = {row["id"] for row in retrieval["passed_rows"]}
@@ -104,7 +104,7 @@ def test_every_filter_verdict_on_the_page_is_the_kernels(dev_traces):
             assert passage["passes"], claim_id
         if passage["in_build"]:
             assert passage["passes"] == (
-                passage["cosine"] > C.COSINE_THRESHOLD and passage["overlap"] > C.OVERLAP_THRESHOLD
+                passage["cosine"] > COSINE_THRESHOLD and passage["overlap"] > OVERLAP_THRESHOLD
             )
         checked += len(retrieval["passed_rows"]) + len(retrieval["near_misses"])
     assert checked > 500
@@ -143,7 +143,7 @@ def test_fixes_box_of_claim_752(web_client, demo_build):
     assert 0.0 <= fixes["bm25"]["F"] <= 1.0 and fixes["notebook_F"] == result["retrieval"]["scores"]["F"]
     more = demo_build.more_verdicts("dev")["claim-752"]
     for source in ("gold", "retrieved", "bm25"):
-        for protocol in C.PROTOCOLS:
+        for protocol in PROTOCOLS:
             assert fixes["verdicts"]["intended"][source][protocol] == more["intended"][source][protocol]["verdict"]
     assert fixes["verdicts"]["notebook"]["retrieved"]["notebook"] == result["classifier"]["notebook"]["verdict"]
     assert "notebook's model only" in fixes["note"]
@@ -159,7 +159,7 @@ def test_claim_page_says_what_the_lstm_says(web_client, demo_build):
     more = demo_build.more_verdicts("dev")["claim-752"]["lstm"]
     assert lstm["status"] == "ok" and list(lstm["verdicts"]) == ["retrieved", "gold"]
     for source in ("retrieved", "gold"):
-        assert lstm["verdicts"][source] == {p: more[source][p]["verdict"] for p in C.PROTOCOLS}
+        assert lstm["verdicts"][source] == {p: more[source][p]["verdict"] for p in PROTOCOLS}
     page = web_client.get("/claim/claim-752.html").text
     sentence = page[page.index('id="lstm-says"') : page.index("</p>", page.index('id="lstm-says"'))]
     assert "The notebook’s other model, the LSTM, says" in sentence
@@ -176,14 +176,14 @@ def test_fixes_box_before_the_classifier_stage(demo_build, tmp_path):
     from fastapi.testclient import TestClient
 
     from claimtrace.web.app import create_app
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
     root = tmp_path / "work"
     root.mkdir()
     for entry in demo_build.root.iterdir():
         if entry.name not in ("classifier", "scoreboard.json"):
             (root / entry.name).symlink_to(entry)
-    with TestClient(create_app(Build(root, demo_build.data_dir))) as client:
+    with TestClient(create_app(BuildReader(root, demo_build.data_dir))) as client:
         fixes = client.get("/claim/claim-752.json").json()["fixes"]
         assert fixes["status"] == "ok" and fixes["verdicts"] is None and "claimtrace build" in fixes["verdicts_missing"]
         assert len(fixes["bm25"]["evidences"]) == len(demo_build.bm25_retrieval("dev")["claim-752"]["evidences"])
@@ -237,12 +237,12 @@ def test_a_typed_claims_summary_quotes_the_claim_alone_row(web_client, demo_buil
 def test_the_summary_waits_for_the_scoreboard(demo_build, tmp_path):
     """Before the classifier stage the record is missing, naming what is not built, and the
     card says nothing of it."""
-    from claimtrace.workdir.reader import Build
+    from claimtrace.workdir.reader import BuildReader
 
     root = tmp_path / "work"
     root.mkdir()
     for entry in demo_build.root.iterdir():
         if entry.name not in ("classifier", "scoreboard.json"):
             (root / entry.name).symlink_to(entry)
-    record = record_section(Build(root, demo_build.data_dir), typed=False).data
+    record = record_section(BuildReader(root, demo_build.data_dir), typed=False).data
     assert record["status"] == "missing" and record["stage"] == "classifier" and "claimtrace build" in record["reason"]

@@ -14,16 +14,16 @@ from claimtrace.errors import Missing
 from claimtrace.evaluation.attribution import top_words
 from claimtrace.models.attribution import METHODS
 from claimtrace.workdir.layout import FileManifest
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages import attribution as stage
 from claimtrace.workdir.stages.attribution import BASELINES, LSTM_LEFT_OUT, LSTM_METHODS, attribute_build
 
 
 @pytest.fixture()
-def build_copy(demo_build, tmp_path, data_dir) -> Build:
+def build_copy(demo_build, tmp_path, data_dir) -> BuildReader:
     root = tmp_path / "demo"
     shutil.copytree(demo_build.root, root)
-    return Build(root, data_dir)
+    return BuildReader(root, data_dir)
 
 
 def _said(transformer: int, lstm: int, todo: int) -> str:
@@ -49,7 +49,7 @@ def test_two_claims_attributed_graded_recorded_and_resumed(build_copy, data_dir,
     for path in (work.attribution_grades, work.attribution_claims, work.attribution_lstm):
         assert files.get(path) is not None, path
     assert work.attribution_parts() and work.attribution_parts("lstm")  # kept after a --limit run
-    reader = Build(build_copy.root, data_dir)
+    reader = BuildReader(build_copy.root, data_dir)
     records = reader.attribution_claims()
     assert list(records) == first_two
     for record in records.values():
@@ -70,16 +70,16 @@ def test_two_claims_attributed_graded_recorded_and_resumed(build_copy, data_dir,
     work.attribution_part(0).write_text(cut, encoding="utf-8")
     work.attribution_part(0, "lstm").write_text(finished_lstm + "\n" + cut_lstm, encoding="utf-8")
     said.clear()
-    again = attribute_build(Build(build_copy.root, data_dir), workers=1, limit=2, progress=said.append)
+    again = attribute_build(BuildReader(build_copy.root, data_dir), workers=1, limit=2, progress=said.append)
     assert said == [_said(1, 1, 1)]
     assert again["claims"] == grades["claims"] and again["lstm"]["claims"] == summary["claims"]
     # a finished run is read back, not computed again
     said.clear()
-    assert attribute_build(Build(build_copy.root, data_dir), workers=1, limit=2, progress=said.append) == again
+    assert attribute_build(BuildReader(build_copy.root, data_dir), workers=1, limit=2, progress=said.append) == again
     assert said == []
 
 
-def _check_lstm(reader: Build, grades: dict, claim_ids: list[str]) -> dict:
+def _check_lstm(reader: BuildReader, grades: dict, claim_ids: list[str]) -> dict:
     """The LSTM's records: the methods applied, each one's top words, its verdict the build's; the
     first claim also timed for the methods left out; the summary over both claims."""
     lstm = reader.attribution_claims("lstm")
@@ -114,4 +114,4 @@ def test_a_build_without_lstm_verdicts_stops_before_any_claim_is_attributed(buil
     files.record(path)  # as that older build wrote it
     monkeypatch.setattr(stage, "_run_workers", lambda *a, **k: pytest.fail("attributed before the check"))
     with pytest.raises(DataError, match=r"classifier/more/dev.json: holds no LSTM verdicts.*claimtrace build"):
-        attribute_build(Build(build_copy.root, build_copy.data_dir), workers=1, limit=2)
+        attribute_build(BuildReader(build_copy.root, build_copy.data_dir), workers=1, limit=2)

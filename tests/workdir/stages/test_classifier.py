@@ -3,7 +3,7 @@ claim."""
 
 from __future__ import annotations
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 
 
 def test_build_stores_each_claims_real_forward_call(demo_build):
@@ -11,7 +11,7 @@ def test_build_stores_each_claims_real_forward_call(demo_build):
     evidence, bit for bit the call
     :meth:`claimtrace.models.predict.Classifier.forward_alone` makes."""
     classifier = demo_build.classifier()
-    for split in C.SPLITS:
+    for split in SPLITS:
         encoded = demo_build.inputs(split, "retrieved")
         verdicts = demo_build.verdicts(split)
         assert all("torch_logits" in verdicts[cid]["retrieved"]["alone"] for cid in encoded.claim_ids)

@@ -3,18 +3,18 @@ extra verdicts, each from its own calls."""
 
 from __future__ import annotations
 
-from claimtrace import constants as C
+from claimtrace.constants import BATCH_SIZE, FLOAT32_AGREEMENT, MAX_EVIDENCES, PROTOCOLS, SPLITS
 
 
 def test_bm25_records_shape(demo_build):
     passages = demo_build.passages()
-    for split in C.SPLITS:
+    for split in SPLITS:
         records = demo_build.bm25_retrieval(split)
         assert list(records) == list(demo_build.claims(split))  # file order, every claim
         for cid, record in records.items():
             assert set(record) == {"claim_id", "evidences", "scores"} and record["claim_id"] == cid
             ids, scores = record["evidences"], record["scores"]
-            assert len(ids) == len(scores) <= C.MAX_EVIDENCES and len(set(ids)) == len(ids)
+            assert len(ids) == len(scores) <= MAX_EVIDENCES and len(set(ids)) == len(ids)
             assert all(pid in passages for pid in ids)
             assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
     row = demo_build.retrieval_variants()[-1]
@@ -25,7 +25,7 @@ def test_bm25_records_shape(demo_build):
 
 
 def test_more_verdicts_cover_every_source(demo_build):
-    for split in C.SPLITS:
+    for split in SPLITS:
         more = demo_build.more_verdicts(split)
         entry = more[next(iter(more))]
         if split == "train":  # the claims every model was trained on: not run
@@ -35,7 +35,7 @@ def test_more_verdicts_cover_every_source(demo_build):
         variants = {"raw-claim-text", "cosine-once", "unpadded-tags"}
         assert set(entry["intended"]) == set(entry["lstm"]) == intended | variants
         assert set(entry["notebook"]) == {"bm25"} | variants
-        assert set(entry["intended"]["bm25"]) == set(C.PROTOCOLS)
+        assert set(entry["intended"]["bm25"]) == set(PROTOCOLS)
         assert (demo_build.root / "classifier" / "inputs" / f"{split}-bm25.npz").is_file()
     # the intended model's and the LSTM's two protocols are one computation per input
     dev = demo_build.more_verdicts("dev")
@@ -62,7 +62,7 @@ def test_lstm_verdicts_are_those_of_its_own_calls(demo_build):
             ids = torch.from_numpy(encoded.input_ids)
             for run in (notebook_logits, alone_logits):
                 called = run(model, ids).double().numpy()
-                assert np.abs(stored - called).max() < C.FLOAT32_AGREEMENT
+                assert np.abs(stored - called).max() < FLOAT32_AGREEMENT
                 assert (stored.argmax(1) == called.argmax(1)).all(), (source, run.__name__)
 
 
@@ -89,14 +89,14 @@ def test_intended_verdicts_are_those_of_its_own_calls(demo_build):
                 ids = torch.from_numpy(encoded.input_ids)
                 if split == "dev" and source in ("gold", "retrieved"):
                     in_sixteens = notebook_logits(model, ids).double().numpy()
-                    assert np.abs(stored - in_sixteens).max() < C.FLOAT32_AGREEMENT
+                    assert np.abs(stored - in_sixteens).max() < FLOAT32_AGREEMENT
                     one_by_one = alone_logits(model, ids[::16]).double().numpy()
-                    assert np.abs(stored[::16] - one_by_one).max() < C.FLOAT32_AGREEMENT
+                    assert np.abs(stored[::16] - one_by_one).max() < FLOAT32_AGREEMENT
                 top_two = np.sort(stored, axis=1)[:, -2:]
                 for row in np.flatnonzero(top_two[:, 1] - top_two[:, 0] < 1e-3):
                     near_ties += 1
-                    start = row // C.BATCH_SIZE * C.BATCH_SIZE
-                    batch = notebook_logits(model, ids[start : start + C.BATCH_SIZE])[row - start]
+                    start = row // BATCH_SIZE * BATCH_SIZE
+                    batch = notebook_logits(model, ids[start : start + BATCH_SIZE])[row - start]
                     alone = alone_logits(model, ids[row : row + 1])[0]
                     assert int(batch.argmax()) == int(alone.argmax()) == int(stored[row].argmax()), (split, source, row)
     print(f"{near_ties} near ties checked")

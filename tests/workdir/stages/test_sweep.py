@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages.sweep import build_sweep
 
 
@@ -21,6 +21,6 @@ def test_a_lost_sweep_is_written_again_the_same(demo_build, demo_root, tmp_path)
     shutil.copytree(demo_root, copy)
     before = (copy / "sweep" / "dev.json").read_bytes()
     (copy / "sweep" / "dev.json").unlink()
-    build_sweep(Build(copy, demo_build.data_dir))
+    build_sweep(BuildReader(copy, demo_build.data_dir))
     assert (copy / "sweep" / "dev.json").read_bytes() == before
     assert not list((copy / "sweep").glob("*.tmp*"))  # written aside and renamed: nothing left over

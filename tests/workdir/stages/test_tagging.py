@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import EVIDENCE_PASSAGES
 from claimtrace.workdir.stages.tagging import corpus_figures
 
 
@@ -47,4 +47,4 @@ def test_the_buckets_bounds_are_the_reports():
         "101-200",
         ">200",
     ]
-    assert sum(course.TABLE1.values()) == C.EVIDENCE_PASSAGES
+    assert sum(course.TABLE1.values()) == EVIDENCE_PASSAGES

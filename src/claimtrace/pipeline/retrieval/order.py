@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from claimtrace import constants as C
+from claimtrace.constants import MAX_EVIDENCES
 from claimtrace.lib import npsort
 
 __all__ = ["notebook_order", "fallback_six", "FALLBACK_DENSE_SHARE"]
@@ -56,7 +56,7 @@ def notebook_order(cosine: np.ndarray, overlap: np.ndarray, score: np.ndarray, s
 FALLBACK_DENSE_SHARE = 0.05
 
 
-def fallback_six(positions: np.ndarray, score: np.ndarray, n_passages: int, k: int = C.MAX_EVIDENCES) -> np.ndarray:
+def fallback_six(positions: np.ndarray, score: np.ndarray, n_passages: int, k: int = MAX_EVIDENCES) -> np.ndarray:
     """``evidence_df.sort_values(by="combined_score", ascending=False).head(k)`` over all
     ``n_passages``, where only ``positions`` have non-zero ``score``.
 

@@ -12,10 +12,11 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from claimtrace import constants as C
+from claimtrace import constants
+from claimtrace.constants import COSINE_WEIGHT_IN_SCORE, MAX_EVIDENCES
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
-from claimtrace.lib.store import PackedStrings, StringIndex, load_npz, write_npz
+from claimtrace.lib.build_files import PackedStrings, StringIndex, load_npz, write_npz
 from claimtrace.pipeline.retrieval import kernels
 from claimtrace.pipeline.retrieval.kernels import BLOCK, Block, Columns, Found, Postings, QueryArrays, Rules
 from claimtrace.pipeline.retrieval.order import fallback_six, notebook_order
@@ -41,7 +42,7 @@ class Thresholds(NamedTuple):
 
 
 #: The notebook's query: ``similaritie > 0.55 and overlap_rate > 0.5 and combined_score > 1.5``.
-NOTEBOOK_THRESHOLDS = Thresholds(C.COSINE_THRESHOLD, C.OVERLAP_THRESHOLD, C.SCORE_THRESHOLD)
+NOTEBOOK_THRESHOLDS = Thresholds(constants.COSINE_THRESHOLD, constants.OVERLAP_THRESHOLD, constants.SCORE_THRESHOLD)
 
 
 class Scores(NamedTuple):
@@ -205,7 +206,7 @@ class Retriever:
         strings = [_tag_string(t) for t in passage_tags]
         if len(ids) != len(strings):
             raise ValueError(f"{len(ids)} passage ids but {len(strings)} tag entries")
-        keep = [i for i, s in enumerate(strings) if s not in C.CSV_NA_TAGS and s.split()]
+        keep = [i for i, s in enumerate(strings) if s not in constants.CSV_NA_TAGS and s.split()]
         kept_ids, kept_tags = [ids[i] for i in keep], [strings[i] for i in keep]
         if not kept_ids:
             raise ValueError("no passage has tags: nothing to retrieve from")
@@ -216,7 +217,7 @@ class Retriever:
             # every token alphabetic: each string without its whitespace is (no string is blank)
             clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
             passage_tokenizer = restem if clean else final_stems
-        params = {**C.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
+        params = {**constants.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
         # A corpus too small for the notebook's settings (max_df=0.5 of the tagged passages below
         # min_df=3: fewer than six; or no term between them) made scikit-learn raise; here the
         # vocabulary is empty instead (``cannot_fit``): no claim term has a weight, so every
@@ -241,7 +242,7 @@ class Retriever:
         # ids and tag strings packed (a reader maps two arrays instead of parsing 1.2M strings)
         ids_buffer, ids_offsets = PackedStrings.pack(self.ids)
         tags_buffer, tags_offsets = PackedStrings.pack(self.tags)
-        index = StringIndex.of(self.ids)
+        index = StringIndex.from_strings(self.ids)
         write_npz(  # aligned: the reader maps the posting lists instead of reading them
             index_path,
             t_ptr=self._index.t_ptr,
@@ -282,7 +283,7 @@ class Retriever:
     def position(self, passage_id: str) -> int | None:
         """Frame position of a retrievable passage (None for one without tags)."""
         if self._positions is None:
-            self._positions = StringIndex.of(self.ids)
+            self._positions = StringIndex.from_strings(self.ids)
         return self._positions.position(passage_id)
 
     def __len__(self) -> int:
@@ -352,7 +353,7 @@ class Retriever:
         if cosine_in_score not in (1, 2):
             raise ValueError(f"cosine_in_score must be 1 or 2, got {cosine_in_score}")
         t = NOTEBOOK_THRESHOLDS if thresholds is None else thresholds
-        return Rules(cosine_in_score, C.NO_TAGS_OVERLAP, t.cosine, t.overlap, t.score)
+        return Rules(cosine_in_score, constants.NO_TAGS_OVERLAP, t.cosine, t.overlap, t.score)
 
     def _passing_room(self, query: Query) -> int:
         """At most how many rows can pass the filter: the claim's postings, one passage each."""
@@ -387,7 +388,7 @@ class Retriever:
             touched.position.copy(), touched.cosine, touched.overlap, touched.score.copy(), touched.shared, passing
         )
 
-    def scores(self, claim: str | Query, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE) -> Scores:
+    def scores(self, claim: str | Query, cosine_in_score: int = COSINE_WEIGHT_IN_SCORE) -> Scores:
         """The non-zero rows of the notebook's columns for one claim string (:class:`Scores`):
         positions ascending (frame order); every other passage has cosine 0, overlap 0, score 0,
         shared 0 (and does not pass)."""
@@ -399,7 +400,7 @@ class Retriever:
         kernels.point_kernel(query.arrays(), self._index, self._rules(cosine_in_score), out)
         return out
 
-    def point_columns(self, claim: str | Query, positions, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE):
+    def point_columns(self, claim: str | Query, positions, cosine_in_score: int = COSINE_WEIGHT_IN_SCORE):
         """(cosine, overlap, score, shared) of the passages at ``positions`` for one claim."""
         out = self._point_rows(self.query(claim), np.asarray(positions, np.int64), cosine_in_score)
         return out.cosine, out.overlap, out.score, out.shared
@@ -407,8 +408,8 @@ class Retriever:
     def retrieve(
         self,
         claim: str | Query,
-        cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE,
-        k: int = C.MAX_EVIDENCES,
+        cosine_in_score: int = COSINE_WEIGHT_IN_SCORE,
+        k: int = MAX_EVIDENCES,
         scratch: _Scratch | None = None,
         thresholds: Thresholds | None = None,
     ) -> Retrieval:
@@ -419,7 +420,7 @@ class Retriever:
         return self._retrieval(query, rows, cosine_in_score, k)
 
     def retrieve_with_scores(
-        self, claim: str | Query, cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE, k: int = C.MAX_EVIDENCES
+        self, claim: str | Query, cosine_in_score: int = COSINE_WEIGHT_IN_SCORE, k: int = MAX_EVIDENCES
     ) -> tuple[Retrieval, Scores]:
         """:meth:`retrieve` and :meth:`scores` of one claim from one kernel pass."""
         query = self.query(claim)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from claimtrace import constants as C
+from claimtrace.constants import COSINE_WEIGHT_IN_SCORE
 from claimtrace.pipeline.preprocess import preprocess
 
 __all__ = ["Variant", "VARIANTS", "as_variant", "claim_input"]
@@ -23,7 +23,7 @@ class Variant:
     claim_input: str = "tags"
     #: 2 = the quirk "cosine added twice"; 1 = score = cosine + overlap (the query's
     #: ``combined_score > 1.5`` is kept literally, so it becomes binding).
-    cosine_in_score: int = C.COSINE_WEIGHT_IN_SCORE
+    cosine_in_score: int = COSINE_WEIGHT_IN_SCORE
     #: "padded": the notebook's passage tags; "unpadded": without zero-weight features (the
     #: tagging stage's ``nopad``; pass them as ``unpadded_tags``).
     passage_tags: str = "padded"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.attribution import top_words
 from claimtrace.web.views.status import missing, public_paths
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The chart's panels: grade key -> its name on the page.
 CHART = {"spearman": "Spearman", "kendall": "Kendall", "top3": "top-3", "top_sign": "top sign"}
@@ -20,14 +20,14 @@ LSTM_NOT_RUN = (
 )
 
 
-def attribution_page(build: Build) -> dict:
+def attribution_page(build: BuildReader) -> dict:
     """The grades of every method and baseline with their intervals, the chart's rows and the
     settings; or a missing section naming the command to run. Paths relative to the build (the
     workdir is ``.``), as on every page: no machine path."""
     return public_paths(_grades_page(build), build.root)
 
 
-def _grades_page(build: Build) -> dict:
+def _grades_page(build: BuildReader) -> dict:
     try:
         grades = build.attribution_grades()
     except Missing as err:
@@ -68,7 +68,7 @@ def _grades_page(build: Build) -> dict:
     }
 
 
-def lstm_part(build: Build, grades: dict) -> dict:
+def lstm_part(build: BuildReader, grades: dict) -> dict:
     """The page's section on the LSTM: the methods applied, each beside its grade on the
     Transformer and its own figures on the LSTM, those left out with their measured cost, the
     two's agreement; missing (naming the command) for a build attributed before the LSTM was."""
@@ -115,7 +115,7 @@ def lstm_part(build: Build, grades: dict) -> dict:
     }
 
 
-def claim_attribution(build: Build, claim_id: str | None) -> dict:
+def claim_attribution(build: BuildReader, claim_id: str | None) -> dict:
     """A dev claim's top words by each method beside the exact shares' (the Transformer alone,
     retrieved evidence), and whether each method passed on it; ``"none"`` when the claim was not
     attributed, missing when the command has not run."""
@@ -150,7 +150,7 @@ def claim_attribution(build: Build, claim_id: str | None) -> dict:
     }
 
 
-def lstm_top_words(build: Build, claim_id: str) -> dict:
+def lstm_top_words(build: BuildReader, claim_id: str) -> dict:
     """A dev claim's LSTM verdict (retrieved evidence, alone) with its top words by each method
     applied, each method's grade on the Transformer and the two methods' agreement on this claim;
     missing (one line naming the command) when the command has not run, or not on this claim."""

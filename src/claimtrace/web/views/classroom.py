@@ -13,17 +13,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from claimtrace import constants as C
+from claimtrace.constants import BATCH_SIZE, LABELS
 from claimtrace.explain.retrieval import RetrievalView
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
-def class_page(build: Build, runs: Sequence[dict], rows: Mapping[str, Mapping[str, dict]], set_aside: list) -> dict:
+def class_page(
+    build: BuildReader, runs: Sequence[dict], rows: Mapping[str, Mapping[str, dict]], set_aside: list
+) -> dict:
     """The class page's data.
 
     Parameters
     ----------
-    build : Build
+    build : BuildReader
         The build the runs are compared with (its dev retrieval explains the misses).
     runs : sequence of dict
         Each dev run's summary (its page's ``run``), in the leaderboard's order.
@@ -85,7 +87,7 @@ def _run_line(run: dict) -> dict:
     return {**{key: run.get(key) for key in keep}, "audit": run.get("audit", [])}
 
 
-def _why_missed(build: Build, record: dict, line: dict, rows, runs: Sequence[dict]) -> dict:
+def _why_missed(build: BuildReader, record: dict, line: dict, rows, runs: Sequence[dict]) -> dict:
     """A claim no run got right: what the runs said, and the notebook's trace of its own miss."""
     row = rows[runs[0]["digest"]][line["claim_id"]]
     said = Counter(
@@ -96,7 +98,7 @@ def _why_missed(build: Build, record: dict, line: dict, rows, runs: Sequence[dic
     notebook = row["notebook"]
     gold_seen = any(pid in row["gold"] for pid in notebook["evidences"])
     why = [
-        f"the notebook’s model said {notebook['verdicts']['notebook']} (batches of {C.BATCH_SIZE}; "
+        f"the notebook’s model said {notebook['verdicts']['notebook']} (batches of {BATCH_SIZE}; "
         f"{notebook['verdicts']['alone']} alone) reading {'a gold passage' if gold_seen else 'no gold passage'}"
         f"{' from the fallback' if notebook['fallback'] else ''}: "
         f"{'right' if line['notebook_right'] else 'wrong'}"
@@ -120,4 +122,4 @@ def _label_said(label: str | None) -> str:
     read), or the odd label itself."""
     if label is None:
         return "null"
-    return label if label in C.LABELS else repr(label)
+    return label if label in LABELS else repr(label)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace import course
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import LABELS, PROTOCOLS, PROVENANCE_FILE, PROVENANCE_FILES
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation import statistics as S
@@ -17,20 +17,20 @@ from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, score
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.models.predict import protocol_figures
 from claimtrace.web.views.status import build_info, missing
-from claimtrace.workdir.reader import Build, protocol_verdicts
+from claimtrace.workdir.reader import BuildReader, protocol_verdicts
 
 #: Evidence ids of the demo corpus that are not in the course's evidence.json: CLIMATE-FEVER
 #: sentences under ``cf:<article>:<n>``.
 OUTSIDE_COURSE_PREFIX = "cf:"
 
 
-def explore(build: Build, split: str) -> dict:
+def explore(build: BuildReader, split: str) -> dict:
     """The Explore page's data for one split."""
     claims = build.claims(split)
     labelled = all(c.label is not None for c in claims.values())
     out: dict[str, Any] = {
         "split": split,
-        "labels": list(C.LABELS),
+        "labels": list(LABELS),
         "labelled": labelled,
         "claims": [],
         "build": build_info(build, brief=True),
@@ -98,9 +98,7 @@ def _accuracy(rows: list[dict], scored: bool) -> dict:
 def _verdict_counts(rows: list[dict], sources: list[str]) -> dict:
     """How often each label is the verdict, per evidence source and protocol."""
     return {
-        source: {
-            p: {label: sum(1 for row in rows if row[source][p] == label) for label in C.LABELS} for p in C.PROTOCOLS
-        }
+        source: {p: {label: sum(1 for row in rows if row[source][p] == label) for label in LABELS} for p in PROTOCOLS}
         for source in sources
     }
 
@@ -130,7 +128,7 @@ def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, s
 def _course_scores(claims: dict[str, Claim], rows: list[dict], records: dict[str, dict]) -> dict:
     """The course's F, A and HM of the split's retrieved evidence and verdicts, per protocol."""
     course = {}
-    for protocol in C.PROTOCOLS:
+    for protocol in PROTOCOLS:
         predicted = {
             row["id"]: Claim(row["id"], row["text"], row["retrieved"][protocol], tuple(records[row["id"]]["evidences"]))
             for row in rows
@@ -140,13 +138,13 @@ def _course_scores(claims: dict[str, Claim], rows: list[dict], records: dict[str
     return course
 
 
-def course_figures(build: Build, split: str, page: dict) -> dict:
+def course_figures(build: BuildReader, split: str, page: dict) -> dict:
     """The course's figures beside this build's for one split: Table 2, the notebook-protocol
     accuracies (dev), the training curve, and why the accuracies differ.
 
     Parameters
     ----------
-    build : Build
+    build : BuildReader
     split : str
     page : dict
         The Explore data computed so far (its ``accuracy`` and ``course_scores``).
@@ -201,7 +199,7 @@ def prediction_path(split: str, row: str) -> str:
     return f"predictions/{split}/{row}.json"
 
 
-def scoreboard_section(build: Build, split: str) -> dict | None:
+def scoreboard_section(build: BuildReader, split: str) -> dict | None:
     """What each quirk cost: the build's dev scoreboard (dev), the course's Table 2 figures for
     the split as the anchor, and each row's downloadable predictions (dev, test); None for train."""
     if split not in PREDICTION_SPLITS:
@@ -238,7 +236,7 @@ def intended_training() -> dict:
     from claimtrace.models.intended import intended_provenance
 
     intended = intended_provenance()
-    notebook = json.loads((ASSETS_DIR / C.PROVENANCE_FILE).read_text(encoding="utf-8"))
+    notebook = json.loads((ASSETS_DIR / PROVENANCE_FILE).read_text(encoding="utf-8"))
 
     def best(provenance: dict) -> dict:
         record = provenance["history"][provenance["best_epoch"] - 1]
@@ -271,7 +269,7 @@ def intended_training() -> dict:
 def lstm_training() -> dict | None:
     """The notebook's LSTM as claimtrace trained it beside the log the notebook printed for it,
     epoch by epoch, from the shipped checkpoint's provenance (no torch); None without it."""
-    path = ASSETS_DIR / C.PROVENANCE_FILES["lstm"]
+    path = ASSETS_DIR / PROVENANCE_FILES["lstm"]
     if not path.is_file():
         return None
     provenance = json.loads(path.read_text(encoding="utf-8"))
@@ -294,7 +292,7 @@ class UnknownRow(DataError):
     a damaged build."""
 
 
-def row_predictions(build: Build, split: str, name: str) -> dict[str, dict]:
+def row_predictions(build: BuildReader, split: str, name: str) -> dict[str, dict]:
     """One scoreboard row's predictions of dev or test in the course's shape (UnknownRow for an
     unknown row or split; Missing when the build lacks them; a DataError naming a damaged file)."""
     if split not in PREDICTION_SPLITS:
@@ -415,7 +413,7 @@ def accuracy_chart_rows(accuracy: dict, baselines: list[dict], gap: dict) -> lis
             "A": accuracy[source][protocol]["interval"],
         }
         for source in ("gold", "retrieved")
-        for protocol in C.PROTOCOLS
+        for protocol in PROTOCOLS
     ]
     rows += [
         {"name": "always SUPPORTS (baseline)", "kind": "baseline", "A": b["intervals"]["A"]}

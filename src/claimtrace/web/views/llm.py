@@ -3,7 +3,7 @@ labelled claim of a split with what the browser needs to run it there (the claim
 gold label, the passages the build's notebook retrieval returned and the gold passages, each
 with its id and text, and the notebook classifier's verdicts on both, to pair with).
 
-Everything is read from the build (:class:`claimtrace.workdir.reader.Build`): the retrieved ids
+Everything is read from the build (:class:`claimtrace.workdir.reader.BuildReader`): the retrieved ids
 from the retrieval stage, their texts from the build's passages, the gold texts from the
 reconstruction the build reads, the verdicts from the classifier stage (notebook protocol,
 batches of 16: the verdicts the course's predictions file holds). Nothing is recomputed.
@@ -11,7 +11,7 @@ batches of 16: the verdicts the course's predictions file holds). Nothing is rec
 
 from __future__ import annotations
 
-from claimtrace import constants as C
+from claimtrace.constants import LABELS
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.llm import protocol_constants
 from claimtrace.evaluation.llm_score import interval_width
@@ -30,7 +30,7 @@ def page_protocol() -> dict:
     """The protocol's constants (:func:`claimtrace.evaluation.llm.protocol_constants`, typed
     once) with what the page adds: the labels' order of the stratified sample's ties and the
     bootstrap of its intervals."""
-    return {**protocol_constants(), "stratify_order": list(C.LABELS), "bootstrap": BOOTSTRAP}
+    return {**protocol_constants(), "stratify_order": list(LABELS), "bootstrap": BOOTSTRAP}
 
 
 #: The audit log page's twin: where the browser keeps the log and what a record holds (the log
@@ -89,7 +89,7 @@ def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
     retrieved_verdicts = build.verdict_table(split, "retrieved")
     gold_verdicts = build.verdict_table(split, "gold")
     rows = []
-    counts = dict.fromkeys(C.LABELS, 0)
+    counts = dict.fromkeys(LABELS, 0)
     for claim_id, claim in claims.items():
         if claim.label is None:
             continue

@@ -12,16 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from claimtrace import constants as C
-from claimtrace import course
+from claimtrace import constants, course
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.errors import DataError
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, ScoreRow
-from claimtrace.lib.store import read_json
+from claimtrace.lib.build_files import read_json
 from claimtrace.web import markdown
-from claimtrace.web.views.glance import MODELS, glance
-from claimtrace.workdir.reader import Build
+from claimtrace.web.views.data_overview import MODELS, data_overview
+from claimtrace.workdir.reader import BuildReader
 
 NOT_BUILT = "not built"
 DATA_STATEMENT = "data-statement.md"
@@ -60,12 +59,12 @@ def _safely(read: Callable[[], Any]) -> Any:
         return None
 
 
-def checkpoint_provenance(build: Build, model: str) -> dict | None:
+def checkpoint_provenance(build: BuildReader, model: str) -> dict | None:
     """The provenance of the build's checkpoint of a model (the notebook's: the build's own,
     shipped or trained; the others': the shipped one's); None without one."""
     if model == "notebook":
         return course.checkpoint_provenance(build.checkpoint_dir())
-    name = C.PROVENANCE_FILES.get(model)
+    name = constants.PROVENANCE_FILES.get(model)
     path = None if name is None else ASSETS_DIR / name
     return read_json(path) if path is not None and path.is_file() else None
 
@@ -87,7 +86,7 @@ def _paired_sentence(paired: dict | None, what: str) -> str:
     )
 
 
-def model_figures(build: Build, scoreboard: dict | None, model: str) -> dict[str, str]:
+def model_figures(build: BuildReader, scoreboard: dict | None, model: str) -> dict[str, str]:
     """One model's card figures, each named ``<model>.<figure>``."""
     together = _row(scoreboard, ScoreRow("notebook", model, "notebook").name)
     alone = _row(scoreboard, ScoreRow("notebook", model, "alone").name)
@@ -108,7 +107,7 @@ def model_figures(build: Build, scoreboard: dict | None, model: str) -> dict[str
         figures["gold_A"] = _interval(S.wilson(right, len(claims)).to_dict())
     if together is not None:
         recall = together["intervals"]["recall"]
-        figures["never"] = _labels([label for label in C.LABELS if recall[label]["predicted"] == 0])
+        figures["never"] = _labels([label for label in constants.LABELS if recall[label]["predicted"] == 0])
     provenance = checkpoint_provenance(build, model) or {}
     best = next((h for h in provenance.get("history", []) if h["epoch"] == provenance.get("best_epoch")), {})
     figures["seed"] = str(provenance.get("seed", NOT_BUILT))
@@ -118,10 +117,10 @@ def model_figures(build: Build, scoreboard: dict | None, model: str) -> dict[str
     return {f"{model}.{key}": value for key, value in figures.items()}
 
 
-def _counts_of(build: Build) -> dict[str, str]:
-    counts = {f"{split}_claims": f"{len(build.claims(split)):,}" for split in C.SPLITS}
+def _counts_of(build: BuildReader) -> dict[str, str]:
+    counts = {f"{split}_claims": f"{len(build.claims(split)):,}" for split in constants.SPLITS}
     train = [claim.label for claim in build.claims("train").values()]
-    for label in C.LABELS:
+    for label in constants.LABELS:
         k = train.count(label)
         counts[f"train_{label}"] = f"{k:,} ({100 * k / len(train):.0f}%)"
     return counts
@@ -135,7 +134,7 @@ def _corpus_kind(corpus: dict | None) -> str:
     return "the course’s evidence.json" if course.is_course_corpus(corpus) else "an evidence file the user brought"
 
 
-def figures(build: Build, page: dict) -> dict[str, str]:
+def figures(build: BuildReader, page: dict) -> dict[str, str]:
     """Every figure the documents may cite, by placeholder name, as printed."""
     scoreboard = _safely(build.scoreboard)
     corpus = page["glance"]["corpus"]
@@ -145,22 +144,22 @@ def figures(build: Build, page: dict) -> dict[str, str]:
         **_counts_of(build),
         "passages": f"{(record.get('corpus') or {}).get('passages', 0):,}",
         "corpus_kind": _corpus_kind(record.get("corpus")),
-        "course_passages": f"{C.EVIDENCE_PASSAGES:,}",
-        "vocab_size": f"{C.VOCAB_SIZE:,}",
-        "tagging_features": f"{C.TAGGING_VECTORIZER['max_features']:,}",
-        "retrieval_features": f"{C.RETRIEVAL_VECTORIZER['max_features']:,}",
-        "tags_per_passage": str(C.TAGS_PER_PASSAGE),
-        "cosine_threshold": str(C.COSINE_THRESHOLD),
-        "overlap_threshold": str(C.OVERLAP_THRESHOLD),
-        "max_evidences": str(C.MAX_EVIDENCES),
-        "max_len": str(C.MAX_LEN),
-        "batch_size": str(C.BATCH_SIZE),
-        "epochs": str(C.EPOCHS),
-        "layers": str(C.N_LAYERS),
-        "heads": str(C.N_HEADS),
-        "embed_dim": str(C.EMBED_DIM),
-        "table_bytes": f"{C.VOCAB_SIZE * len(C.LABELS) * 4:,}",
-        "labels_count": str(len(C.LABELS)),
+        "course_passages": f"{constants.EVIDENCE_PASSAGES:,}",
+        "vocab_size": f"{constants.VOCAB_SIZE:,}",
+        "tagging_features": f"{constants.TAGGING_VECTORIZER['max_features']:,}",
+        "retrieval_features": f"{constants.RETRIEVAL_VECTORIZER['max_features']:,}",
+        "tags_per_passage": str(constants.TAGS_PER_PASSAGE),
+        "cosine_threshold": str(constants.COSINE_THRESHOLD),
+        "overlap_threshold": str(constants.OVERLAP_THRESHOLD),
+        "max_evidences": str(constants.MAX_EVIDENCES),
+        "max_len": str(constants.MAX_LEN),
+        "batch_size": str(constants.BATCH_SIZE),
+        "epochs": str(constants.EPOCHS),
+        "layers": str(constants.N_LAYERS),
+        "heads": str(constants.N_HEADS),
+        "embed_dim": str(constants.EMBED_DIM),
+        "table_bytes": f"{constants.VOCAB_SIZE * len(constants.LABELS) * 4:,}",
+        "labels_count": str(len(constants.LABELS)),
         "supports_A": _interval(supports and supports["intervals"]["A"]),
         "supports_vs_notebook": _paired_sentence(
             supports and supports.get("paired"), "always answering SUPPORTS differs from the notebook’s pipeline"
@@ -213,11 +212,11 @@ def decisions() -> list[str]:
     return sorted(f"decisions/{path.name}" for path in (markdown.CONTENT / "decisions").glob("*.md"))
 
 
-def methods(build: Build) -> dict:
+def methods(build: BuildReader) -> dict:
     """The methods page: the data at a glance, the steps, the model cards, the data statement and
     the decisions, each document rendered with the figures it cites (``figures``, also in the
     twin)."""
-    page: dict[str, Any] = {"glance": glance(build)}
+    page: dict[str, Any] = {"glance": data_overview(build)}
     figures_ = figures(build, page)
     page["figures"] = figures_
     page["steps"] = steps(figures_)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import EVIDENCE_PASSAGES
 from claimtrace.evaluation import statistics as S
 
 #: A figure "close" to the course’s: within this share of it.
@@ -35,7 +35,7 @@ WHERE = {
 }
 
 
-def parity(tracer) -> dict:
+def parity(site_data) -> dict:
     """Every course figure beside this build’s.
 
     Returns
@@ -44,16 +44,16 @@ def parity(tracer) -> dict:
         ``{"rows": [{"key", "what", "group", "source", "course", "course_shown", "build",
         "build_shown", "status", "reason", "where"}], "counts": {status: n}, "corpus_note"}``.
     """
-    corpus = tracer.build_info(brief=True).get("corpus")
+    corpus = site_data.build_info(brief=True).get("corpus")
     reasons = _reasons(corpus)
-    trace = tracer.trace(course.WALKTHROUGH_CLAIM)
-    dev, test = tracer.explore("dev"), tracer.explore("test")
+    trace = site_data.trace(course.WALKTHROUGH_CLAIM)
+    dev, test = site_data.explore("dev"), site_data.explore("test")
     rows = [
         *_trace_rows(trace),
         *_explore_rows(dev, test),
         *_training_rows(dev),
         *_wilson_rows(),
-        *_table1_rows(tracer.methods()["glance"]["corpus"]),
+        *_table1_rows(site_data.methods()["glance"]["corpus"]),
     ]
     out = [_judged(row, reasons) for row in rows]
     counts = {status: sum(row["status"] == status for row in out) for status in STATUSES}
@@ -208,7 +208,7 @@ def _reasons(corpus: dict | None) -> dict[str, str]:
         ""
         if course.is_course_corpus(corpus)
         else f"another corpus: this build’s {(corpus or {}).get('passages', 0):,} passages, not the course’s "
-        f"{C.EVIDENCE_PASSAGES:,}"
+        f"{EVIDENCE_PASSAGES:,}"
     )
     training = "another training: this build’s checkpoint (trained with seed 0), not the 2024 run’s weights (the notebook set no seed)"
     both = "; ".join(part for part in (training, other_corpus) if part)

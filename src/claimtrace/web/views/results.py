@@ -92,7 +92,7 @@ def _sentences(sweep: dict, rule: str) -> dict:
     return out
 
 
-def results(tracer) -> dict:
+def results(site_data) -> dict:
     """The results page's data (and its JSON twin): the build's sweep as it wrote it, its charts
     and its sentences.
 
@@ -104,7 +104,7 @@ def results(tracer) -> dict:
         "parameter", "name", "claims", "notebook", "start", "points": [{"value", "F", "A", "HM",
         "fallback", "fallbacks", "A_lower", "A_upper", "best"}], "readout"}``.
     """
-    sweep = tracer.build.sweep()
+    sweep = site_data.build.sweep()
     rules = [rule["name"] for rule in sweep["rules"]]
     charts = [_chart(sweep, rule, parameter) for rule in rules for parameter in sweep["parameters"]]
     return {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from claimtrace import constants as C
+from claimtrace.constants import BATCH_SIZE, EPOCHS
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.seed_spread import (
@@ -27,14 +27,14 @@ from claimtrace.evaluation.seed_spread import (
 from claimtrace.evaluation.significance import verdicts_paired
 from claimtrace.web.views.methods import checkpoint_provenance
 from claimtrace.web.views.status import public_paths
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: Each model's name on the page, and in the build (its scoreboard's).
 TITLES = {"transformer": "Transformer", "lstm": "LSTM"}
 IN_BUILD = {"transformer": "notebook", "lstm": "lstm"}
 EVIDENCE_WORDS = {"gold": "gold evidence", "retrieved": "retrieved evidence"}
-PROTOCOL_WORDS = {"notebook": f"in batches of {C.BATCH_SIZE}", "alone": "each claim alone"}
-SHORT_PROTOCOL = {"notebook": f"batches of {C.BATCH_SIZE}", "alone": "alone"}
+PROTOCOL_WORDS = {"notebook": f"in batches of {BATCH_SIZE}", "alone": "each claim alone"}
+SHORT_PROTOCOL = {"notebook": f"batches of {BATCH_SIZE}", "alone": "alone"}
 #: Where the file is kept in the repository (the page names it; a machine's folders it does not).
 SHOWN_PATH = "src/claimtrace/assets/seed_spread.json"
 
@@ -58,13 +58,13 @@ def _figure(correct: int, claims: int) -> dict:
     }
 
 
-def _right(build: Build, model: str, evidence: str, protocol: str) -> list[bool]:
+def _right(build: BuildReader, model: str, evidence: str, protocol: str) -> list[bool]:
     """Whether the build's checkpoint of a model is right on each dev claim, in file order."""
     verdicts = build.verdict_of("dev", IN_BUILD[model], evidence, protocol)
     return [verdicts[claim_id] == claim.label for claim_id, claim in build.claims("dev").items()]
 
 
-def shipped(build: Build, model: str) -> dict:
+def shipped(build: BuildReader, model: str) -> dict:
     """The build's checkpoint of a model beside the seeds: which it is (the shipped one, or the
     one ``build --checkpoint`` trained), its seed, and its dev accuracy on each evidence and
     protocol with its Wilson interval (its right verdicts counted); missing, with why, when the
@@ -91,7 +91,7 @@ def shipped(build: Build, model: str) -> dict:
     return {**out, "status": "ok", "dev": dev}
 
 
-def paired(build: Build, evidence: str, protocol: str) -> dict:
+def paired(build: BuildReader, evidence: str, protocol: str) -> dict:
     """The build's two checkpoints on the same dev claims, LSTM minus Transformer
     (:func:`~claimtrace.evaluation.significance.verdicts_paired`): ``{"b", "c", "p", "A"}``,
     claims only the LSTM got right, only the Transformer, McNemar's exact p, and the accuracy
@@ -235,7 +235,7 @@ def axes(models: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _panel(build: Build, models: list[dict], compared: dict, axis: dict) -> dict:
+def _panel(build: BuildReader, models: list[dict], compared: dict, axis: dict) -> dict:
     key = _key(compared["evidence"], compared["protocol"])
     both = all(m["shipped"]["status"] == "ok" for m in models)
     pair = paired(build, compared["evidence"], compared["protocol"]) if both else None
@@ -277,7 +277,7 @@ def _minutes(models: list[dict]) -> int | None:
     return round(sum(seconds) / len(seconds) / 60) if seconds else None
 
 
-def _corpus(build: Build) -> str:
+def _corpus(build: BuildReader) -> str:
     try:
         corpus = build.build_record().get("corpus") or {}
     except DataError:
@@ -286,7 +286,7 @@ def _corpus(build: Build) -> str:
     return f"{kind}, {corpus.get('passages', 0):,} passages"
 
 
-def seeds_page(build: Build, path=None) -> dict:
+def seeds_page(build: BuildReader, path=None) -> dict:
     """The page's data (and its JSON twin): the file's state (``"ok"``, ``"missing"``: not
     written yet, ``"damaged"``: the reader's error), each model's seeds and the build's
     checkpoint, a panel per evidence and protocol with the comparison and its sentence, and
@@ -307,7 +307,7 @@ def seeds_page(build: Build, path=None) -> dict:
         "reason": reason,
         "file": SHOWN_PATH,
         "seeds": list(SEEDS),
-        "epochs": C.EPOCHS,
+        "epochs": EPOCHS,
         "retrieved_from": None if spread is None else spread.retrieved_from,
         "command": COMMAND.format(build="BUILD") if spread is None else spread.command(),
         "corpus": _corpus(build),

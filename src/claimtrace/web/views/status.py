@@ -15,10 +15,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import SPLITS
 from claimtrace.errors import REPAIR_HINT, DataError, Missing
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
 def missing(stage: str, reason: str) -> dict:
@@ -30,7 +30,7 @@ def missing(stage: str, reason: str) -> dict:
 _STAGE_OF_FOLDER = {"tagging": "tagging", "retrieval": "retrieval", "bm25": "bm25", "classifier": "classifier"}
 
 
-def _file_report(build: Build) -> dict:
+def _file_report(build: BuildReader) -> dict:
     """The build's files against its manifest, by size (a stat each: no file is read, so the
     report stays fast on a 1.2M-passage build; ``claimtrace verify`` checks every sha256)."""
     try:
@@ -73,7 +73,7 @@ def public_paths(value, root: Path):
     return _ABSOLUTE_PATH.sub(lambda found: found.group(1), value)
 
 
-def _stage_statuses(build: Build, brief: bool) -> dict[str, Any]:
+def _stage_statuses(build: BuildReader, brief: bool) -> dict[str, Any]:
     """Each stage's status, from reading its files (``brief``: only what every page needs; else
     each split's too, so that a damaged one shows)."""
     stages: dict[str, Any] = {}
@@ -83,8 +83,8 @@ def _stage_statuses(build: Build, brief: bool) -> dict[str, Any]:
         "classifier": [build.classifier_summary],
     }
     if not brief:
-        probes["retrieval"] += [lambda s=s: build.retrieval(s) for s in C.SPLITS]
-        probes["classifier"] += [lambda s=s: build.verdicts(s) for s in C.SPLITS]
+        probes["retrieval"] += [lambda s=s: build.retrieval(s) for s in SPLITS]
+        probes["classifier"] += [lambda s=s: build.verdicts(s) for s in SPLITS]
     for name, checks in probes.items():
         try:
             for probe in checks:
@@ -122,7 +122,7 @@ BRIEF_EVERY_SECONDS = 1.0
 _briefs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def brief_build_info(build: Build) -> dict:
+def brief_build_info(build: BuildReader) -> dict:
     """:func:`build_info` ``(build, brief=True)``, what every page carries, made at most once per
     :data:`BRIEF_EVERY_SECONDS` for a reader (each caller gets its own copy)."""
     now = time.monotonic()
@@ -132,7 +132,7 @@ def brief_build_info(build: Build) -> dict:
     return copy.deepcopy(kept[1])
 
 
-def build_info(build: Build, brief: bool = False) -> dict:
+def build_info(build: BuildReader, brief: bool = False) -> dict:
     """What the build holds: its corpus and each stage's status (``brief``: what every page
     carries; else the whole report of ``/api/build.json``, with each split's retrieval file, the
     checkpoint and the tagging stage's figures)."""
@@ -153,7 +153,7 @@ def build_info(build: Build, brief: bool = False) -> dict:
         "course": course.corpus_note(corpus),
     }
     if not brief:
-        info["retrieval_files"] = {s: build.work.retrieval(s).is_file() for s in C.SPLITS}
+        info["retrieval_files"] = {s: build.work.retrieval(s).is_file() for s in SPLITS}
         info["checkpoint"] = _or_none(lambda: build.classifier_summary()["checkpoint"])
         info["tagging_summary"] = _or_none(build.tagging_summary)
     return public_paths(info, build.root)  # what the build holds, not where this machine keeps it

@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from claimtrace import constants as C
+from claimtrace import constants
 from claimtrace.errors import DataError
 from claimtrace.evaluation import attribution as grading
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 from claimtrace.models import attribution as methods
 from claimtrace.workdir.layout import FileManifest
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The split graded, and the evidence its inputs carry.
 SPLIT, SOURCE = "dev", "retrieved"
@@ -68,7 +68,7 @@ BUDGET_SECONDS = 300
 
 
 def attribute_build(
-    reader: Build, workers: int = WORKERS, limit: int | None = None, progress: Callable[[str], None] | None = None
+    reader: BuildReader, workers: int = WORKERS, limit: int | None = None, progress: Callable[[str], None] | None = None
 ) -> dict:
     """Attribute and grade every dev claim (the first ``limit``), the Transformer's verdict and
     the LSTM's, resumably; the grades (the LSTM's summary under ``"lstm"``)."""
@@ -102,7 +102,7 @@ def attribute_build(
     return grades
 
 
-def _lstm_verdicts(reader: Build) -> dict[str, str]:
+def _lstm_verdicts(reader: BuildReader) -> dict[str, str]:
     """The build's LSTM verdicts on the attributed claims (dev, retrieved evidence, alone), which
     the LSTM's attributions are checked against; a DataError naming the command when the build
     has none (a build made before it ran the LSTM)."""
@@ -115,7 +115,7 @@ def _lstm_verdicts(reader: Build) -> dict[str, str]:
         ) from None
 
 
-def _written(reader: Build, claim_ids: list[str]) -> dict | None:
+def _written(reader: BuildReader, claim_ids: list[str]) -> dict | None:
     """The grades of a finished run over these claims (the LSTM's included), or None."""
     work = reader.work
     if not (work.attribution_grades.is_file() and work.attribution_lstm.is_file()):
@@ -124,7 +124,7 @@ def _written(reader: Build, claim_ids: list[str]) -> dict | None:
     return grades if list(grades.get("claims", {})) == claim_ids and "lstm" in grades else None
 
 
-def _run_workers(reader: Build, todo: list, workers: int) -> None:
+def _run_workers(reader: BuildReader, todo: list, workers: int) -> None:
     """The claims dealt in turn to ``workers`` spawned processes, waited for."""
     shares = [todo[k::workers] for k in range(workers)]
     context = multiprocessing.get_context("spawn")  # a fresh torch in each: no forked OpenMP state
@@ -141,7 +141,7 @@ def _run_workers(reader: Build, todo: list, workers: int) -> None:
         raise RuntimeError("an attribution worker failed: run `claimtrace attribute` again to resume")
 
 
-def _finished(reader: Build, model: str) -> dict[str, dict]:
+def _finished(reader: BuildReader, model: str) -> dict[str, dict]:
     """The claims of one model finished before: the file a run wrote whole (its scratch is
     removed once complete), then the workers' scratch files (a line cut short by a kill is
     dropped)."""
@@ -168,7 +168,7 @@ def _worker(root: str, data_dir: str, worker: int, todo: Sequence[tuple[str, lis
 
     torch.set_num_threads(1)
     with threadpool_limits(1):  # the least-squares fits' BLAS, too: one thread per process
-        reader = Build(root, data_dir)
+        reader = BuildReader(root, data_dir)
         model = reader.classifier().model
         forward = methods.transformer_alone(model)
         lstm = load_lstm_model()  # the shipped checkpoint: the one the build's verdicts are of
@@ -199,18 +199,18 @@ def _scratch(path: Path):
     return handle
 
 
-def _claim_input(reader: Build, claim_id: str) -> tuple[np.ndarray, int, np.ndarray, list[str]]:
+def _claim_input(reader: BuildReader, claim_id: str) -> tuple[np.ndarray, int, np.ndarray, list[str]]:
     """A dev claim's 128 ids (retrieved evidence), the ``[PAD]`` id, its real positions and
     their tokens."""
     classifier = reader.classifier()
     encoded = reader.inputs(SPLIT, SOURCE)
     ids = np.asarray(encoded.input_ids[encoded.claim_ids.index(claim_id)])
-    pad_id = classifier.vocab.index[C.PAD]
+    pad_id = classifier.vocab.index[constants.PAD]
     real = np.flatnonzero(ids != pad_id)
     return ids, pad_id, real, classifier.vocab.decode(ids[real].tolist())
 
 
-def attribute_claim(reader: Build, forward, embedding, claim_id: str) -> dict:
+def attribute_claim(reader: BuildReader, forward, embedding, claim_id: str) -> dict:
     """One claim's record: its real positions and tokens, the exact shares, every method's
     attributions there and its seconds."""
     ids, pad_id, real, tokens = _claim_input(reader, claim_id)
@@ -225,8 +225,8 @@ def _record(claim_id: str, found, real: np.ndarray, tokens: list[str], **answers
     ``answers`` (the attributions, and the exact shares or the top words) among them."""
     return {
         "claim_id": claim_id,
-        "verdict": C.LABELS[found.verdict],
-        "runner_up": C.LABELS[found.runner_up],
+        "verdict": constants.LABELS[found.verdict],
+        "runner_up": constants.LABELS[found.runner_up],
         "margin": found.margin,
         "difference": found.margin - found.baseline_margin,
         "positions": real.tolist(),
@@ -237,7 +237,7 @@ def _record(claim_id: str, found, real: np.ndarray, tokens: list[str], **answers
     }
 
 
-def attribute_lstm_claim(reader: Build, lstm, claim_id: str, costed: bool = False) -> dict:
+def attribute_lstm_claim(reader: BuildReader, lstm, claim_id: str, costed: bool = False) -> dict:
     """One claim's LSTM record: its real positions and tokens, the LSTM's verdict and runner-up
     (from its own forward call on the claim alone), the lead explained and its difference from
     the all-``[PAD]`` input's, each applied method's attributions and top words, and the seconds
@@ -279,7 +279,7 @@ def grade_records(records: Sequence[dict]) -> dict:
         "source": SOURCE,
         "protocol": "alone",
         "target": "logit[verdict] - logit[runner-up]",
-        "absent": C.PAD,
+        "absent": constants.PAD,
         "settings": {
             "integrated_gradients_steps": methods.IG_STEPS,
             "samples": methods.SAMPLES,
@@ -317,10 +317,10 @@ def summarise_lstm(records: Sequence[dict], grades: dict, built: Mapping[str, st
     cost = {m: _cost(records if m in LSTM_METHODS else costed, m) for m in methods.METHODS}
     return {
         "model": "lstm",
-        "checkpoint": C.CHECKPOINT_FILES["lstm"],
+        "checkpoint": constants.CHECKPOINT_FILES["lstm"],
         "protocol": "alone",
         "target": grades["target"],
-        "absent": C.PAD,
+        "absent": constants.PAD,
         "methods": list(LSTM_METHODS),
         "left_out": list(LSTM_LEFT_OUT),
         "why": LSTM_CHOICE,
@@ -352,7 +352,9 @@ def _cost(records: Sequence[dict], method: str) -> dict | None:
     }
 
 
-def _write(reader: Build, records: Sequence[dict], lstm_records: Sequence[dict], grades: dict, complete: bool) -> None:
+def _write(
+    reader: BuildReader, records: Sequence[dict], lstm_records: Sequence[dict], grades: dict, complete: bool
+) -> None:
     """The three files whole, recorded in the manifest; the workers' scratch removed once complete."""
     work = reader.work
     write_atomic(work.attribution_claims, "".join(json.dumps(r) + "\n" for r in records))

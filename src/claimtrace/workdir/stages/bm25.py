@@ -6,25 +6,25 @@ from __future__ import annotations
 import json
 import time
 
-from claimtrace import constants as C
+from claimtrace.constants import MAX_EVIDENCES, SPLITS
 from claimtrace.evaluation.scoreboard import SHORT_SHARE, bm25_variant_row, split_figures
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 from claimtrace.pipeline import bm25
 from claimtrace.workdir.layout import CHUNK
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: Passages per chunk file of the BM25 index build (a module name, so a test can make it small).
 BM25_CHUNK = CHUNK
 
 
-def bm25_done(reader: Build) -> bool:
+def bm25_done(reader: BuildReader) -> bool:
     """Whether every file of the stage is there (nothing left to start alongside)."""
     work = reader.work
-    outputs = [work.bm25_summary, work.bm25_index, *(work.bm25_retrieval(split) for split in C.SPLITS)]
+    outputs = [work.bm25_summary, work.bm25_index, *(work.bm25_retrieval(split) for split in SPLITS)]
     return all(path.exists() for path in outputs)
 
 
-def build_bm25(reader: Build, passages: dict[str, str], processes: int = 2) -> dict:
+def build_bm25(reader: BuildReader, passages: dict[str, str], processes: int = 2) -> dict:
     """The BM25 reference: its index of the corpus (evidence.json file order, chunked and
     resumable), each split's six passages per claim, and its row of the variants table."""
     work = reader.work
@@ -33,7 +33,7 @@ def build_bm25(reader: Build, passages: dict[str, str], processes: int = 2) -> d
     started = time.perf_counter()
     index = bm25.build_bm25_index(work.bm25_dir, passages.items(), chunk_size=BM25_CHUNK, processes=processes)
     summary: dict = {"passages": len(index), "params": bm25.PARAMS, "tokenizer": bm25.TOKENIZER, "splits": {}}
-    for split in C.SPLITS:
+    for split in SPLITS:
         _write_split_records(reader, index, split)
         records = list(reader.bm25_retrieval(split).values())
         summary["splits"][split] = split_figures(records, reader.claims(split), SHORT_SHARE, split != "test")
@@ -45,14 +45,14 @@ def build_bm25(reader: Build, passages: dict[str, str], processes: int = 2) -> d
     return summary
 
 
-def _write_split_records(reader: Build, index: bm25.BM25Index, split: str) -> None:
+def _write_split_records(reader: BuildReader, index: bm25.BM25Index, split: str) -> None:
     """A split's six passages per claim, ``{claim_id, evidences, scores}`` per line in file order
     (skipped when written)."""
     path = reader.work.bm25_retrieval(split)
     if path.is_file():
         return
     claims = reader.claims(split)
-    ids, scores = index.search([c.text for c in claims.values()], k=C.MAX_EVIDENCES)
+    ids, scores = index.search([c.text for c in claims.values()], k=MAX_EVIDENCES)
     lines = (
         json.dumps({"claim_id": cid, "evidences": i, "scores": [float(x) for x in sc]}, ensure_ascii=False)
         for cid, i, sc in zip(claims, ids, scores, strict=True)

@@ -9,22 +9,22 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import SPLITS
 from claimtrace.errors import DataError
 from claimtrace.evaluation.significance import verdicts_paired
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 from claimtrace.models.inputs import Encoded, encode, evidence_texts, make_rows
 from claimtrace.models.predict import predict
 from claimtrace.models.table import export_table
-from claimtrace.workdir.reader import Build, source_figures
+from claimtrace.workdir.reader import BuildReader, source_figures
 
 
-def build_classifier(reader: Build) -> dict:
+def build_classifier(reader: BuildReader) -> dict:
     """The model inputs (saved for readers) and the verdicts of the build's checkpoint for every
     claim: gold and retrieved evidence (gold only where labelled), alone and in the notebook's
     batches of 16; dev and train accuracies."""
     work = reader.work
-    outputs = [work.classifier_summary, *(work.verdicts(split) for split in C.SPLITS)]
+    outputs = [work.classifier_summary, *(work.verdicts(split) for split in SPLITS)]
     if all(path.is_file() for path in outputs) and all(
         work.inputs(split, source).is_file() for split, source in _classifier_sources()
     ):
@@ -36,20 +36,20 @@ def build_classifier(reader: Build) -> dict:
 
 
 def _classifier_sources() -> Iterator[tuple[str, str]]:
-    for split in C.SPLITS:
+    for split in SPLITS:
         yield split, "retrieved"
         if split != "test":
             yield split, "gold"
 
 
-def _classify_every_split(reader: Build) -> dict:
+def _classify_every_split(reader: BuildReader) -> dict:
     """Resumable per split and evidence source: each piece's verdicts are kept in
     classifier/parts/ until its split's file is written, so a killed stage redoes only the pieces
     it had not finished."""
     work = reader.work
     classifier = reader.classifier()
     summary: dict = {"checkpoint": classifier.checkpoint.name}
-    for split in C.SPLITS:
+    for split in SPLITS:
         claims = reader.claims(split)
         sources = [source for s, source in _classifier_sources() if s == split]
         verdicts = _split_verdicts(reader, classifier, split, sources)
@@ -69,7 +69,7 @@ def _classify_every_split(reader: Build) -> dict:
     return summary
 
 
-def _split_verdicts(reader: Build, classifier, split: str, sources: list[str]) -> dict[str, dict]:
+def _split_verdicts(reader: BuildReader, classifier, split: str, sources: list[str]) -> dict[str, dict]:
     """A split's verdicts (classifier/<split>.json): the written file, with any of its inputs
     that was damaged or lost encoded again; else each source's piece, merged and written."""
     work = reader.work
@@ -95,7 +95,7 @@ def _store_forward_calls(classifier, encoded, entries: dict[str, dict]) -> None:
         entries[cid]["alone"]["torch_logits"] = row.tolist()
 
 
-def classify_piece(reader: Build, classifier, split: str, source: str) -> dict[str, dict]:
+def classify_piece(reader: BuildReader, classifier, split: str, source: str) -> dict[str, dict]:
     """One split's verdicts on one evidence source (claim id -> {protocol: {"logits",
     "verdict"}}, and on retrieved evidence each claim's forward call under "alone"): the piece
     kept by an earlier, killed run, else predicted and kept."""
@@ -125,7 +125,7 @@ def _table_agreement(classifier) -> dict:
     }
 
 
-def source_inputs(reader: Build, split: str, source: str, vocab) -> Encoded:
+def source_inputs(reader: BuildReader, split: str, source: str, vocab) -> Encoded:
     """A split's model inputs for one evidence source (``gold``, ``retrieved``, ``bm25`` or a
     quirk variant's): the saved ones, else encoded and saved."""
     path = reader.work.inputs(split, source)

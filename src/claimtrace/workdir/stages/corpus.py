@@ -9,7 +9,7 @@ from pathlib import Path
 
 from claimtrace.data import files as data_layer
 from claimtrace.data.evidence import iter_evidence
-from claimtrace.lib.store import write_atomic
+from claimtrace.lib.build_files import write_atomic
 from claimtrace.workdir.layout import Workdir, sha256_of
 from claimtrace.workdir.passages import PassageStore
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from claimtrace import constants as C
 from claimtrace.assets import ASSETS_DIR
+from claimtrace.constants import CLASSIFIER_VARIANTS, SPLITS, VOCAB_FILE
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scoreboard import scoreboard
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 from claimtrace.models.inputs import load_vocab
 from claimtrace.models.predict import predict
 from claimtrace.pipeline.retrieval import VARIANTS
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages.classifier import source_inputs
 from claimtrace.workdir.stages.retrieval import VARIANT_SPLITS
 
@@ -34,13 +34,13 @@ def _more_sources(split: str) -> Iterator[tuple[str, tuple[str, ...]]]:
     if split != "test":
         yield "gold", _OTHER_MODELS
     yield "retrieved", _OTHER_MODELS
-    yield "bm25", C.CLASSIFIER_VARIANTS
+    yield "bm25", CLASSIFIER_VARIANTS
     for name in VARIANTS:
         if name != "notebook":
-            yield name, C.CLASSIFIER_VARIANTS
+            yield name, CLASSIFIER_VARIANTS
 
 
-def build_more_verdicts(reader: Build) -> None:
+def build_more_verdicts(reader: BuildReader) -> None:
     """The verdicts a scoreboard row, the fixes box or the claim page needs beyond
     classifier/<split>.json, dev and test: the intended model and the LSTM on gold, retrieved and
     BM25 evidence, the notebook's model on BM25 evidence, every model on each quirk variant's;
@@ -49,7 +49,7 @@ def build_more_verdicts(reader: Build) -> None:
     (:class:`~claimtrace.models.predict.PerClaimClassifier`). One file per split, written when the split is done; the model
     inputs are saved per source, so a killed stage re-encodes only what it had not saved."""
     work = reader.work
-    todo = [split for split in C.SPLITS if not work.more_verdicts(split).is_file()]
+    todo = [split for split in SPLITS if not work.more_verdicts(split).is_file()]
     if not todo:
         return
     from claimtrace.models.intended import IntendedClassifier  # torch: only when there is work
@@ -60,7 +60,7 @@ def build_more_verdicts(reader: Build) -> None:
         models = {"notebook": reader.classifier(), "intended": IntendedClassifier(), "lstm": LSTMVerdicts()}
         _check_shared_vocabulary(models["notebook"].vocab)
         for split in todo:
-            verdicts: dict[str, dict] = {cid: {m: {} for m in C.CLASSIFIER_VARIANTS} for cid in reader.claims(split)}
+            verdicts: dict[str, dict] = {cid: {m: {} for m in CLASSIFIER_VARIANTS} for cid in reader.claims(split)}
             for source, readers in _more_sources(split):
                 encoded = source_inputs(reader, split, source, models["notebook"].vocab)
                 for model in readers:
@@ -72,16 +72,16 @@ def build_more_verdicts(reader: Build) -> None:
 def _check_shared_vocabulary(vocab) -> None:
     """The intended model and the LSTM read the shipped vocabulary's ids; the build's inputs are encoded
     with its checkpoint's. They must be the same list for one input to serve both models."""
-    shipped = load_vocab(ASSETS_DIR / C.VOCAB_FILE)
+    shipped = load_vocab(ASSETS_DIR / VOCAB_FILE)
     if shipped.tokens != vocab.tokens:
         raise DataError(
-            f"{ASSETS_DIR / C.VOCAB_FILE}: the intended model's and the LSTM's vocabulary is not the build "
+            f"{ASSETS_DIR / VOCAB_FILE}: the intended model's and the LSTM's vocabulary is not the build "
             "checkpoint's: "
             "build the comparison with the shipped checkpoint"
         )
 
 
-def build_scoreboard(reader: Build) -> dict:
+def build_scoreboard(reader: BuildReader) -> dict:
     """Dev F, A and HM of every retrieval x classifier x protocol row (written once)."""
     if reader.work.scoreboard.is_file():
         return read_json(reader.work.scoreboard)

@@ -2,7 +2,7 @@
 cosine threshold, overlap threshold and top-n under both scoring rules
 (:func:`claimtrace.evaluation.sweep.sweep`), from the saved retrieval model, each claim's tags as
 retrieval recorded them and the build's classifier. One file, written whole (the site reads it
-through :meth:`claimtrace.workdir.reader.Build.sweep`, never recomputing it)."""
+through :meth:`claimtrace.workdir.reader.BuildReader.sweep`, never recomputing it)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import json
 
 from claimtrace.evaluation.baselines import majority_label
 from claimtrace.evaluation.sweep import sweep
-from claimtrace.lib.store import read_json, write_atomic
+from claimtrace.lib.build_files import read_json, write_atomic
 from claimtrace.pipeline.preprocess import preprocess
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
-def build_sweep(reader: Build) -> dict:
+def build_sweep(reader: BuildReader) -> dict:
     """The dev sweep (written once; a killed run writes nothing and the next one computes it)."""
     path = reader.work.sweep
     if path.is_file():

@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import TAGS_PER_PASSAGE
 from claimtrace.data import files as data_layer
 from claimtrace.lib import chunks
-from claimtrace.lib.store import PackedStrings, read_json, write_atomic, write_npz
+from claimtrace.lib.build_files import PackedStrings, read_json, write_atomic, write_npz
 from claimtrace.pipeline import tagging, tfidf
 from claimtrace.pipeline.preprocess import preprocess_both
 from claimtrace.workdir.layout import Workdir, chunk_spans
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 # --- chunked, resumable steps -------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ def write_passage_stems(
 # --- the vectorizer and the tags ------------------------------------------------------------------
 
 
-def _tagging_vectorizer(reader: Build, passages: dict[str, str], stems: list[list[str]]):
+def _tagging_vectorizer(reader: BuildReader, passages: dict[str, str], stems: list[list[str]]):
     """The saved tagging vectorizer, else fitted on the claims and the passages' older stems
     and saved."""
     work = reader.work
@@ -144,7 +144,7 @@ def _write_tags(
 
 
 def build_tagging(
-    reader: Build,
+    reader: BuildReader,
     passages: dict[str, str],
     processes: int = 2,
     preprocessed: Callable[[], None] | None = None,
@@ -181,7 +181,7 @@ def build_tagging(
     return summary
 
 
-def summarise_tags(reader: Build, vectorizer, n_passages: int, n_distinct: int) -> dict:
+def summarise_tags(reader: BuildReader, vectorizer, n_passages: int, n_distinct: int) -> dict:
     """The tagging stage's figures, and the padding example the walkthrough shows: the shortest
     passage (up to 60 characters is short enough) whose tags include the last vocabulary entry
     only as zero-weight padding."""
@@ -222,7 +222,7 @@ def corpus_figures(passages: dict[str, str], tag_rows: Iterable[dict]) -> dict:
     passages : dict
         passage id -> text, the build's corpus.
     tag_rows : iterable of dict
-        Each passage's ``{"id", "tags", ...}`` (:meth:`Build.iter_tags`).
+        Each passage's ``{"id", "tags", ...}`` (:meth:`BuildReader.iter_tags`).
 
     Returns
     -------
@@ -233,7 +233,7 @@ def corpus_figures(passages: dict[str, str], tag_rows: Iterable[dict]) -> dict:
     lengths = dict.fromkeys(course.TABLE1, 0)
     for text in passages.values():
         lengths[course.length_bucket(len(text.split()))] += 1
-    per_passage = dict.fromkeys(map(str, range(C.TAGS_PER_PASSAGE + 1)), 0)
+    per_passage = dict.fromkeys(map(str, range(TAGS_PER_PASSAGE + 1)), 0)
     for row in tag_rows:
         per_passage[str(len(set(row["tags"])))] += 1
     return {"length_buckets": lengths, "tags_per_passage": per_passage}

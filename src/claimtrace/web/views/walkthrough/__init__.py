@@ -32,13 +32,13 @@ from claimtrace.web.views.walkthrough.record import record_section
 from claimtrace.web.views.walkthrough.retrieval import retrieval_section
 from claimtrace.web.views.walkthrough.vectors import vectorisation_section
 from claimtrace.web.views.walkthrough.words import preprocess_section, tagging_section
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 __all__ = ["assemble"]
 
 
 def assemble(
-    build: Build, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
+    build: BuildReader, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
 ) -> dict:
     """One claim (or any text) through every stage: the page's whole data."""
     pre = preprocess(text, data_dir=build.data_dir)

@@ -10,7 +10,7 @@ from claimtrace.data.files import Claim
 from claimtrace.pipeline.preprocess import Preprocessed, preprocess
 from claimtrace.pipeline.retrieval import Query, Retriever, Scores
 from claimtrace.pipeline.tagging import restem_tags
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ClaimRetrieval:
     scores: Scores
 
 
-def claim_retrieval(build: Build, pre: Preprocessed, claim: Claim | None, split: str | None) -> ClaimRetrieval:
+def claim_retrieval(build: BuildReader, pre: Preprocessed, claim: Claim | None, split: str | None) -> ClaimRetrieval:
     """The claim's :class:`ClaimRetrieval`: the build's record for a course claim, the build's
     model run once for any other text. Missing before the retrieval stage."""
     retriever = build.retriever()
@@ -59,20 +59,20 @@ def claim_retrieval(build: Build, pre: Preprocessed, claim: Claim | None, split:
 class PassageStems:
     """Each passage's stems (the final preprocessing), found once per trace: the tagging section
     and the model input both read them. A corpus passage's come from the build
-    (:meth:`~claimtrace.workdir.reader.Build.passage_stems`), never recomputed; only a passage the
+    (:meth:`~claimtrace.workdir.reader.BuildReader.passage_stems`), never recomputed; only a passage the
     build did not preprocess (a gold passage outside the corpus, or a build made before
     ``tagging/stems.npz``) is preprocessed here."""
 
-    build: Build
+    build: BuildReader
     stems: dict[str, str] = field(default_factory=dict)
 
-    def of(self, passage_id: str, text: str) -> str:
+    def of_passage(self, passage_id: str, text: str) -> str:
         if passage_id not in self.stems:
             self.stems[passage_id] = passage_stems(self.build, passage_id, text)
         return self.stems[passage_id]
 
 
-def passage_stems(build: Build, passage_id: str, text: str) -> str:
+def passage_stems(build: BuildReader, passage_id: str, text: str) -> str:
     """One passage's stems, joined: the build's, else its text preprocessed (the same stems)."""
     stored = build.passage_stems(passage_id)
     return stored if stored is not None else preprocess(text, data_dir=build.data_dir).text()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import BATCH_SIZE, EPOCHS, LABELS, LEARNING_RATE
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.explain.verdict import explain_claim, explain_input
@@ -17,7 +17,7 @@ from claimtrace.models.inputs import join_row
 from claimtrace.pipeline.preprocess import Preprocessed
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import PassageStems, Section
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The note of a model input whose every word is outside the classifier's vocabulary.
 ALL_UNKNOWN = "None of the model input's words is in the classifier's 5,886-word vocabulary: every one became <unk>."
@@ -50,11 +50,11 @@ def architecture() -> dict:
         "feed_forward": config.ff_dim,
         "dropout": config.dropout,
         "max_len": config.max_len,
-        "epochs": C.EPOCHS,
+        "epochs": EPOCHS,
         "optimizer": "Adam",
-        "learning_rate": C.LEARNING_RATE,
-        "batch_size": C.BATCH_SIZE,
-        "labels": list(C.LABELS),
+        "learning_rate": LEARNING_RATE,
+        "batch_size": BATCH_SIZE,
+        "labels": list(LABELS),
         "batch_first_bug": not config.fixed,
     }
 
@@ -76,13 +76,13 @@ def _bar_scales(explained: dict) -> dict:
     )
     pushes = contributions["margin"]["for"] + contributions["margin"]["against"]
     return {
-        "summary": max(_scale([part[i] for part in summary_parts]) for i in range(len(C.LABELS))),
+        "summary": max(_scale([part[i] for part in summary_parts]) for i in range(len(LABELS))),
         "tokens": _scale(v for t in contributions["tokens"] for v in t["contribution"]),
         "margin": _scale(p["push"] for p in pushes),
     }
 
 
-def _table_vs_torch(build: Build) -> dict | None:
+def _table_vs_torch(build: BuildReader) -> dict | None:
     """The whole table against PyTorch (the classifier stage's summary), or None while the stage
     has not finished (a killed build has some splits' verdicts before its summary)."""
     try:
@@ -92,20 +92,20 @@ def _table_vs_torch(build: Build) -> dict | None:
 
 
 def _explained(
-    build: Build, pre: Preprocessed, claim: Claim | None, evidences: list[dict], stems: PassageStems
+    build: BuildReader, pre: Preprocessed, claim: Claim | None, evidences: list[dict], stems: PassageStems
 ) -> dict:
     """The verdict explained: a course claim's from the build (its stored input and verdicts), a
     typed claim's from its model input (the claim's stems joined with its passages')."""
     if claim is not None:
         return explain_claim(build, claim.id, "retrieved")
     classifier = build.classifier()
-    passages = [stems.of(e["id"], e["text"]) for e in evidences if e["text"] is not None]
+    passages = [stems.of_passage(e["id"], e["text"]) for e in evidences if e["text"] is not None]
     model_text = join_row(pre.text(), passages)
     return {**explain_input(classifier, classifier.vocab.encode(model_text), model_text), "notebook": None}
 
 
 def classifier_section(
-    build: Build, pre: Preprocessed, claim: Claim | None, split: str | None, retrieval: dict, stems: PassageStems
+    build: BuildReader, pre: Preprocessed, claim: Claim | None, split: str | None, retrieval: dict, stems: PassageStems
 ) -> Section:
     """The model input, both protocols' verdicts and each token's share (:mod:`claimtrace.explain.verdict`)."""
     if retrieval.get("status") != "ok":

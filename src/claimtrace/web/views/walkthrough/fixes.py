@@ -9,7 +9,7 @@ from claimtrace.errors import Missing
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import Section
-from claimtrace.workdir.reader import Build, protocol_verdicts
+from claimtrace.workdir.reader import BuildReader, protocol_verdicts
 
 #: Why the fixes box has no per-word decomposition for the intended model.
 NO_TABLE_FOR_INTENDED = (
@@ -21,7 +21,7 @@ NO_TABLE_FOR_INTENDED = (
 COURSE_CLAIMS_ONLY = "The build holds BM25's passages and the intended model's verdicts for the course's claims only."
 
 
-def fixes_section(build: Build, claim: Claim | None, split: str | None) -> Section:
+def fixes_section(build: BuildReader, claim: Claim | None, split: str | None) -> Section:
     """With the fixes: BM25's passages for a course claim (gold marked) and their F beside the
     notebook retrieval's, and the intended model's verdicts on the notebook's evidence, on
     BM25's and (labelled claims) on the gold evidence; the notebook's model on BM25's too.
@@ -67,7 +67,7 @@ def fixes_section(build: Build, claim: Claim | None, split: str | None) -> Secti
     return Section(data)
 
 
-def _fixes_verdicts(build: Build, claim: Claim, split: str) -> dict:
+def _fixes_verdicts(build: BuildReader, claim: Claim, split: str) -> dict:
     """{model: {source: {protocol: verdict} or None}} of the fixes box (None: not in the build)."""
     sources = (["gold"] if claim.label is not None else []) + ["retrieved", "bm25"]
     more = build.more_verdicts(split)[claim.id]

@@ -10,7 +10,7 @@ from claimtrace.errors import Missing
 from claimtrace.web.views.attribution import lstm_top_words
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import Section
-from claimtrace.workdir.reader import Build, protocol_verdicts
+from claimtrace.workdir.reader import BuildReader, protocol_verdicts
 
 #: What the page says the LSTM is, once, beside its verdicts.
 ABOUT_THE_LSTM = (
@@ -25,7 +25,7 @@ NOT_RUN = {
 }
 
 
-def lstm_section(build: Build, claim: Claim | None, split: str | None) -> Section:
+def lstm_section(build: BuildReader, claim: Claim | None, split: str | None) -> Section:
     """``{"status", "verdicts": {source: {protocol: verdict}}, "label", "about", "words"}``,
     sources in the order the page says them (``retrieved``, then ``gold`` where labelled),
     ``words`` the top words by method on a dev claim (None on others); ``"status": "none"`` with

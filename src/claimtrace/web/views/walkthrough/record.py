@@ -17,7 +17,7 @@ from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import Section
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The scoreboard row of a typed claim's verdict: the notebook's model on the notebook
 #: retrieval's passages, the claim alone (a typed claim has no batch).
@@ -26,7 +26,7 @@ ALONE_ROW = "notebook+notebook+alone"
 MAJORITY_PREFIX = "baseline:always-"
 
 
-def record_section(build: Build, typed: bool) -> Section:
+def record_section(build: BuildReader, typed: bool) -> Section:
     """The dev record of the verdict a page shows first: the notebook's pipeline (retrieved
     evidence, batches of 16) for a course claim, the claim-alone row for a typed one.
 
@@ -84,7 +84,7 @@ def _majority(board: dict, row_name: str) -> dict | None:
     return {**out, "test": test}
 
 
-def _gold(build: Build, split: str, protocol: str) -> dict | None:
+def _gold(build: BuildReader, split: str, protocol: str) -> dict | None:
     """The model's accuracy with the gold passages as its evidence (the classifier stage's
     counts), with its Wilson interval; None when the stage has not recorded it."""
     try:

@@ -9,14 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import (
+    COSINE_THRESHOLD,
+    COSINE_WEIGHT_IN_SCORE,
+    MAX_EVIDENCES,
+    OVERLAP_THRESHOLD,
+    SCORE_THRESHOLD,
+)
 from claimtrace.data.files import Claim
 from claimtrace.evaluation.scorer import evidence_scores
 from claimtrace.explain.retrieval import RetrievalView, filter_failures
 from claimtrace.pipeline.retrieval import notebook_order
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
 MAX_PASSED_ROWS = 100
@@ -29,7 +35,7 @@ FALLBACK = (
 )
 
 
-def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str]) -> list[dict]:
+def missed_gold(found: ClaimRetrieval, build: BuildReader, gold: list[str]) -> list[dict]:
     """Every gold passage the claim did not get back, with its numbers and the first rule that
     stopped it (:class:`claimtrace.explain.retrieval.RetrievalView`, which also explains a compared
     run's passages), in gold order; from the trace's one query and kernel pass."""
@@ -39,7 +45,7 @@ def missed_gold(found: ClaimRetrieval, build: Build, gold: list[str]) -> list[di
 
 
 def retrieval_section(
-    build: Build, found: ClaimRetrieval | dict, claim: Claim | None, split: str | None, gold: list[str]
+    build: BuildReader, found: ClaimRetrieval | dict, claim: Claim | None, split: str | None, gold: list[str]
 ) -> Section:
     """The filter, the sorts, the cut and the fallback for one claim: the build's record, and
     the rows around it (every passage that passed, the nearest misses)."""
@@ -52,11 +58,11 @@ def retrieval_section(
         "source": found.source,
         "claim_tags": record["tags"],
         "thresholds": {
-            "cosine": C.COSINE_THRESHOLD,
-            "overlap": C.OVERLAP_THRESHOLD,
-            "score": C.SCORE_THRESHOLD,
-            "max_evidences": C.MAX_EVIDENCES,
-            "cosine_in_score": C.COSINE_WEIGHT_IN_SCORE,
+            "cosine": COSINE_THRESHOLD,
+            "overlap": OVERLAP_THRESHOLD,
+            "score": SCORE_THRESHOLD,
+            "max_evidences": MAX_EVIDENCES,
+            "cosine_in_score": COSINE_WEIGHT_IN_SCORE,
         },
         "candidates": int(len(found.scores.positions)),
         "passages": len(found.retriever),
@@ -77,7 +83,7 @@ def retrieval_section(
     return Section(data, (FALLBACK,) if record["fallback"] else ())
 
 
-def _touched(build: Build, found: ClaimRetrieval, gold: set[str], k: int) -> dict:
+def _touched(build: BuildReader, found: ClaimRetrieval, gold: set[str], k: int) -> dict:
     """The ``k``-th passage the claim's terms touch, with its figures from the kernel pass."""
     scores = found.scores
     position = int(scores.positions[k])
@@ -94,7 +100,7 @@ def _touched(build: Build, found: ClaimRetrieval, gold: set[str], k: int) -> dic
     }
 
 
-def _passed_rows(build: Build, found: ClaimRetrieval, gold: set[str]) -> list[dict]:
+def _passed_rows(build: BuildReader, found: ClaimRetrieval, gold: set[str]) -> list[dict]:
     """The passages that passed the filter, by score (the first :data:`MAX_PASSED_ROWS`), each
     with its rank after the notebook's sorts and the max-shared cut, and whether it is returned."""
     scores = found.scores
@@ -109,12 +115,12 @@ def _passed_rows(build: Build, found: ClaimRetrieval, gold: set[str]) -> list[di
         row = _touched(build, found, gold, k)
         row["kept"] = k in kept_rank
         row["kept_rank"] = kept_rank.get(k)
-        row["returned"] = kept_rank.get(k, C.MAX_EVIDENCES + 1) <= C.MAX_EVIDENCES
+        row["returned"] = kept_rank.get(k, MAX_EVIDENCES + 1) <= MAX_EVIDENCES
         passed.append(row)
     return passed
 
 
-def _near_misses(build: Build, found: ClaimRetrieval, gold: set[str]) -> list[dict]:
+def _near_misses(build: BuildReader, found: ClaimRetrieval, gold: set[str]) -> list[dict]:
     """The :data:`NEAR_MISSES` best-scored passages that failed the filter, each with every test
     it failed."""
     score = found.scores.score
@@ -129,7 +135,7 @@ def _near_misses(build: Build, found: ClaimRetrieval, gold: set[str]) -> list[di
     return rows
 
 
-def _returned(build: Build, record: dict, gold: set[str]) -> list[dict]:
+def _returned(build: BuildReader, record: dict, gold: set[str]) -> list[dict]:
     """The passages the claim got back, in order, with the figures the build kept (none for a
     fallback's)."""
     by_id = {k["id"]: k for k in record["kept"]}
@@ -151,7 +157,7 @@ def _returned(build: Build, record: dict, gold: set[str]) -> list[dict]:
     return evidences
 
 
-def _figures(build: Build, record: dict, claim: Claim | None, split: str | None, gold: list[str]) -> dict:
+def _figures(build: BuildReader, record: dict, claim: Claim | None, split: str | None, gold: list[str]) -> dict:
     """The section's figures: the claim's evidence F (a labelled claim), its split's fallback
     share, and the course's figure beside it (dev)."""
     figures: dict[str, Any] = {"scores": None, "split": None, "course": {}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from claimtrace.explain.retrieval import passes_filter
 from claimtrace.pipeline.tagging import restem_token
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
 def tag_terms(
@@ -70,7 +70,9 @@ def _claim_vector(found: ClaimRetrieval, claim_terms: dict[str, float], shared: 
     }
 
 
-def vectorisation_section(build: Build, found: ClaimRetrieval | dict, passage_id: str | None, role: str) -> Section:
+def vectorisation_section(
+    build: BuildReader, found: ClaimRetrieval | dict, passage_id: str | None, role: str
+) -> Section:
     """The claim's and one passage's tag vectors under the retrieval model, and their cosine,
     overlap and score as the build's model computes them."""
     if not isinstance(found, ClaimRetrieval):

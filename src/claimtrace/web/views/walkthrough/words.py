@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import TAGS_PER_PASSAGE
 from claimtrace.errors import Missing
 from claimtrace.pipeline.preprocess import Preprocessed
 from claimtrace.pipeline.tagging import tag_rows
 from claimtrace.web.views.status import missing
 from claimtrace.web.views.walkthrough.claim import PassageStems, Section, passage_stems
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: The note of a claim whose every word the preprocessing dropped.
 NO_TAGS = "No word survived the preprocessing (stopwords, digits and punctuation are dropped): the claim has no tags."
@@ -42,7 +42,7 @@ def preprocess_section(pre: Preprocessed, drop: frozenset[str] | set[str]) -> Se
 # --- 2. tagging -----------------------------------------------------------------------------------
 
 
-def passage_top(build: Build, stems: str) -> dict:
+def passage_top(build: BuildReader, stems: str) -> dict:
     """One passage's top ten under the tagging vectorizer, recomputed with weights from its
     stems."""
     vectorizer = build.tagging_vectorizer()
@@ -72,7 +72,7 @@ def passage_top(build: Build, stems: str) -> dict:
     }
 
 
-def stored_tags(build: Build, passage_id: str) -> list[str] | None:
+def stored_tags(build: BuildReader, passage_id: str) -> list[str] | None:
     """The build's tags of a passage it can retrieve (None for one without usable tags, or
     before the retrieval stage, whose model holds them)."""
     try:
@@ -83,7 +83,7 @@ def stored_tags(build: Build, passage_id: str) -> list[str] | None:
     return None if position is None else retriever.tags[position].split()
 
 
-def tagging_section(build: Build, passage_id: str | None, role: str, stems: PassageStems) -> Section:
+def tagging_section(build: BuildReader, passage_id: str | None, role: str, stems: PassageStems) -> Section:
     """The tagging stage's figures beside the course's, and one passage's top ten (``role``:
     why it is the one shown) against the tags the build gave it."""
     try:
@@ -98,7 +98,7 @@ def tagging_section(build: Build, passage_id: str | None, role: str, stems: Pass
         "features": len(vectorizer.feature_names),
         "fit_documents": int(vectorizer.n_docs_),
         "ngram_range": list(vectorizer.ngram_range),
-        "per_passage": C.TAGS_PER_PASSAGE,
+        "per_passage": TAGS_PER_PASSAGE,
         "last_feature": last,
         "last_feature_alphabetic": last.isalpha(),
         "passages": summary.get("passages"),
@@ -144,9 +144,9 @@ def _course_tagging(last: str, summary: dict) -> dict:
     }
 
 
-def _tagged_passage(build: Build, passage_id: str, text: str, role: str, stems: PassageStems) -> dict:
+def _tagged_passage(build: BuildReader, passage_id: str, text: str, role: str, stems: PassageStems) -> dict:
     """One passage's top ten recomputed from its stems, beside the tags the build stored."""
-    detail = passage_top(build, stems.of(passage_id, text))
+    detail = passage_top(build, stems.of_passage(passage_id, text))
     stored = stored_tags(build, passage_id) if passage_id in build.passages() else None
     detail.update(
         {
@@ -160,7 +160,7 @@ def _tagged_passage(build: Build, passage_id: str, text: str, role: str, stems: 
     return detail
 
 
-def padding_example(build: Build) -> dict | None:
+def padding_example(build: BuildReader) -> dict | None:
     """The short passage the tagging stage chose whose tags include the last vocabulary entry
     only as zero-weight padding, with its top ten recomputed."""
     passage_id = build.tagging_summary().get("padding_example")

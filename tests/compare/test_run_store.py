@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from claimtrace.compare.store import RunStore, run_digest, store_beside
+from claimtrace.compare.run_store import RunStore, run_digest, store_beside
 from claimtrace.errors import DataError
 
 
@@ -108,7 +108,7 @@ def test_a_store_that_cannot_be_written_is_named(tmp_path):
     store = RunStore(path)
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
-    import claimtrace.compare.store as module
+    import claimtrace.compare.run_store as module
 
     store._local.connection = sqlite3.connect(path, timeout=0.1, isolation_level=None)  # not 30 s here
     with pytest.raises(DataError, match="runs.sqlite: could not keep the run"):

@@ -5,7 +5,7 @@ stages and completed after each, the stages run in :class:`~claimtrace.workdir.l
 order up to ``until`` with the jobs started alongside them, and each step's start, end and
 times said. What each stage computes is :mod:`claimtrace.workdir.stages`'; every stage reads
 what the earlier ones wrote through the build's one reader
-(:class:`~claimtrace.workdir.reader.Build`, opened once per build).
+(:class:`~claimtrace.workdir.reader.BuildReader`, opened once per build).
 
 The layout is :mod:`claimtrace.workdir.layout`'s (its :class:`~claimtrace.workdir.layout.Workdir`
 names every path). Every file is written to a temporary name and renamed, so a killed build
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimtrace.errors import DataError
-from claimtrace.lib.alongside import Alongside, cpu_seconds
+from claimtrace.lib.forked_job import ForkedJob, cpu_seconds
 from claimtrace.pipeline import tagging
 from claimtrace.workdir.integrity import (
     check_build_record,
@@ -37,7 +37,7 @@ from claimtrace.workdir.integrity import (
     verify_repairs,
 )
 from claimtrace.workdir.layout import STAGES, FileManifest, Stage, Workdir
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages.bm25 import bm25_done, build_bm25
 from claimtrace.workdir.stages.classifier import build_classifier
 from claimtrace.workdir.stages.corpus import build_passage_store, load_corpus
@@ -60,14 +60,14 @@ class BuildRun:
     stage name, until their results are taken.
     """
 
-    reader: Build
+    reader: BuildReader
     passages: dict[str, str]
     processes: int
     until: Stage
     files: FileManifest
     items: dict[Path, int]
     seconds: dict[str, dict[str, float]]
-    alongside: dict[str, Alongside] = field(default_factory=dict)
+    alongside: dict[str, ForkedJob] = field(default_factory=dict)
 
     @property
     def work(self) -> Workdir:
@@ -94,7 +94,7 @@ class BuildRun:
         cores, while the tagging vectorizer's fit and the retrieval stage leave one idle; it is
         collected at its place in the stage order. With one process it runs in its place."""
         if self.processes > 1 and self.until >= Stage.BM25 and not bm25_done(self.reader):
-            self.alongside["bm25"] = Alongside.start(build_bm25, self.reader, self.passages, processes=1)
+            self.alongside["bm25"] = ForkedJob.start(build_bm25, self.reader, self.passages, processes=1)
 
 
 def build(
@@ -132,7 +132,7 @@ def build(
         # chunk written before the kill is recorded by the next run's first record) or a repair.
         items = stems_items(work, len(tagging.deduplicated(passages)))
         seconds = {} if seconds is None else seconds  # the caller's own dict, filled as the steps end
-        run = BuildRun(Build(work.root, data_dir), passages, processes, until, files, items, seconds)
+        run = BuildRun(BuildReader(work.root, data_dir), passages, processes, until, files, items, seconds)
         build_passage_store(work, passages)
         run.record_new()
         try:

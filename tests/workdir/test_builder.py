@@ -1,4 +1,4 @@
-"""The build (claimtrace.workdir.build): chunked, resumable, atomic, with jobs alongside."""
+"""The build (claimtrace.workdir.builder): chunked, resumable, atomic, with jobs alongside."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 
 from claimtrace import errors
 from claimtrace.data import files as data
-from claimtrace.workdir import build as build_module
+from claimtrace.workdir import builder as builder_module
 from claimtrace.workdir import layout as workdir
-from claimtrace.workdir.build import build
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.builder import build
+from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages import bm25 as bm25_stage
 from claimtrace.workdir.stages import tagging as tagging_stage
 
@@ -63,7 +63,7 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     assert all(after[name] == mtime for name, mtime in before.items() if name not in rewritten)
     expected["tagging"].pop("timings"), resumed["tagging"].pop("timings")
     assert resumed == expected
-    assert list(Build(killed).iter_tags()) == list(Build(whole).iter_tags())
+    assert list(BuildReader(killed).iter_tags()) == list(BuildReader(whole).iter_tags())
     assert _manifest_entries(killed) == _manifest_entries(whole)  # item counts of chunks written before the kill
 
 
@@ -77,13 +77,13 @@ def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_read
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(root, data_dir, small_evidence, processes=1, until="tagging")
     corpus = json.loads(small_evidence.read_text(encoding="utf-8"))
-    reader = Build(root, data_dir)
+    reader = BuildReader(root, data_dir)
     assert all(reader.passage_stems(pid) == preprocess(text).text() for pid, text in corpus.items())
     assert reader.passage_stems("evidence-9999999") == reader.passage_stems("evidence-67732")
     assert reader.passage_stems("no-such-passage") is None
     stored = (root / "tagging" / "stems.npz").read_bytes()
     (root / "tagging" / "stems.npz").unlink()
-    assert Build(root, data_dir).passage_stems("evidence-67732") is None
+    assert BuildReader(root, data_dir).passage_stems("evidence-67732") is None
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(root, data_dir, small_evidence, processes=1, until="tagging")
     assert (root / "tagging" / "stems.npz").read_bytes() == stored
@@ -105,7 +105,7 @@ def test_a_summary_from_before_the_corpus_figures_gets_them_and_stays_verified(t
     again = json.loads(work.tagging_summary.read_text(encoding="utf-8"))
     assert again["length_buckets"] == fresh["length_buckets"]
     assert again["tags_per_passage"] == fresh["tags_per_passage"]
-    assert Build(root, data_dir).file_problems(full=True) == {}
+    assert BuildReader(root, data_dir).file_problems(full=True) == {}
 
 
 def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evidence):
@@ -123,7 +123,7 @@ def test_a_repaired_manifest_is_the_fresh_builds(tmp_path, data_dir, small_evide
 def test_duplicate_texts_get_the_same_tags(tmp_path, data_dir, small_evidence):
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(tmp_path / "w", data_dir, small_evidence, processes=1, until="tagging")
-    tags = {row["id"]: row["tags"] for row in Build(tmp_path / "w").iter_tags()}
+    tags = {row["id"]: row["tags"] for row in BuildReader(tmp_path / "w").iter_tags()}
     assert tags["evidence-9999999"] == tags["evidence-67732"]
 
 
@@ -195,7 +195,7 @@ def test_killed_bm25_stage_resumes(tmp_path, data_dir, small_evidence, monkeypat
     expected.pop("seconds"), resumed.pop("seconds")
     assert resumed == expected
     for split in ("train", "dev", "test"):
-        assert Build(killed).bm25_retrieval(split) == Build(tmp_path / "whole").bm25_retrieval(split)
+        assert BuildReader(killed).bm25_retrieval(split) == BuildReader(tmp_path / "whole").bm25_retrieval(split)
     assert _manifest_entries(killed) == _manifest_entries(tmp_path / "whole")
 
 
@@ -220,7 +220,7 @@ def test_small_corpora_build(tmp_path, data_dir, size):
     path.write_text(json.dumps(corpus), encoding="utf-8")
     with pytest.warns(errors.EvidenceChecksumWarning):
         summary = build(tmp_path / "w", data_dir, path, processes=1, until="bm25")
-    reader = Build(tmp_path / "w", data_dir)
+    reader = BuildReader(tmp_path / "w", data_dir)
     records = reader.retrieval("dev")
     assert len(records) == 154
     assert all(set(r["evidences"]) <= set(corpus) for r in records.values())
@@ -247,18 +247,18 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
     tmp_path, data_dir, small_evidence, monkeypatch
 ):
     """With two processes, BM25 runs alongside the tagging and retrieval stages and the
-    unpadded-tags retriever alongside the padded one (claimtrace.lib.alongside): every file is the
+    unpadded-tags retriever alongside the padded one (claimtrace.lib.forked_job): every file is the
     same bytes as one process's build, which runs them in their place."""
     monkeypatch.setattr(workdir, "CHUNK", 200)
     monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 200)
     started = []
-    real_start = build_module.Alongside.start
+    real_start = builder_module.ForkedJob.start
 
     def counted_start(job, *args, **kwargs):
         started.append(job.__name__)
         return real_start(job, *args, **kwargs)
 
-    monkeypatch.setattr(build_module.Alongside, "start", counted_start)
+    monkeypatch.setattr(builder_module.ForkedJob, "start", counted_start)
     summaries = {}
     for processes in (1, 2):
         with pytest.warns(errors.EvidenceChecksumWarning):
@@ -292,7 +292,7 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
     monkeypatch.setattr(bm25, "build_bm25_index", real_index)
 
     cancelled = []
-    real_cancel = build_module.Alongside.cancel
+    real_cancel = builder_module.ForkedJob.cancel
 
     def seen_cancel(job):
         cancelled.append(job.running())
@@ -302,8 +302,8 @@ def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it
     def failing_retrieval(*args, **kwargs):
         raise errors.DataError("retrieval: a made-up failure")
 
-    monkeypatch.setattr(build_module.Alongside, "cancel", seen_cancel)
-    monkeypatch.setattr(build_module, "build_retrieval", failing_retrieval)
+    monkeypatch.setattr(builder_module.ForkedJob, "cancel", seen_cancel)
+    monkeypatch.setattr(builder_module, "build_retrieval", failing_retrieval)
     with pytest.warns(errors.EvidenceChecksumWarning), pytest.raises(errors.DataError, match="retrieval: a made-up"):
         build(tmp_path / "w", data_dir, small_evidence, processes=2, until="bm25")
     assert len(cancelled) == 1
@@ -317,7 +317,7 @@ def test_each_step_of_the_classifier_stage_is_recorded_as_it_ends(tmp_path, data
     """A site serving the build while it runs (`serve --while-building`) sees each step's files
     as the step ends: the checkpoint's verdicts are in the manifest before the extra verdicts
     start, and those before the sweep (the steps stood in by ones writing a file each)."""
-    from claimtrace.lib.store import write_atomic
+    from claimtrace.lib.build_files import write_atomic
     from claimtrace.workdir.layout import FileManifest
 
     root = tmp_path / "w"
@@ -336,13 +336,13 @@ def test_each_step_of_the_classifier_stage_is_recorded_as_it_ends(tmp_path, data
 
         return run
 
-    monkeypatch.setattr(build_module, "build_classifier", step("classifier", work.classifier_summary, None))
+    monkeypatch.setattr(builder_module, "build_classifier", step("classifier", work.classifier_summary, None))
     more = work.more_verdicts("dev")
     more.parent.mkdir(parents=True, exist_ok=True)
-    monkeypatch.setattr(build_module, "build_more_verdicts", step("more", more, work.classifier_summary))
+    monkeypatch.setattr(builder_module, "build_more_verdicts", step("more", more, work.classifier_summary))
     work.sweep.parent.mkdir(parents=True, exist_ok=True)
-    monkeypatch.setattr(build_module, "build_sweep", step("sweep", work.sweep, more))
-    monkeypatch.setattr(build_module, "build_scoreboard", step("scoreboard", work.scoreboard, work.sweep))
+    monkeypatch.setattr(builder_module, "build_sweep", step("sweep", work.sweep, more))
+    monkeypatch.setattr(builder_module, "build_scoreboard", step("scoreboard", work.scoreboard, work.sweep))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.EvidenceChecksumWarning)
         build(root, data_dir, small_evidence, processes=1, until="classifier")

@@ -1,4 +1,4 @@
-"""claimtrace.lib.store: files written atomically, strings packed and found by offset, aligned npz
+"""claimtrace.lib.build_files: files written atomically, strings packed and found by offset, aligned npz
 archives written once and memory-mapped by readers."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from claimtrace.lib import store
+from claimtrace.lib import build_files
 
 
 def test_write_atomic_leaves_old_file_on_failure(tmp_path):
     target = tmp_path / "a.json"
-    store.write_atomic(target, "old")
+    build_files.write_atomic(target, "old")
 
     with pytest.raises(TypeError):
-        store.write_atomic(target, 123)  # type: ignore[arg-type]
+        build_files.write_atomic(target, 123)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
 
@@ -25,12 +25,12 @@ def test_write_atomic_leaves_old_file_on_failure(tmp_path):
 
 def test_packed_strings_and_their_index_round_trip():
     strings = ["evidence-1", "cf:Global warming:14", "", "محمد", "evidence-1", "b"]
-    buffer, offsets = store.PackedStrings.pack(strings)
-    packed = store.PackedStrings(buffer, offsets)
+    buffer, offsets = build_files.PackedStrings.pack(strings)
+    packed = build_files.PackedStrings(buffer, offsets)
     assert len(packed) == 6 and list(packed) == strings and packed[-1] == "b" and packed[1:3] == strings[1:3]
     with pytest.raises(IndexError):
         packed[6]
-    index = store.StringIndex.of(strings)
+    index = build_files.StringIndex.from_strings(strings)
     assert [index.position(s) for s in strings] == [0, 1, 2, 3, 0, 5]  # the first of a repeated string
     assert index.position("evidence-2") is None
 
@@ -60,18 +60,18 @@ def test_write_npz_is_an_npz_with_every_array_aligned(tmp_path):
 
     arrays = _npz_arrays()
     path = tmp_path / "a.npz"
-    store.write_npz(path, **arrays)
+    build_files.write_npz(path, **arrays)
     with np.load(path) as stored:
         assert stored.files == list(arrays)
         for name, array in arrays.items():
             assert np.array_equal(stored[name], array) and stored[name].dtype == array.dtype
     with zipfile.ZipFile(path) as archive:
         assert all(info.compress_type == zipfile.ZIP_STORED for info in archive.infolist())
-    loaded = store.load_npz(path)
+    loaded = build_files.load_npz(path)
     for name in ("doc", "weight", "buffer", "matrix"):  # the large ones are mapped, not read
         assert isinstance(loaded[name].base, np.memmap), name
         assert loaded[name].ctypes.data % 8 == 0 and loaded[name].flags.writeable
-    store.write_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
+    build_files.write_npz(tmp_path / "b.npz", **arrays)  # the same arrays give the same bytes
     assert (tmp_path / "b.npz").read_bytes() == path.read_bytes()
 
 
@@ -84,7 +84,7 @@ def test_load_npz_reads_what_np_savez_wrote(tmp_path):
     for writer in (np.savez, np.savez_compressed):
         path = tmp_path / f"{writer.__name__}.npz"
         writer(path, **arrays)
-        loaded = store.load_npz(path)
+        loaded = build_files.load_npz(path)
         assert list(loaded) == list(arrays)
         for name, array in arrays.items():
             assert np.array_equal(loaded[name], array) and loaded[name].dtype == array.dtype
@@ -97,11 +97,11 @@ def test_load_npz_of_a_truncated_archive_fails(tmp_path):
     import numpy as np
 
     path = tmp_path / "a.npz"
-    store.write_npz(path, **_npz_arrays())
+    build_files.write_npz(path, **_npz_arrays())
     blob = path.read_bytes()
     path.write_bytes(blob[: len(blob) // 2])
     with pytest.raises((zipfile.BadZipFile, ValueError, OSError)):
-        loaded = store.load_npz(path)
+        loaded = build_files.load_npz(path)
         np.asarray(loaded["doc"]).sum()
 
 
@@ -110,9 +110,9 @@ def test_npz_files_are_the_same_bytes_for_the_same_arrays(tmp_path):
 
     import numpy as np
 
-    store.write_npz(tmp_path / "a.npz", x=np.arange(3), meta=np.array("é"))
+    build_files.write_npz(tmp_path / "a.npz", x=np.arange(3), meta=np.array("é"))
     time.sleep(1.1)  # np.savez would stamp another time
-    store.write_npz(tmp_path / "b.npz", x=np.arange(3), meta=np.array("é"))
+    build_files.write_npz(tmp_path / "b.npz", x=np.arange(3), meta=np.array("é"))
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     with np.load(tmp_path / "a.npz") as stored:
         assert stored["x"].tolist() == [0, 1, 2] and str(stored["meta"]) == "é"

@@ -1,4 +1,4 @@
-"""A typed claim is computed once (claimtrace.web.tracer): one preprocessing of its text, one
+"""A typed claim is computed once (claimtrace.web.site_data): one preprocessing of its text, one
 re-stemming of its tag string, one pass of the retrieval kernel and one forward call per distinct
 input, whatever the sections that show them; a bounded stem cache; and no lock serialises traces,
 so typed claims on several threads give exactly what each gives alone."""
@@ -16,7 +16,7 @@ import pytest
 
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
-from claimtrace.web.tracer import STEM_CACHE_WORDS, Tracer
+from claimtrace.web.site_data import STEM_CACHE_WORDS, SiteData
 from claimtrace.web.views import walkthrough
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
@@ -94,8 +94,8 @@ TYPED = [
 
 
 def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
-    alone = {text: json.dumps(Tracer(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
-    tracer = Tracer(demo_build)
+    alone = {text: json.dumps(SiteData(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
+    site_data = SiteData(demo_build)
     real = walkthrough.assemble
     together = threading.Barrier(len(TYPED), timeout=60)
 
@@ -105,7 +105,7 @@ def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, mo
 
     monkeypatch.setattr(walkthrough, "assemble", assemble_together)
     with ThreadPoolExecutor(len(TYPED)) as pool:
-        at_once = dict(zip(TYPED, pool.map(tracer.trace_text, TYPED)))
+        at_once = dict(zip(TYPED, pool.map(site_data.trace_text, TYPED)))
     for text in TYPED:
         assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
 
@@ -191,7 +191,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
     from hypothesis import given, settings
 
     from claimtrace.web.encoding import encode
-    from claimtrace.web.tracer import encode_public, public_reasons
+    from claimtrace.web.site_data import encode_public, public_reasons
 
     @settings(max_examples=400, derandomize=True, deadline=None)
     @given(_json_values())
@@ -204,7 +204,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
 def test_encode_public_makes_a_missing_sections_paths_public():
     from pathlib import Path
 
-    from claimtrace.web.tracer import encode_public
+    from claimtrace.web.site_data import encode_public
 
     value = {"tagging": {"status": "missing", "stage": "tagging", "reason": f"{_ROOT}/tagging/tags.npz: not built"}}
     assert json.loads(encode_public(value, Path(_ROOT)))["tagging"]["reason"] == "tagging/tags.npz: not built"

@@ -1,14 +1,14 @@
-"""The site's tracer: answers traces, Explore and the table over one build, caching what it
+"""The site's site_data: answers traces, Explore and the table over one build, caching what it
 computed and scheduling the slow work. The data of every answer comes from the views
 (:mod:`claimtrace.web.views.walkthrough`, :mod:`~claimtrace.web.views.explore`,
 :mod:`~claimtrace.web.views.table`, :mod:`~claimtrace.web.views.status`), which read the build.
 
-* :meth:`Tracer.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
-* :meth:`Tracer.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
-  :meth:`Tracer.trace_text_json` the same as the JSON bytes an answer sends;
-* :meth:`Tracer.explore` ``(split)``: every claim of a split, with accuracies and confusions;
-* :meth:`Tracer.table` : the classifier's 5,886 x 4 table ``g`` and its bias, for the browser;
-* :meth:`Tracer.build_info` : what the build holds and which stages are missing.
+* :meth:`SiteData.trace` ``(claim_id)``: a course claim (train, dev or test) through every stage;
+* :meth:`SiteData.trace_text` ``(text)``: any text, treated as a new claim (no gold, no batch);
+  :meth:`SiteData.trace_text_json` the same as the JSON bytes an answer sends;
+* :meth:`SiteData.explore` ``(split)``: every claim of a split, with accuracies and confusions;
+* :meth:`SiteData.table` : the classifier's 5,886 x 4 table ``g`` and its bias, for the browser;
+* :meth:`SiteData.build_info` : what the build holds and which stages are missing.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from claimtrace import constants as C
-from claimtrace.compare.store import RunStore
+from claimtrace.compare.run_store import RunStore
+from claimtrace.constants import MAX_LEN, SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
@@ -35,7 +35,7 @@ from claimtrace.web.views.explore import explore as explore_split
 from claimtrace.web.views.methods import methods
 from claimtrace.web.views.status import build_info, public_paths
 from claimtrace.web.views.table import table_payload
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
 MAX_TEXT_CHARS = 20_000
@@ -46,7 +46,7 @@ TRACE_CACHE = 512
 STEM_CACHE_WORDS = 1 << 16
 
 
-__all__ = ["Tracer", "StageMissing", "UnknownClaim", "BadText", "MAX_TEXT_CHARS"]
+__all__ = ["SiteData", "StageMissing", "UnknownClaim", "BadText", "MAX_TEXT_CHARS"]
 
 
 class UnknownClaim(LookupError):
@@ -105,7 +105,7 @@ def encode_public(value, root) -> bytes:
     return body
 
 
-def build_stamp(build: Build) -> tuple:
+def build_stamp(build: BuildReader) -> tuple:
     """What changes when a build is completed or repaired: its manifest's and build.json's
     size, modification time and inode (every file the build writes is recorded in the manifest)."""
     stamp = []
@@ -118,17 +118,17 @@ def build_stamp(build: Build) -> tuple:
     return tuple(stamp)
 
 
-class Tracer:
+class SiteData:
     """Traces over one build, cached (a trace never changes once computed)."""
 
-    def __init__(self, build: Build, store: RunStore | None = None):
+    def __init__(self, build: BuildReader, store: RunStore | None = None):
         self.build = build
         self._lock = threading.Lock()  # the caches' bookkeeping
         self._traces: LRU[str, dict] = LRU(TRACE_CACHE)
         self._explored: set[str] = set()  # the splits whose Explore is computed
         self._futures: dict[str, Any] = {}
         self._executor: ThreadPoolExecutor | None = None
-        self._typed_thread: ThreadPoolExecutor | None = None  # typed claims, in turn (in_turn)
+        self._typed_thread: ThreadPoolExecutor | None = None  # typed claims, in turn (submit)
         #: The way to the processes tracing typed claims (``web.typed_processes.TypedClient``), where the
         #: server has them (``serve --typed-processes N``); None: typed claims are traced in turn here.
         self.typed_processes = None
@@ -166,7 +166,7 @@ class Tracer:
         self._traces.put(claim_id, result)
         return self._traces.get(claim_id) or result  # the first one kept, if two threads raced
 
-    def in_turn(self, call, *args):
+    def submit(self, call, *args):
         """``call(*args)`` on the typed claims' own thread, after those asked before it (an
         awaitable). Typed claims are almost all Python, so two at once only share one core
         under the interpreter's lock, each taking as long as both; in turn, first come first
@@ -197,7 +197,7 @@ class Tracer:
             raise BadText(
                 f"That text is {len(text):,} characters; a claim here may have at most {MAX_TEXT_CHARS:,}. "
                 f"(Claims in the course data are at most a few hundred characters, and the classifier reads "
-                f"only its first {C.MAX_LEN} tokens anyway.)"
+                f"only its first {MAX_LEN} tokens anyway.)"
             )
         try:
             return trace(text)
@@ -209,7 +209,7 @@ class Tracer:
 
     def explore(self, split: str) -> dict:
         """Every claim of a split (:func:`claimtrace.web.views.explore.explore`)."""
-        if split not in C.SPLITS:
+        if split not in SPLITS:
             raise UnknownClaim(split)
         explored = self.build.once(
             ("web", "explore", split), lambda: public_reasons(explore_split(self.build, split), self.build.root)
@@ -220,7 +220,7 @@ class Tracer:
     def explore_when_ready(self, split: str, wait: float) -> dict | None:
         """:meth:`explore`, computed in the background; None when it is not ready within ``wait``
         seconds."""
-        if split not in C.SPLITS:
+        if split not in SPLITS:
             raise UnknownClaim(split)
         if split in self._explored:
             return self.explore(split)
@@ -245,7 +245,7 @@ class Tracer:
     def build_info(self, brief: bool = False) -> dict:
         return build_info(self.build, brief)
 
-    def warm(self, splits=C.SPLITS, wait_for_first_page: float = 30.0) -> None:
+    def warm(self, splits=SPLITS, wait_for_first_page: float = 30.0) -> None:
         """Load what the front page needs; once a first page has been answered (or after
         ``wait_for_first_page`` seconds), queue every split's Explore in the background, so that
         a server's pages are ready when asked for, trace a first typed claim, and return when

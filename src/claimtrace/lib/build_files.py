@@ -80,7 +80,7 @@ class StringIndex:
         self.rank = rank
 
     @classmethod
-    def of(cls, strings: Iterable[str]) -> StringIndex:
+    def from_strings(cls, strings: Iterable[str]) -> StringIndex:
         keys = np.array([s.encode("utf-8") for s in strings], dtype=bytes)
         rank = np.argsort(keys, kind="stable").astype(np.int64)
         return cls(keys[rank], rank)

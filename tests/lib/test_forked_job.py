@@ -1,4 +1,4 @@
-"""claimtrace.lib.alongside: a job in a forked process gives back its value or what it raised, and
+"""claimtrace.lib.forked_job: a job in a forked process gives back its value or what it raised, and
 never outlives the build that started it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from claimtrace.errors import DataError, Missing
-from claimtrace.lib.alongside import Alongside, AlongsideFailed
+from claimtrace.lib.forked_job import ForkedJob, ForkedJobFailed
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -35,7 +35,7 @@ def _sleeps(seconds):
 
 
 def test_a_job_runs_in_another_process_and_gives_back_its_value():
-    job = Alongside.start(_value, 2, b=3)
+    job = ForkedJob.start(_value, 2, b=3)
     result = job.result()
     assert result["sum"] == 5 and result["pid"] != os.getpid()
     job.cancel()  # after the result: nothing to stop, no error
@@ -43,9 +43,9 @@ def test_a_job_runs_in_another_process_and_gives_back_its_value():
 
 def test_what_a_job_raises_is_raised_by_result():
     with pytest.raises(DataError, match="evidence.json: not a JSON object"):
-        Alongside.start(_raises, DataError("evidence.json: not a JSON object")).result()
+        ForkedJob.start(_raises, DataError("evidence.json: not a JSON object")).result()
     with pytest.raises(KeyboardInterrupt):  # a killed chunk writer, as the build's tests stand it in
-        Alongside.start(_raises, KeyboardInterrupt("killed")).result()
+        ForkedJob.start(_raises, KeyboardInterrupt("killed")).result()
 
 
 def test_an_error_that_cannot_come_back_whole_keeps_its_message():
@@ -53,16 +53,16 @@ def test_an_error_that_cannot_come_back_whole_keeps_its_message():
     file and what is wrong, as a DataError (exit 2)."""
     error = Missing("tagging", Path("tagging/tags/00000.jsonl"), "not built yet")
     with pytest.raises(DataError, match=r"tagging/tags/00000.jsonl: not built yet"):
-        Alongside.start(_raises, error).result()
+        ForkedJob.start(_raises, error).result()
 
 
 def test_a_job_that_dies_is_said_to_have_died():
-    with pytest.raises(AlongsideFailed, match="exit code 3"):
-        Alongside.start(_dies).result()
+    with pytest.raises(ForkedJobFailed, match="exit code 3"):
+        ForkedJob.start(_dies).result()
 
 
 def test_cancel_stops_a_running_job():
-    job = Alongside.start(_sleeps, 60)
+    job = ForkedJob.start(_sleeps, 60)
     started = time.perf_counter()
     job.cancel()
     assert time.perf_counter() - started < 10
@@ -75,11 +75,11 @@ def test_a_job_dies_with_the_process_that_started_it(tmp_path):
     script = (
         "import os, sys, time\n"
         f"sys.path.insert(0, {str(SRC)!r})\n"
-        "from claimtrace.lib.alongside import Alongside\n"
+        "from claimtrace.lib.forked_job import ForkedJob\n"
         "def job(path):\n"
         "    open(path, 'w').write(str(os.getpid()))\n"
         "    time.sleep(60)\n"
-        f"Alongside.start(job, {str(pid_file)!r})\n"
+        f"ForkedJob.start(job, {str(pid_file)!r})\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script])
@@ -120,7 +120,7 @@ def test_a_job_is_reaped_where_its_result_is_taken():
     workers meanwhile (multiprocessing reaps the finished children it knows) leaves it be."""
     import multiprocessing
 
-    job = Alongside.start(_burns, 0.3)
+    job = ForkedJob.start(_burns, 0.3)
     deadline = time.monotonic() + 30
     while not _ended(job.pid):
         assert time.monotonic() < deadline

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from claimtrace import constants as C
 from claimtrace import course
+from claimtrace.constants import LABELS, SPLITS
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation import statistics as S
 from claimtrace.web.views.status import missing
-from claimtrace.workdir.reader import Build
+from claimtrace.workdir.reader import BuildReader
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,10 @@ def share(count: int, total: int) -> dict:
 
 def _counts(values, total: int) -> dict:
     counted = Counter(values)
-    return {label: share(counted.get(label, 0), total) for label in C.LABELS}
+    return {label: share(counted.get(label, 0), total) for label in LABELS}
 
 
-def _verdicts(build: Build, split: str, model: str) -> tuple[dict | None, str | None]:
+def _verdicts(build: BuildReader, split: str, model: str) -> tuple[dict | None, str | None]:
     """A model's verdicts on a split, or None and why (the intended model runs on dev and test)."""
     try:
         return build.verdict_of(split, model, SOURCE, PROTOCOL), None
@@ -58,7 +58,7 @@ def _verdicts(build: Build, split: str, model: str) -> tuple[dict | None, str | 
         return None, f"the build runs this model on dev and test only, not on {split}"
 
 
-def label_balance(build: Build) -> list[dict]:
+def label_balance(build: BuildReader) -> list[dict]:
     """Per split: its claims' gold labels and each model's verdicts (retrieved evidence, batches
     of 16), each label's count with its share's Wilson interval.
 
@@ -69,7 +69,7 @@ def label_balance(build: Build) -> list[dict]:
         "labels": {label: share} | None, "reason"}]}]``.
     """
     out = []
-    for split in C.SPLITS:
+    for split in SPLITS:
         claims = build.claims(split)
         labelled = all(claim.label is not None for claim in claims.values())
         models = []
@@ -82,7 +82,7 @@ def label_balance(build: Build) -> list[dict]:
     return out
 
 
-def corpus(build: Build) -> dict:
+def corpus(build: BuildReader) -> dict:
     """The build's corpus at a glance, from the tagging stage's summary.
 
     Returns
@@ -126,6 +126,6 @@ def corpus(build: Build) -> dict:
     }
 
 
-def glance(build: Build) -> dict:
+def data_overview(build: BuildReader) -> dict:
     """The data at a glance: ``{"labels": label_balance, "corpus": corpus, "source", "protocol"}``."""
     return {"labels": label_balance(build), "corpus": corpus(build), "source": SOURCE, "protocol": PROTOCOL}

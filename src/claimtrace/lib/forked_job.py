@@ -4,7 +4,7 @@ The build's stages are mostly one Python thread each. Where a later step needs n
 one makes (BM25 reads the passages only; the unpadded-tags retriever reads the tags, not the
 padded retriever), the build starts it here and collects it where its result is needed:
 
-    job = Alongside.start(build_bm25, work, data_dir, passages, processes=1)
+    job = ForkedJob.start(build_bm25, work, data_dir, passages, processes=1)
     ...                      # the build's main line goes on in this process
     summary = job.result()   # waits; re-raises what the job raised
 
@@ -12,7 +12,7 @@ The process is forked, so what the job reads (the corpus, the tags) is shared, n
 its return value comes back, pickled. It dies with the build's process (``PR_SET_PDEATHSIG``): a
 killed build leaves no job writing into its workdir, and what the job wrote is whole files only
 (every writer writes a temporary name, then renames), so the next build resumes it. A job that
-is not collected (the main line raised) is killed by :meth:`Alongside.cancel`.
+is not collected (the main line raised) is killed by :meth:`ForkedJob.cancel`.
 """
 
 from __future__ import annotations
@@ -30,17 +30,17 @@ from typing import Any
 
 from claimtrace.errors import DataError
 
-__all__ = ["Alongside", "AlongsideDied", "AlongsideFailed", "cpu_seconds"]
+__all__ = ["ForkedJob", "ForkedJobDied", "ForkedJobFailed", "cpu_seconds"]
 
 #: prctl(2)'s option: a signal delivered to this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
 
 
-class AlongsideFailed(RuntimeError):
+class ForkedJobFailed(RuntimeError):
     """A job alongside the build raised what cannot be sent back (a bug): its traceback."""
 
 
-class AlongsideDied(AlongsideFailed):
+class ForkedJobDied(ForkedJobFailed):
     """A job's process ended without a result: killed (the system out of memory, a signal),
     not a bug of the job; the command line says so in one line (exit 1)."""
 
@@ -90,7 +90,7 @@ def _readable(error: BaseException) -> BaseException | None:
         return DataError(str(error)) if isinstance(error, DataError) else None
 
 
-class Alongside:
+class ForkedJob:
     """A function running in a forked process; :meth:`result` waits for it.
 
     The process is forked with ``os.fork`` and reaped only by :meth:`result` or :meth:`cancel`
@@ -106,7 +106,7 @@ class Alongside:
         self.seconds: dict[str, float] | None = None
 
     @classmethod
-    def start(cls, job: Callable[..., Any], *args: Any, **kwargs: Any) -> Alongside:
+    def start(cls, job: Callable[..., Any], *args: Any, **kwargs: Any) -> ForkedJob:
         """Fork and run ``job(*args, **kwargs)`` in the child."""
         receiver, sender = multiprocessing.Pipe(duplex=False)
         sys.stdout.flush(), sys.stderr.flush()  # nothing buffered is written twice
@@ -125,7 +125,7 @@ class Alongside:
 
     def result(self) -> Any:
         """The job's return value; what it raised is raised here (an exception that could not
-        be pickled, or a job that died without a word, as :class:`AlongsideFailed`)."""
+        be pickled, or a job that died without a word, as :class:`ForkedJobFailed`)."""
         try:
             payload = self._connection.recv_bytes()
         except EOFError:
@@ -134,7 +134,7 @@ class Alongside:
             self._connection.close()
             self._reap()
         if payload is None:
-            raise AlongsideDied(
+            raise ForkedJobDied(
                 f"{self.name}: its process alongside the build ended without a result ({self._how_it_ended()}; "
                 "a signal 9 is often the system out of memory): run the same `claimtrace build` again to resume, "
                 "or with --processes 1 to run every stage in one process"
@@ -142,13 +142,13 @@ class Alongside:
         try:
             outcome = pickle.loads(payload)
         except Exception as error:  # an exception type whose constructor pickling cannot call
-            raise AlongsideFailed(f"{self.name}: failed, and its error could not be read back: {error}") from None
+            raise ForkedJobFailed(f"{self.name}: failed, and its error could not be read back: {error}") from None
         if outcome[0] == "value":
             self.seconds = outcome[2]
             return outcome[1]
         _, error, text = outcome
         if error is None:  # an error that could not be sent back whole
-            raise AlongsideFailed(f"{self.name} failed:\n{text}")
+            raise ForkedJobFailed(f"{self.name} failed:\n{text}")
         raise error
 
     def running(self) -> bool:
