@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from claimtrace import constants as C
+from claimtrace.constants import ALONE_PE_ROW
 
 #: The methods, in the order every table lists them.
 METHODS = ("occlusion", "integrated_gradients", "kernel_shap", "lime")
@@ -123,9 +123,16 @@ def transformer_alone(model) -> Forward:
     def forward(embedded: torch.Tensor) -> torch.Tensor:
         n, length, d = embedded.shape
         # Quirk "x sqrt(128)" and quirk "pe by batch position" (a claim alone gets pe[0]).
-        x = embedded * math.sqrt(length) + model.pos_encoder.pe[C.ALONE_PE_ROW]
+        x = embedded * math.sqrt(length) + model.pos_encoder.pe[ALONE_PE_ROW]
         rows, where = _distinct(x.reshape(n * length, d))
-        out = model.transformer_encoder(rows.unsqueeze(0))[0]  # (distinct rows, d)
+        # A claim's own call runs the encoder on its 128 rows; on some CPUs (AVX-512) PyTorch's
+        # matrix products take another path, with other float32 roundings, for fewer than 16
+        # rows. A few distinct rows are run among copies of the first up to 128, as the claim's
+        # own call is, so that each row's output has its bits.
+        short = max(0, length - len(rows))
+        if short:
+            rows = torch.cat([rows, rows[:1].detach().expand(short, d)])
+        out = model.transformer_encoder(rows.unsqueeze(0))[0]  # (distinct rows [+ copies], d)
         return model.fc_out(out[where].reshape(n, length, d).mean(dim=1))
 
     return forward
