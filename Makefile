@@ -61,7 +61,8 @@ env: $(VENV)/.installed
 ## of a fresh install's 10 s.
 UV_VERSION := 0.13.9
 UV := $(VENV)/installer/bin/uv
-UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS-$${PIP_FIND_LINKS-}}" UV_LINK_MODE="$${UV_LINK_MODE-hardlink}" $(UV) pip install -q --python $(PY)
+UV_PIP = UV_FIND_LINKS="$${UV_FIND_LINKS-$${PIP_FIND_LINKS-}}" UV_LINK_MODE="$${UV_LINK_MODE-hardlink}" $(UV) pip install -q
+UV_INSTALL = $(UV_PIP) --python $(PY)
 
 $(UV):
 	test -x $(PY) || $(PYTHON) -m venv --without-pip $(VENV)
@@ -84,12 +85,13 @@ $(AXE): tests/axe/package.json tests/axe/package-lock.json
 
 ## The 2024 reference environment (numpy 1.24, scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1), on
 ## numpy's generic code path on every CPU: reference_platform.pth switches AVX-512 dispatch off
-## for every process it starts (docs/architecture.md, "Reference platform").
+## for every process it starts (docs/architecture.md, "Reference platform"). Installed by the
+## same uv as .venv, from the same registry and find-links (docs/benchmarks.md, "The test suite").
 oracle-env: $(ORACLE)/.installed
 
-$(ORACLE)/.installed: oracle/requirements.txt oracle/reference_platform.pth
-	test -x $(ORACLE)/bin/python || $(PYTHON) -m venv $(ORACLE)
-	$(ORACLE)/bin/python -m pip install -q --disable-pip-version-check -r oracle/requirements.txt
+$(ORACLE)/.installed: oracle/requirements.txt oracle/reference_platform.pth $(UV)
+	test -x $(ORACLE)/bin/python || $(PYTHON) -m venv --without-pip $(ORACLE)
+	$(UV_PIP) --python $(ORACLE)/bin/python -r oracle/requirements.txt
 	cp oracle/reference_platform.pth "$$($(ORACLE)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 	$(ORACLE)/bin/python -c 'import numpy, sys; sys.path.insert(0, "oracle"); import reference_platform; reference_platform.require()'
 	touch $@

@@ -117,8 +117,12 @@ def test_the_installer_is_pinned_and_given_pips_find_links():
     assert "uv==$(UV_VERSION)" in makefile
     assert "PIP_FIND_LINKS" in makefile  # the local PyTorch CPU wheel, for uv too
     installs = [line for line in makefile.splitlines() if line.startswith("\t") and " install " in line]
-    # Every install into .venv goes through uv; pip only fetches uv itself (and builds the oracle).
-    assert all("$(UV_INSTALL)" in line or "uv==" in line or "$(ORACLE)" in line for line in installs), installs
+    # Every install, into .venv and into the oracle's .venv-oracle, goes through uv; pip only
+    # fetches uv itself.
+    assert all(
+        "$(UV_INSTALL)" in line or "uv==" in line or "$(UV_PIP) --python $(ORACLE)" in line for line in installs
+    ), installs
+    assert not any("pip install" in line and "uv==" not in line for line in installs), installs
 
 
 def test_make_demo_writes_the_bytecode_of_what_the_build_and_the_site_import(tmp_path):
