@@ -33,6 +33,9 @@ KEEP_ALIVE_SECONDS = 5
 #: Connections at once beyond which a new one is answered 503 at once (with the security
 #: headers) and closed, rather than queued without bound; slots free as slow ones are closed.
 MAX_CONNECTIONS = 1024
+#: How long a refused connection (503) stays half-closed, reading and dropping its request, when
+#: its client does not close it first.
+REFUSED_LINGER_SECONDS = 2.0
 
 
 def _raw_answer(status: int, reason: str, message: str) -> bytes:
@@ -72,6 +75,7 @@ class _Deadlines:
     MAX_CONNECTIONS, a new connection is answered 503 and closed at once; the server's own 400 (a
     request h11 refuses: no Host, two Hosts) carries the security headers too."""
 
+    _refused = False
     _deadline = None
     _waiting_since_cycle = None
     _body_deadline = None
@@ -82,8 +86,14 @@ class _Deadlines:
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        if not self.transport.is_closing():  # refused (503) or cut off: nothing more is read
+        if not self._refused and not self.transport.is_closing():  # refused (503) or cut off: nothing more is read
             super().data_received(data)
+
+    def eof_received(self):
+        if self._refused:
+            self.transport.close()
+            return None
+        return super().eof_received()
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -117,7 +127,12 @@ class _Deadlines:
         super().connection_made(transport)
         if len(self.connections) > MAX_CONNECTIONS:
             transport.write(_raw_answer(503, "Service Unavailable", "Too many connections: try again shortly.\n"))
-            transport.close()
+            # Half-closed, not closed: a socket closed with the client's request unread answers it
+            # with a reset, which discards the 503 the client has not read yet. The request is read
+            # and dropped until the client closes, or for REFUSED_LINGER_SECONDS at most.
+            self._refused = True
+            transport.write_eof()
+            self._deadline = self.loop.call_later(REFUSED_LINGER_SECONDS, transport.close)
             return
         self._arm()
 
