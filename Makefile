@@ -29,8 +29,14 @@ demo: $(VENV)/.installed
 ## step installs Debian's chromium for the page tests when it is missing (as root, with apt-get),
 ## else stops at once saying what to install (scripts/ensure-chromium); axe-core for the pages'
 ## accessibility checks comes from npm (tests/axe).
+## The tests run in two processes (pytest-xdist, both cores; a process that finishes its share
+## takes tests from the other's, --dist worksteal), and Python writes the bytecode of what they
+## import: the tests start many processes (servers, the command line, the oracle, the
+## platform reruns), and where PYTHONDONTWRITEBYTECODE is set each one compiled every module it
+## imported, PyTorch's included, from source.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist worksteal
 test: chromium $(VENV)/.installed-test $(ORACLE)/.installed $(AXE)
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 chromium:
 	@scripts/ensure-chromium
@@ -39,7 +45,7 @@ chromium:
 ## (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
 ## One stage's tests alone: .venv/bin/python -m pytest tests/pipeline/test_tagging.py -m "not oracle"
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 -m "not oracle and not browser and not platform"
+	$(PYTEST) -m "not oracle and not browser and not platform"
 
 ## make lint: ruff's lint rules and its format check (pyproject.toml); make format rewrites.
 lint: $(VENV)/.installed-test

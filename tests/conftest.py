@@ -167,7 +167,7 @@ def demo_root(tmp_path_factory, data_dir) -> Path:
 @contextmanager
 def demo_build_lock(root: Path):
     """One `claimtrace build` of the kept demo build at a time across the suite's processes
-    (``make test-fast`` runs two, pytest-xdist): the first builds or checks it, the other waits
+    (``make test`` and ``make test-fast`` run two, pytest-xdist): the first builds or checks it, the other waits
     and then finds it whole, where the build's own workdir lock would refuse it."""
     import fcntl
 
@@ -181,7 +181,7 @@ def _demo_until(root: Path, data_dir: Path, stage: str):
     from claimtrace.workdir.reader import BuildReader
 
     with demo_build_lock(root):
-        build(root, data_dir, None, processes=1, until=stage)
+        build(root, data_dir, None, processes=2, until=stage)
     return BuildReader(root, data_dir)
 
 

@@ -214,3 +214,15 @@ def test_ctrl_c_on_make_demo_stops_both_the_build_and_the_server(tmp_path):
     finally:
         if demo.poll() is None:
             os.killpg(demo.pid, signal.SIGKILL)
+
+
+def test_make_test_runs_every_test_in_two_processes_writing_bytecode():
+    """`make test` (what CI runs) and `make test-fast` share one pytest command: two processes
+    that take each other's tests when done, and PYTHONDONTWRITEBYTECODE unset for them and every
+    process they start (each would otherwise compile all it imports from source)."""
+    makefile = (REPO / "Makefile").read_text()
+    pytest_line = next(line for line in makefile.splitlines() if line.startswith("PYTEST = "))
+    assert "env -u PYTHONDONTWRITEBYTECODE" in pytest_line
+    assert "-n 2" in pytest_line and "--dist worksteal" in pytest_line
+    test = makefile[makefile.index("\ntest:") :].split("\n\n", 1)[0]
+    assert test.splitlines()[2] == "\t$(PYTEST)", test  # every test: no marker left out
