@@ -33,10 +33,10 @@ def test_a_one_page_entry_answers_at_its_files_with_its_own_key():
     assert [page.formats for page in PAGES if page.template is None] == [("json",)] * 4
 
 
-def test_every_exported_page_is_served_at_its_file_and_twin(web_client, web_tracer):
+def test_every_exported_page_is_served_at_its_file_and_twin(web_client, demo_site_data):
     chosen = {"dev": ["claim-752"]}
     for page in PAGES:
-        for key in page.export_keys(web_tracer, chosen):
+        for key in page.export_keys(demo_site_data, chosen):
             for path, kind in ((page.path(key), page.formats[0]), (page.twin_path(key), "json")):
                 if path is None:
                     continue

@@ -75,7 +75,7 @@ def test_the_routes_are_the_registrys_addresses_in_its_order():
     assert _paths(actions) == ["/live.html", "/live", "/api/trace", "/api/trace", "/api/compare", "/claim"]
 
 
-def test_a_new_page_is_one_entry(web_tracer):
+def test_a_new_page_is_one_entry(demo_site_data):
     """A page that is only its data needs no route of its own: its file, its twin and its key's
     format come from its entry."""
     shelf = Page(
@@ -86,12 +86,12 @@ def test_a_new_page_is_one_entry(web_tracer):
         template=lambda renderer, data, root: f"<p>{data['shelf']}: {data['claims']} claims ({root or '.'})</p>",
         keys=lambda site_data, claim_ids: list(claim_ids),
     )
-    app = create_app(site_data=web_tracer)
+    app = create_app(site_data=demo_site_data)
     app.include_router(page_router(shelf))
     with TestClient(app) as client:
-        assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": len(web_tracer.claims("dev"))}
+        assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": len(demo_site_data.claims("dev"))}
         page = client.get("/shelf/dev")
-        assert page.status_code == 200 and page.text == f"<p>dev: {len(web_tracer.claims('dev'))} claims (../)</p>"
+        assert page.status_code == 200 and page.text == f"<p>dev: {len(demo_site_data.claims('dev'))} claims (../)</p>"
         assert client.get("/shelf/dev.html").text == page.text
 
 

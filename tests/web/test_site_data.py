@@ -65,13 +65,13 @@ def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, count
     assert set(calls) <= {CLAIM, tags, *passages}, set(calls) - {CLAIM, tags, *passages}
 
 
-def test_the_tag_terms_read_off_one_pass_are_each_tags_own(web_tracer):
+def test_the_tag_terms_read_off_one_pass_are_each_tags_own(demo_site_data):
     """restem_tags reads each tag's terms off the one pass over the whole string: they are what
     the tag preprocessed alone gives (the original per-tag computation)."""
     from claimtrace.pipeline.tagging import final_stems, restem_tags
 
     for split in ("dev", "test"):
-        for claim in web_tracer.claims(split).values():
+        for claim in demo_site_data.claims(split).values():
             tags = preprocess(claim.text).tags()
             whole, per_tag = restem_tags(tags)
             assert whole == final_stems(tags.lower())
@@ -123,7 +123,7 @@ def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
     assert set(calls) <= {text, preprocess(text).tags()}, set(calls)
 
 
-def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
+def test_a_typed_claim_leaves_the_stem_cache_bounded(demo_site_data):
     """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
     from claimtrace.pipeline import preprocess  # the module (the name is the function here)
 
@@ -132,7 +132,7 @@ def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
     size = preprocess.stem.cache_info().currsize
     preprocess.bound_stem_cache(size - 1)
     assert preprocess.stem.cache_info().currsize == 0
-    web_tracer.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
+    demo_site_data.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
     assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
 
 

@@ -166,7 +166,7 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
     threading.Thread(target=_end_with, args=(command,), name="typed-claims-command", daemon=True).start()
     pin_one_thread()  # N processes on N cores: no PyTorch thread competes with another process
     choose_data_dir(data_dir)
-    site_data = _warm_tracer(workdir, data_dir)
+    site_data = _warm_site_data(workdir, data_dir)
     # What is loaded now stays for the process's life: kept out of the collector's full passes,
     # which would otherwise walk it all every few hundred claims (a slow claim now and then).
     keep_out_of_collections()
@@ -179,7 +179,7 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
             if time.monotonic() - checked >= CHECK_SECONDS:  # a completed or repaired build: read again
                 checked, stamp = time.monotonic(), build_stamp(site_data.build)
                 if stamp != seen:  # warmed as at the start: the claim waiting pays the model's load once
-                    seen, site_data = stamp, _warm_tracer(workdir, data_dir)
+                    seen, site_data = stamp, _warm_site_data(workdir, data_dir)
             try:
                 text = json.loads(_receive(connection))
             except (OSError, ValueError):  # the server process gave up on it
@@ -195,7 +195,7 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
             owed = 0
 
 
-def _warm_tracer(workdir: str, data_dir: str) -> SiteData:
+def _warm_site_data(workdir: str, data_dir: str) -> SiteData:
     """A typed-claims process's site_data: warm (the model loaded, its rows checked), leaving freed
     memory to the process (:func:`release_due`)."""
     site_data = SiteData(BuildReader(workdir, data_dir))
