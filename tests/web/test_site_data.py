@@ -191,7 +191,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
     from hypothesis import given, settings
 
     from claimtrace.web.encoding import encode
-    from claimtrace.web.site_data import encode_public, public_reasons
+    from claimtrace.web.public_reasons import encode_public, public_reasons
 
     @settings(max_examples=400, derandomize=True, deadline=None)
     @given(_json_values())
@@ -204,7 +204,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
 def test_encode_public_makes_a_missing_sections_paths_public():
     from pathlib import Path
 
-    from claimtrace.web.site_data import encode_public
+    from claimtrace.web.public_reasons import encode_public
 
     value = {"tagging": {"status": "missing", "stage": "tagging", "reason": f"{_ROOT}/tagging/tags.npz: not built"}}
     assert json.loads(encode_public(value, Path(_ROOT)))["tagging"]["reason"] == "tagging/tags.npz: not built"

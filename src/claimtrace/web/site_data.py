@@ -27,13 +27,13 @@ from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import bound_stem_cache
-from claimtrace.web.encoding import encode
 from claimtrace.web.memory import RELEASE_EVERY, release_memory
+from claimtrace.web.public_reasons import encode_public, public_reasons
 from claimtrace.web.runs import Runs
 from claimtrace.web.views import walkthrough
 from claimtrace.web.views.explore import explore as explore_split
 from claimtrace.web.views.methods import methods
-from claimtrace.web.views.status import build_info, public_paths
+from claimtrace.web.views.status import build_info
 from claimtrace.web.views.table import table_payload
 from claimtrace.workdir.reader import BuildReader
 
@@ -55,54 +55,6 @@ class UnknownClaim(LookupError):
 
 class BadText(ValueError):
     """A typed claim that cannot be traced (empty, too long); the message says why."""
-
-
-#: Fields that hold why a piece is not shown (a file and what to run) outside a missing section.
-_REASONS = frozenset({"verdicts_missing"})
-#: The statuses of a section that is not shown, whose ``"reason"`` names files.
-_NOT_SHOWN = ("missing", "damaged")
-#: What the compact JSON of a value holds wherever :func:`public_reasons` has something to change:
-#: a ``"status"`` key with a not-shown value, or a reason field holding a string. Inside a JSON
-#: string a quote is escaped, so these bytes can only be a key and its value.
-_REASON_MARKS = (
-    *(f'"status":"{status}"'.encode() for status in _NOT_SHOWN),
-    *(f'"{field}":"'.encode() for field in sorted(_REASONS)),
-)
-
-
-def public_reasons(value, root):
-    """``value`` with every section that is not built or damaged (``{"status": "missing" |
-    "damaged", "reason"}``) saying its files relative to the workdir, not where this machine
-    keeps them; the rest (claim texts, passages) untouched."""
-    if isinstance(value, dict):
-        if value.get("status") in _NOT_SHOWN and isinstance(value.get("reason"), str):
-            return {**value, "reason": public_paths(value["reason"], root)}
-        return {
-            key: public_paths(item, root)
-            if key in _REASONS and isinstance(item, str)
-            else public_reasons(item, root)
-            if isinstance(item, _NESTED)
-            else item
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        # A trace holds long lists of numbers and words (ids, shares): only what nests is walked.
-        return [public_reasons(item, root) if isinstance(item, _NESTED) else item for item in value]
-    return value
-
-
-_NESTED = (dict, list)
-
-
-def encode_public(value, root) -> bytes:
-    """``encode(public_reasons(value, root))``, walking ``value`` only when its JSON shows a
-    section or a reason the walk would change (:data:`_REASON_MARKS`). A typed claim's trace over
-    a whole build has none, and the walk through its few hundred dicts was an eighth of its
-    trace (bench/bench_typed.py)."""
-    body = encode(value)
-    if any(mark in body for mark in _REASON_MARKS):
-        return encode(public_reasons(value, root))
-    return body
 
 
 def build_stamp(build: BuildReader) -> tuple:
