@@ -26,7 +26,8 @@ from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import ASSETS, LLM_SCRIPTS, STATIC
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.workdir.reader import BuildReader
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from claimtrace.web.app import create_app
 from claimtrace.web.pages import Page
 from claimtrace.web.routes import MAX_BODY_BYTES, page_router, site_routers
-from claimtrace.web.site_data import MAX_TEXT_CHARS
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 
 #: The site's page addresses, in the order the server tries them (the static files come first,
 #: the actions last: a typed claim posted, an uploaded run, /claim's redirect).

@@ -16,7 +16,8 @@ import pytest
 
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
-from claimtrace.web.site_data import STEM_CACHE_WORDS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import STEM_CACHE_WORDS
 from claimtrace.web.views import walkthrough
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
@@ -94,7 +95,7 @@ TYPED = [
 
 
 def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
-    alone = {text: json.dumps(SiteData(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
+    alone = {text: json.dumps(SiteData(demo_build).typed_claims.trace_text(text), sort_keys=True) for text in TYPED}
     site_data = SiteData(demo_build)
     real = walkthrough.assemble
     together = threading.Barrier(len(TYPED), timeout=60)
@@ -105,7 +106,7 @@ def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, mo
 
     monkeypatch.setattr(walkthrough, "assemble", assemble_together)
     with ThreadPoolExecutor(len(TYPED)) as pool:
-        at_once = dict(zip(TYPED, pool.map(site_data.trace_text, TYPED)))
+        at_once = dict(zip(TYPED, pool.map(site_data.typed_claims.trace_text, TYPED)))
     for text in TYPED:
         assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
 
@@ -132,7 +133,7 @@ def test_a_typed_claim_leaves_the_stem_cache_bounded(demo_site_data):
     size = preprocess.stem.cache_info().currsize
     preprocess.bound_stem_cache(size - 1)
     assert preprocess.stem.cache_info().currsize == 0
-    demo_site_data.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
+    demo_site_data.typed_claims.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
     assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
 
 

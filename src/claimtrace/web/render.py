@@ -25,7 +25,8 @@ from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
 from claimtrace.web.seed_chart import seed_chart
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -34,7 +34,8 @@ from claimtrace.web.responses import (
     wants_json,
 )
 from claimtrace.web.runs import evicted_line, with_runs
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData, StageMissing, UnknownClaim
+from claimtrace.web.site_data import SiteData, StageMissing, UnknownClaim
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.typed_processes import typed_answer, typed_answer_json
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
@@ -221,9 +222,9 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
     if text is not None:
         if kind == "json":
-            status, body = typed_answer_json(site.site_data, text)
+            status, body = typed_answer_json(site.site_data.typed_claims, text)
             return Response(body, status_code=status, media_type="application/json")
-        status, value = typed_answer(site.site_data, text)
+        status, value = typed_answer(site.site_data.typed_claims, text)
         error, result = (value["error"], None) if status != 200 else (None, value)
     else:
         try:
@@ -241,10 +242,11 @@ async def typed_json(request: Request, text: str) -> Response:
     """A typed text's JSON answer: traced by the typed-claims processes where the server has
     them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
     site = _site(request)
-    if site.site_data.typed_processes is not None:
-        status, body = await site.site_data.typed_processes.answer(text)
+    typed_claims = site.site_data.typed_claims
+    if typed_claims.processes is not None:
+        status, body = await typed_claims.processes.answer(text)
         return Response(body, status_code=status, media_type="application/json")
-    return await site.site_data.submit(live_response, request, text, None, "json")
+    return await typed_claims.submit(live_response, request, text, None, "json")
 
 
 class Body(NamedTuple):
@@ -394,7 +396,7 @@ async def live_post(request: Request):
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
-    return await _site(request).site_data.submit(live_response, request, text, None, "html")
+    return await _site(request).site_data.typed_claims.submit(live_response, request, text, None, "html")
 
 
 @actions.get("/api/trace")

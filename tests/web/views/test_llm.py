@@ -40,4 +40,4 @@ def test_a_claim_pages_second_opinion(demo_site_data):
     opinion = second_opinion_data(trace)
     assert opinion["gold"] == trace["claim"]["gold"] and opinion["label"] == "SUPPORTS"
     assert opinion["notebook"]["retrieved"] == trace["classifier"]["notebook"]["verdict"]
-    assert second_opinion_data(demo_site_data.trace_text("Sea levels are rising.")) is None
+    assert second_opinion_data(demo_site_data.typed_claims.trace_text("Sea levels are rising.")) is None
