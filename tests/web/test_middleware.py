@@ -167,7 +167,7 @@ def test_a_bug_in_a_route_is_a_500_page_with_the_headers(demo_site_data, monkeyp
         raise ZeroDivisionError("a bug")
 
     app = create_app(site_data=demo_site_data)
-    monkeypatch.setattr(app.state.site.renderer, "live_page", broken)
+    monkeypatch.setattr(app.state.site.renderer, "page", broken)
     with TestClient(app, raise_server_exceptions=False) as client:
         answer = client.get("/live?text=x")
         assert answer.status_code == 500 and answer.headers["content-type"].startswith("text/html")

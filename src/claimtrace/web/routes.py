@@ -117,7 +117,7 @@ def page_response(request: Request, page: Page, data: Any, format: str) -> Respo
     """A page's data drawn by its template, or as JSON (computed afresh: not kept encoded)."""
     if format == "json":
         return json_response(data)
-    return html_response(page.template(_site(request).renderer, data, root_for(request.url.path)))
+    return html_response(_site(request).renderer.page(page, data, root_for(request.url.path)))
 
 
 def answer_page(request: Request, page: Page, asked: Asked) -> Response:
@@ -147,9 +147,7 @@ def answer_claim(request: Request, page: Page, asked: Asked) -> Response:
             if run is not None:
                 return json_response({**result, "run_box": site.site_data.runs.box(run, claim_id)})
             return site.encoded.response(result)
-        if run is not None:
-            return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
-        return html_response(page.template(site.renderer, result, root_for(request.url.path)))
+        return html_response(site.renderer.page(page, result, root_for(request.url.path), run=run))
     finally:
         site.site_data.first_page_served.set()  # the Explore warm-up may start now
 
@@ -175,7 +173,7 @@ def answer_explore(request: Request, page: Page, asked: Asked) -> Response:
     result = with_runs(site.site_data.runs, result)
     if as_json:
         return site.encoded.response(result)
-    return html_response(page.template(site.renderer, result, root_for(request.url.path)))
+    return html_response(site.renderer.page(page, result, root_for(request.url.path)))
 
 
 # -- predictions: a split's, and each scoreboard row's (Explore's downloads) -------------------------
@@ -234,7 +232,7 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
         if kind == "json":
             return json_response(result)
         shown_text = result["claim"]["text"]
-    page = site.renderer.live_page(root_for(request.url.path), result, text=shown_text, error=error)
+    page = site.renderer.page(pages.LIVE, result, root_for(request.url.path), text=shown_text, error=error)
     return html_response(page, status)
 
 
@@ -392,7 +390,7 @@ actions = APIRouter()
 async def live_post(request: Request):
     text, error, status = await read_text(request)
     if error:
-        page = _site(request).renderer.live_page(root_for(request.url.path), None, text="", error=error)
+        page = _site(request).renderer.page(pages.LIVE, None, root_for(request.url.path), text="", error=error)
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
