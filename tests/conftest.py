@@ -233,7 +233,7 @@ def splits(data_dir):
 
 
 @pytest.fixture(scope="session")
-def web_tracer(demo_build):
+def demo_site_data(demo_build):
     """One SiteData over the demo build, for every web test: it caches what it computes."""
     from claimtrace.web.site_data import SiteData
 
@@ -241,18 +241,18 @@ def web_tracer(demo_build):
 
 
 @pytest.fixture(scope="session")
-def web_client(web_tracer):
+def web_client(demo_site_data):
     """A FastAPI TestClient of the site over the demo build."""
     from fastapi.testclient import TestClient
 
     from claimtrace.web.app import create_app
 
-    with TestClient(create_app(site_data=web_tracer)) as client:
+    with TestClient(create_app(site_data=demo_site_data)) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
-def web_server(web_tracer):
+def web_server(demo_site_data):
     """The site served by uvicorn in a thread on 127.0.0.1 and a free port; its base URL.
     Stopped at the end of the session."""
     import socket
@@ -268,7 +268,7 @@ def web_server(web_tracer):
         port = probe.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(site_data=web_tracer), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+            create_app(site_data=demo_site_data), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
         )
     )
     thread = threading.Thread(target=server.run, name="claimtrace-test-server", daemon=True)

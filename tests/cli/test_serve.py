@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from claimtrace.cli.main import main
 
 
-def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, web_tracer, monkeypatch):
+def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, demo_site_data, monkeypatch):
     import claimtrace.web.site as site
 
-    monkeypatch.setattr(site, "SiteData", lambda *args, **kwargs: web_tracer)  # reuse what is loaded
+    monkeypatch.setattr(site, "SiteData", lambda *args, **kwargs: demo_site_data)  # reuse what is loaded
     runner = CliRunner()
     for command in ("serve", "site"):
         result = runner.invoke(main, [command, "--help"])

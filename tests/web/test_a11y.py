@@ -79,11 +79,11 @@ def test_axe_finds_nothing_on_more_served_pages(browser, web_server, axe_source,
 
 
 @pytest.fixture(scope="module")
-def exported(web_tracer, tmp_path_factory) -> Path:
+def exported(demo_site_data, tmp_path_factory) -> Path:
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("dev", "test"), only=("claim-871",))
+    write_site(None, out, site_data=demo_site_data, splits=("dev", "test"), only=("claim-871",))
     return out
 
 

@@ -26,14 +26,15 @@ from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import ASSETS, LLM_SCRIPTS, STATIC
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.workdir.reader import BuildReader
 
 STAGES = ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict")
 
 
-def _first(web_tracer, split, predicate):
-    records = web_tracer.build.retrieval(split)
+def _first(demo_site_data, split, predicate):
+    records = demo_site_data.build.retrieval(split)
     return next(cid for cid, record in records.items() if predicate(record))
 
 
@@ -88,9 +89,9 @@ def test_every_route_answers(web_client, path, kind):
         assert isinstance(response.json(), dict)
 
 
-def test_front_page_tells_every_stage_of_claim_752(web_client, web_tracer):
+def test_front_page_tells_every_stage_of_claim_752(web_client, demo_site_data):
     page = web_client.get("/").text
-    claim = web_tracer.claims("dev")[WALKTHROUGH_CLAIM]
+    claim = demo_site_data.claims("dev")[WALKTHROUGH_CLAIM]
     assert "South Australia] has the most expensive electricity in the world" in page
     for stage in STAGES:
         assert f'id="{stage}"' in page
@@ -121,9 +122,9 @@ def test_pages_link_relatively_and_to_html_files(web_client):
 # --- the claim trace against the stage functions ----------------------------------------------------
 
 
-def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_tracer, demo_build):
+def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, demo_site_data, demo_build):
     t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
-    claim = web_tracer.claims("dev")[WALKTHROUGH_CLAIM]
+    claim = demo_site_data.claims("dev")[WALKTHROUGH_CLAIM]
     assert set(t) >= {"claim", "build", "preprocess", "tagging", "vectorisation", "retrieval", "classifier", "notes"}
     assert t["claim"] == {
         "kind": "claim",
@@ -194,7 +195,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, web_trac
     assert c["architecture"]["embedding"] == 256 and c["architecture"]["layers"] == 6
 
 
-def test_classifier_section_shows_the_builds_model_input_and_verdicts(web_tracer, demo_build):
+def test_classifier_section_shows_the_builds_model_input_and_verdicts(demo_site_data, demo_build):
     """The walkthrough's classifier section against what the build stored, read from its files:
     the model input (classifier/inputs/dev-retrieved.npz), the vocabulary's tokens of those ids,
     the exact table's logits of them, and the stored verdicts and notebook logits."""
@@ -202,7 +203,7 @@ def test_classifier_section_shows_the_builds_model_input_and_verdicts(web_tracer
     classifier = demo_build.classifier()
     stored = json.loads(demo_build.work.verdicts("dev").read_text(encoding="utf-8"))
     for claim_id in (WALKTHROUGH_CLAIM, list(demo_build.claims("dev"))[20]):
-        got = web_tracer.trace(claim_id)["classifier"]
+        got = demo_site_data.trace(claim_id)["classifier"]
         ids = encoded.input_ids[encoded.claim_ids.index(claim_id)]
         assert got["input_ids"] == ids.tolist()
         assert got["text"] == encoded.texts[encoded.claim_ids.index(claim_id)]
@@ -215,8 +216,8 @@ def test_classifier_section_shows_the_builds_model_input_and_verdicts(web_tracer
         assert got["notebook"]["verdict"] == retrieved["notebook"]["verdict"]
 
 
-def test_a_fallback_claim_says_so(web_client, web_tracer):
-    claim_id = _first(web_tracer, "dev", lambda r: r["fallback"])
+def test_a_fallback_claim_says_so(web_client, demo_site_data):
+    claim_id = _first(demo_site_data, "dev", lambda r: r["fallback"])
     t = web_client.get(f"/claim/{claim_id}.json").json()
     assert t["retrieval"]["fallback"] and t["retrieval"]["passed"] == 0 and t["retrieval"]["passed_rows"] == []
     assert len(t["retrieval"]["evidences"]) == constants.MAX_EVIDENCES
@@ -224,14 +225,14 @@ def test_a_fallback_claim_says_so(web_client, web_tracer):
     assert "nothing passed" in page and "the fallback applied" in page
 
 
-def test_train_and_test_claims_have_pages(web_client, web_tracer):
-    test_id = list(web_tracer.claims("test"))[3]
+def test_train_and_test_claims_have_pages(web_client, demo_site_data):
+    test_id = list(demo_site_data.claims("test"))[3]
     t = web_client.get(f"/claim/{test_id}.json").json()
     assert t["claim"]["split"] == "test" and t["claim"]["label"] is None and t["retrieval"]["scores"] is None
     assert t["classifier"]["gold_evidence"] is None and t["classifier"]["notebook"]["verdict"] in constants.LABELS
     page = web_client.get(f"/claim/{test_id}.html").text
     assert "unlabelled (test)" in page and "Test claims have no gold list" in page
-    train_id = list(web_tracer.claims("train"))[17]
+    train_id = list(demo_site_data.claims("train"))[17]
     t = web_client.get(f"/claim/{train_id}.json").json()
     assert t["claim"]["split"] == "train" and t["classifier"]["notebook"]["batch"] == 1
 
@@ -251,9 +252,9 @@ def test_a_build_missing_its_retrieval_names_the_file(tmp_path, demo_build):
 # --- explore ------------------------------------------------------------------------------------
 
 
-def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
+def test_explore_dev_shape_and_accuracy_tables(web_client, demo_site_data):
     x = web_client.get("/explore/dev.json").json()
-    claims = web_tracer.claims("dev")
+    claims = demo_site_data.claims("dev")
     assert x["split"] == "dev" and x["labelled"] and len(x["claims"]) == len(claims) == 154
     assert [row["id"] for row in x["claims"]] == list(claims)
     for source in ("gold", "retrieved"):
@@ -265,7 +266,7 @@ def test_explore_dev_shape_and_accuracy_tables(web_client, web_tracer):
             assert cell["correct"] == sum(row[source][protocol] == row["label"] for row in x["claims"])
     row = x["claims"][0]
     assert set(row) >= {"id", "position", "text", "label", "fallback", "passed", "F", "gold", "retrieved"}
-    page = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]
+    page = demo_site_data.trace(WALKTHROUGH_CLAIM)["classifier"]
     assert row["retrieved"] == {"alone": page["alone"]["verdict"], "notebook": page["notebook"]["verdict"]}
     assert x["fallbacks"] == sum(r["fallback"] for r in x["claims"])
     assert set(x["course_scores"]) == set(constants.PROTOCOLS)
@@ -288,10 +289,10 @@ def test_explore_test_split_is_unlabelled(web_client):
     assert "unlabelled" in web_client.get("/explore/test.html").text
 
 
-def test_a_split_still_computing_answers_202_not_a_wait(web_tracer):
+def test_a_split_still_computing_answers_202_not_a_wait(demo_site_data):
     """Explore of a split whose notebook protocol is not computed yet answers at once."""
     release = threading.Event()
-    site_data = SiteData(web_tracer.build)
+    site_data = SiteData(demo_site_data.build)
 
     def slow_explore(split):
         release.wait(10)
@@ -467,9 +468,9 @@ def test_concurrent_requests_do_not_interfere(web_client):
 # --- the table ------------------------------------------------------------------------------------
 
 
-def test_table_json_is_the_exact_table_in_float32(web_client, web_tracer):
+def test_table_json_is_the_exact_table_in_float32(web_client, demo_site_data):
     table = web_client.get("/api/table.json").json()
-    classifier = web_tracer.build.classifier()
+    classifier = demo_site_data.build.classifier()
     g = np.frombuffer(base64.b64decode(table["g"]), dtype="<f4").reshape(table["shape"])
     assert g.shape == (constants.VOCAB_SIZE, 4) and g.nbytes == table["g_float32_bytes"] == 94_176
     assert np.array_equal(g, classifier.table.g.astype(np.float32))
@@ -542,7 +543,7 @@ def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_pa
 # --- the course's figures beside the build's (claimtrace.course) ----------------------------------
 
 
-def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tracer):
+def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, demo_site_data):
     from claimtrace import course
 
     t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
@@ -571,8 +572,8 @@ def test_claim_752_shows_the_course_figures_beside_the_builds(web_client, web_tr
     assert "should coincide" in course.corpus_note({"kind": "evidence", "md5": constants.EVIDENCE_MD5})["note"]
 
 
-def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_client, web_tracer):
-    build = web_tracer.build
+def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_client, demo_site_data):
+    build = demo_site_data.build
     retriever = build.retriever()
     seen_rules = set()
     for claim_id in ("claim-375", WALKTHROUGH_CLAIM, *list(build.claims("dev"))[:40]):
@@ -607,8 +608,8 @@ def test_every_missed_gold_passage_is_listed_with_the_rule_that_stopped_it(web_c
         assert f'data-id="{row["id"]}" data-stopped-by="{row["stopped_by"]}"' in page
 
 
-def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(web_client, web_tracer):
-    retriever = web_tracer.build.retriever()
+def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(web_client, demo_site_data):
+    retriever = demo_site_data.build.retriever()
     t = web_client.get("/claim/claim-375.json").json()
     p = t["vectorisation"]["passage"]
     assert len(p["tag_terms"]) == p["passage_tag_count"] == len(set(p["tags"]))
@@ -626,8 +627,8 @@ def test_vectorisation_lists_every_tag_and_marks_those_outside_the_vocabulary(we
     assert f"{p['shared']} ÷ min({p['claim_tag_count']}, {p['passage_tag_count']})" in section
 
 
-def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, web_tracer):
-    whole = web_tracer.build.classifier_summary()["table_vs_torch"]
+def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, demo_site_data):
+    whole = demo_site_data.build.classifier_summary()["table_vs_torch"]
     t = web_client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
     assert t["classifier"]["table_vs_torch"] == whole
     assert t["classifier"]["course"]["table_vs_torch"]["course"] == 7.7e-7
@@ -635,7 +636,7 @@ def test_the_whole_table_agreement_is_shown_beside_the_claims(web_client, web_tr
     assert f"{whole['max_abs_diff_float32']:.1e} over all 5,886 rows × 4 labels" in page
 
 
-def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_client, web_tracer):
+def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_client, demo_site_data):
     from claimtrace import course
 
     x = web_client.get("/explore/dev.json").json()
@@ -660,10 +661,10 @@ def test_explore_puts_table_2_and_the_course_accuracies_beside_the_builds(web_cl
 # --- shareable state, downloads and small wording -----------------------------------------------
 
 
-def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, web_tracer, data_dir):
+def test_explore_offers_the_builds_predictions_in_the_course_shape(web_client, demo_site_data, data_dir):
     """Each split's download, against independent facts: the course file's claims (in file
     order), the build's retrieval records and its stored verdicts (read from their files)."""
-    work = web_tracer.build.work
+    work = demo_site_data.build.work
     for split in constants.SPLITS:
         answer = web_client.get(f"/predictions/{split}.json")
         assert answer.status_code == 200
@@ -763,12 +764,12 @@ def test_prerender_keeps_every_claim_page_whole(demo_build, monkeypatch):
     assert app.state.warmth == {"claim_pages_prerendered": 9, "claim_pages": 9, "warm": True, "typed_ready": True}
     kept = dict(app.state.warmth)
     asked = []
-    original = site_data.trace
-    monkeypatch.setattr(site_data, "trace", lambda cid: asked.append(cid) or original(cid))
+    original = site_data._traces.get  # where SiteData.trace, the claim pages' data, looks first
+    monkeypatch.setattr(site_data._traces, "get", lambda cid: asked.append(cid) or original(cid))
     with TestClient(app) as client:
         claim_id = next(iter(few["dev"]))
         page = client.get(f"/claim/{claim_id}.html")
         assert page.status_code == 200 and asked == []
         assert client.get("/api/build.json").json()["server"] == {**kept, "process": os.getpid()}
     fresh = TestClient(create_app(site_data=site_data)).get(f"/claim/{claim_id}.html")  # rendered on request
-    assert fresh.content == page.content
+    assert fresh.content == page.content and claim_id in asked

@@ -53,7 +53,7 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
 
 
-def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
+def test_walkthrough_explore_and_another_claim(page, web_server, demo_site_data):
     page.goto(web_server + "/", wait_until="load")
     assert "most expensive electricity" in page.locator("h1").inner_text()
     for stage in ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict"):
@@ -70,7 +70,7 @@ def test_walkthrough_explore_and_another_claim(page, web_server, web_tracer):
 
     # filters and sorting run in the page, over every claim; a page of 100 rows is drawn
     page.select_option("#f-fallback", "yes")
-    fallbacks = sum(r["fallback"] for r in web_tracer.build.retrieval("dev").values())
+    fallbacks = sum(r["fallback"] for r in demo_site_data.build.retrieval("dev").values())
     assert page.locator("#claims-table tbody tr").count() == min(fallbacks, 100)
     assert page.locator("#f-count").inner_text().startswith(f"{fallbacks} of 154")
     assert all(r.get_attribute("data-fallback") == "yes" for r in rows.all())
@@ -116,10 +116,10 @@ def _verdict_changer(site_data) -> str:
     pytest.fail("no single word changes claim-752's verdict with this checkpoint")
 
 
-def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_tracer):
+def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, demo_site_data):
     page.goto(web_server + "/live.html", wait_until="load")
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
-    server = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]
+    server = demo_site_data.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]
     shown = page.locator("#editor-out .verdict").first.inner_text()
     assert shown == server["verdict"]
     computed = page.evaluate("window.claimtrace.recompute()")
@@ -128,7 +128,7 @@ def test_live_editing_changes_the_verdict_in_the_browser(page, web_server, web_t
 
     requests = []
     page.on("request", lambda request: requests.append(request.url))
-    changer = _verdict_changer(web_tracer)
+    changer = _verdict_changer(demo_site_data)
     page.fill("#model-input", changer)
     new = page.locator("#editor-out .verdict").first.inner_text()
     assert new != server["verdict"] and new in LABELS
@@ -158,14 +158,14 @@ _COMPUTE_EVERY_CLAIM = """async (claims) => {
 }"""
 
 
-def test_the_pages_compute_gives_explain_inputs_numbers(page, web_server, web_tracer):
+def test_the_pages_compute_gives_explain_inputs_numbers(page, web_server, demo_site_data):
     """The editor's arithmetic (compute, app-table.js) run in the page over every dev claim's
     128 ids: explain_input's logits, every token's, the padding's and the words' shares within
     1e-6 (the page sums the float32 table in float64, the server the float64 table) and its
     verdicts exactly."""
     from claimtrace.explain.verdict import explain_input
 
-    build = web_tracer.build
+    build = demo_site_data.build
     classifier, encoded, verdicts = build.classifier(), build.inputs("dev", "retrieved"), build.verdicts("dev")
     claims = [{"ids": ids.tolist(), "text": text} for ids, text in zip(encoded.input_ids, encoded.texts, strict=True)]
     page.goto(web_server + "/live.html", wait_until="load")
@@ -216,13 +216,13 @@ def test_unknown_claim_page_in_the_browser(page, web_server):
     assert all("404" in problem for problem in page.problems), page.problems
 
 
-def test_static_site_works_from_files(page, web_tracer, tmp_path):
+def test_static_site_works_from_files(page, demo_site_data, tmp_path):
     """`claimtrace site` output opened straight from disk (file://): relative links, the
     editor working from the table embedded in live.html."""
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, site_data=web_tracer, splits=("dev",), limit=3)
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), limit=3)
     page.goto((out / "index.html").as_uri())
     assert "most expensive electricity" in page.locator("h1").inner_text()
     page.click("header nav >> text=Explore")
@@ -235,18 +235,18 @@ def test_static_site_works_from_files(page, web_tracer, tmp_path):
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     assert page.locator("#claim-text").is_disabled() and "needs the server" in page.locator(".live-head").inner_text()
     before = page.locator("#editor-out .verdict").first.inner_text()
-    page.fill("#model-input", _verdict_changer(web_tracer))
+    page.fill("#model-input", _verdict_changer(demo_site_data))
     assert page.locator("#editor-out .verdict").first.inner_text() != before
     _shot(page, "static-live")
     assert not page.problems, page.problems
 
 
-def test_course_figures_beside_the_builds_on_claim_752(page, web_server, web_tracer):
+def test_course_figures_beside_the_builds_on_claim_752(page, web_server, demo_site_data):
     page.goto(web_server + "/", wait_until="load")
     pairs = page.locator("section#filter .vs")
     assert pairs.count() >= 3
     texts = [pairs.nth(i).inner_text() for i in range(pairs.count())]
-    passed = web_tracer.trace(WALKTHROUGH_CLAIM)["retrieval"]["passed"]
+    passed = demo_site_data.trace(WALKTHROUGH_CLAIM)["retrieval"]["passed"]
     assert any("course run 8" in t and f"this build {passed}" in t for t in texts), texts
     assert page.locator("section#input .vs").first.inner_text().startswith("course run 37")
     assert "course run 167,592" in page.locator("section#tags .quirk").inner_text()
@@ -260,9 +260,9 @@ def test_course_figures_beside_the_builds_on_claim_752(page, web_server, web_tra
     assert not page.problems, page.problems
 
 
-def test_missed_gold_rows_on_claim_375(page, web_server, web_tracer):
+def test_missed_gold_rows_on_claim_375(page, web_server, demo_site_data):
     page.goto(web_server + "/claim/claim-375.html", wait_until="load")
-    missed = web_tracer.trace("claim-375")["retrieval"]["missed_gold"]
+    missed = demo_site_data.trace("claim-375")["retrieval"]["missed_gold"]
     rows = page.locator("#missed-gold tbody tr")
     assert rows.count() == len(missed) > 0
     for i, row in enumerate(missed):
@@ -293,7 +293,7 @@ def test_nothing_scrolls_sideways_at_390_px(browser, web_server, path):
         context.close()
 
 
-def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path):
+def test_static_export_walked_link_by_link_from_files(page, demo_site_data, tmp_path):
     """A `--limit` export from file://: every link of every page reached from the front page
     leads to a written file (links to what was not exported are disabled and marked), and the
     live page shows a non-default claim's own model input and verdict."""
@@ -302,7 +302,7 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, site_data=web_tracer, limit=2)
+    write_site(None, out, site_data=demo_site_data, limit=2)
     start = (out / "index.html").as_uri()
     seen, queue = {start}, [start]
     while queue:
@@ -326,13 +326,13 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
         if "/claim/" in url:  # the verdict's charts, drawn from static/table.js
             page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
             claim_id = Path(urlparse(url).path).stem
-            real = web_tracer.trace(claim_id)["classifier"]["real_tokens"]
+            real = demo_site_data.trace(claim_id)["classifier"]["real_tokens"]
             assert page.locator("#static-charts-out table.chart.tokens tbody tr").count() >= real
             # the charts carry no verdict line of their own (section 9 gives it, per protocol)
             assert page.locator("#static-charts-out .verdict").count() == 0
             assert (
                 page.locator("#static-charts-out table.chart.sum tr.win th").inner_text()
-                == (web_tracer.trace(claim_id)["classifier"]["alone"]["verdict"])
+                == (demo_site_data.trace(claim_id)["classifier"]["alone"]["verdict"])
             )
     written = {p.as_uri() for p in out.rglob("*.html")}
     assert seen == written - {(out / "404.html").as_uri()}, written - seen
@@ -340,9 +340,9 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     claim_id = next(
         p.stem
         for p in sorted((out / "claim").glob("*.html"))
-        if p.stem != WALKTHROUGH_CLAIM and p.stem in web_tracer.claims("train")
+        if p.stem != WALKTHROUGH_CLAIM and p.stem in demo_site_data.claims("train")
     )
-    trace = web_tracer.trace(claim_id)
+    trace = demo_site_data.trace(claim_id)
     page.goto((out / "live.html").as_uri() + f"?claim={claim_id}")
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     assert page.locator("#model-input").input_value() == trace["classifier"]["text"]
@@ -355,14 +355,14 @@ def test_static_export_walked_link_by_link_from_files(page, web_tracer, tmp_path
     assert not page.problems, page.problems
 
 
-def test_static_claim_page_shows_what_the_servers_shows(page, web_server, web_tracer, tmp_path):
+def test_static_claim_page_shows_what_the_servers_shows(page, web_server, demo_site_data, tmp_path):
     """A static claim page from file:// (its repeated parts put back from static/shared-dev.js,
     its model input written from the table) shows the server's text, stage by stage."""
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, site_data=web_tracer, splits=("dev",), limit=3)
-    assert list(web_tracer.claims("dev"))[:2] == [WALKTHROUGH_CLAIM, "claim-375"]
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), limit=3)
+    assert list(demo_site_data.claims("dev"))[:2] == [WALKTHROUGH_CLAIM, "claim-375"]
     parts = [
         "header.top",
         ".claim-head h1",
@@ -404,7 +404,7 @@ def test_explore_filters_and_sort_live_in_the_url(page, web_server):
     assert not page.problems, page.problems
 
 
-def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server, web_tracer):
+def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server, demo_site_data):
     """The claim form is a GET: after tracing, the address bar traces the same text again on
     reload. While the box holds another text, the results below are marked stale; the editor's
     live region announces one line, not the tables."""
@@ -413,7 +413,7 @@ def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     summary = page.locator("#editor-summary")
     assert summary.get_attribute("aria-live") == "polite" and page.locator("#editor-out[aria-live]").count() == 0
-    verdict = web_tracer.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
+    verdict = demo_site_data.trace(WALKTHROUGH_CLAIM)["classifier"]["alone"]["verdict"]
     assert summary.inner_text().startswith(f"Claim alone: {verdict}") and "\n" not in summary.inner_text()
     assert page.locator("#stale-note").is_hidden() and page.locator("#live-trace[data-stale]").count() == 0
     page.fill("#claim-text", text)

@@ -183,11 +183,11 @@ def test_every_bar_of_the_live_editor_is_drawn_to_scale(viewport_page, web_serve
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_bar_of_the_static_export_is_drawn_to_scale(viewport_page, web_tracer, tmp_path_factory, width):
+def test_every_bar_of_the_static_export_is_drawn_to_scale(viewport_page, demo_site_data, tmp_path_factory, width):
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("dev",), only=CLAIMS)
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), only=CLAIMS)
     page = viewport_page(width)
     for claim_id in CLAIMS:
         page.goto((out / "claim" / f"{claim_id}.html").as_uri(), wait_until="load")
@@ -215,13 +215,13 @@ SECTIONS = [
 ]
 
 
-def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_server, web_tracer, tmp_path_factory):
+def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_server, demo_site_data, tmp_path_factory):
     """The served page and the exported page of a claim, section by section, the verdict's
     charts (drawn by the server's templates on one, by app.js on the other) included."""
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("dev",), only=CLAIMS)
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), only=CLAIMS)
     page = viewport_page(1280)
 
     def texts() -> dict[str, str]:
@@ -243,14 +243,14 @@ def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_se
 MAX_EXPLORE_BYTES, MAX_EXPLORE_ELEMENTS = 300_000, 4_000
 
 
-def test_explore_train_is_light_served_and_exported(viewport_page, web_server, web_tracer, tmp_path_factory):
+def test_explore_train_is_light_served_and_exported(viewport_page, web_server, demo_site_data, tmp_path_factory):
     """/explore/train.html (1,228 claims): under 300 KB of HTML and 4,000 elements, with the
     filters, the sort, the pages and the URL state working over every claim."""
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("train",), limit=1)
-    fallbacks = sum(r["fallback"] for r in web_tracer.build.retrieval("train").values())
+    write_site(None, out, site_data=demo_site_data, splits=("train",), limit=1)
+    fallbacks = sum(r["fallback"] for r in demo_site_data.build.retrieval("train").values())
     page = viewport_page(1280)
     for url in (f"{web_server}/explore/train.html", (out / "explore" / "train.html").as_uri()):
         response = page.goto(url, wait_until="load")
@@ -276,10 +276,10 @@ def test_explore_train_is_light_served_and_exported(viewport_page, web_server, w
     assert not page.problems, page.problems
 
 
-def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, web_tracer):
+def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, demo_site_data):
     """Explore's scoreboard: one column per choice; a head sorts the rows (a second click
     reverses); its chart has a bar per row and metric."""
-    board = web_tracer.explore("dev")["scoreboard"]["rows"]
+    board = demo_site_data.explore("dev")["scoreboard"]["rows"]
     page = viewport_page(1280)
     page.goto(f"{web_server}/explore/dev.html", wait_until="load")
     table = page.locator("#scoreboard-table")
@@ -294,7 +294,7 @@ def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, web_trace
     table.locator("thead th", has_text="retrieval").click()
     names = table.locator("tbody tr th").all_inner_texts()
     assert names == sorted(names)
-    baselines = web_tracer.explore("dev")["scoreboard"]["baselines"]  # drawn below the rows
+    baselines = demo_site_data.explore("dev")["scoreboard"]["baselines"]  # drawn below the rows
     assert page.locator("svg.picture.scores rect").count() == 3 * (len(board) + len(baselines))
     page.locator("#scoreboard").scroll_into_view_if_needed()
     assert not page.problems, page.problems
@@ -311,22 +311,24 @@ MEASURE_SCORE_BARS = """() => Array.from(document.querySelectorAll('svg.picture.
 })"""
 
 
-def _explore_dev_pages(web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
+def _explore_dev_pages(web_server, demo_site_data, tmp_path_factory) -> dict[str, str]:
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("dev",), only=("claim-871",))
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), only=("claim-871",))
     return {"served": f"{web_server}/explore/dev.html", "exported": (out / "explore" / "dev.html").as_uri()}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_explores_whiskers_and_bars_are_drawn_to_scale(viewport_page, web_server, web_tracer, tmp_path_factory, width):
+def test_explores_whiskers_and_bars_are_drawn_to_scale(
+    viewport_page, web_server, demo_site_data, tmp_path_factory, width
+):
     """Explore's dev page, served and exported, at 1280 and 390 px: every whisker of the
     scoreboard chart (its rows and its baselines) and of the accuracy chart measured against its
     bounds, and every scoreboard bar as long as its value on its panel's scale."""
-    board = web_tracer.explore("dev")["scoreboard"]
+    board = demo_site_data.explore("dev")["scoreboard"]
     page = viewport_page(width)
-    for kind, url in _explore_dev_pages(web_server, web_tracer, tmp_path_factory).items():
+    for kind, url in _explore_dev_pages(web_server, demo_site_data, tmp_path_factory).items():
         page.goto(url, wait_until="load")
         where = f"{kind} Explore dev at {width} px"
         shown = len(board["rows"]) + len(board["baselines"])
@@ -343,14 +345,14 @@ def test_explores_whiskers_and_bars_are_drawn_to_scale(viewport_page, web_server
 
 
 def test_explores_interval_sections_say_the_same_words_served_and_exported(
-    viewport_page, web_server, web_tracer, tmp_path_factory
+    viewport_page, web_server, demo_site_data, tmp_path_factory
 ):
     """The accuracy section and the scoreboard, with their intervals and tests, in the same words
     on the served page and the exported one; the scoreboard still sorts, its baselines staying
     below the rows."""
     page = viewport_page(1280)
     texts = {}
-    for kind, url in _explore_dev_pages(web_server, web_tracer, tmp_path_factory).items():
+    for kind, url in _explore_dev_pages(web_server, demo_site_data, tmp_path_factory).items():
         page.goto(url, wait_until="load")
         texts[kind] = {selector: page.locator(selector).inner_text() for selector in ("#accuracy", "#scoreboard")}
         assert (
@@ -361,7 +363,7 @@ def test_explores_interval_sections_say_the_same_words_served_and_exported(
         table.locator("thead th", has_text="HM").click()
         table.locator("thead th", has_text="HM").click()  # descending
         first = table.locator("tbody tr").first.get_attribute("data-row")
-        assert first == max(web_tracer.explore("dev")["scoreboard"]["rows"], key=lambda r: r["HM"])["name"]
+        assert first == max(demo_site_data.explore("dev")["scoreboard"]["rows"], key=lambda r: r["HM"])["name"]
         assert table.locator("tfoot tr.baseline").count() == 3
     assert texts["exported"] == texts["served"]
     assert not page.problems, page.problems

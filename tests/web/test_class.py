@@ -65,22 +65,22 @@ def class_folder(tmp_path_factory, data_dir, demo_build) -> Path:
 
 
 @pytest.fixture(scope="module")
-def class_tracer(demo_build, class_folder):
+def class_site_data(demo_build, class_folder):
     site_data = SiteData(demo_build)
     site_data.runs.give_all([(str(class_folder), None)])
     return site_data
 
 
 @pytest.fixture(scope="module")
-def class_client(class_tracer):
+def class_client(class_site_data):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(site_data=class_tracer)) as client:
+    with TestClient(create_app(site_data=class_site_data)) as client:
         yield client
 
 
-def test_a_class_folder_gives_every_file_it_can_and_sets_aside_the_rest(class_tracer):
-    runs = class_tracer.runs
+def test_a_class_folder_gives_every_file_it_can_and_sets_aside_the_rest(class_site_data):
+    runs = class_site_data.runs
     assert sorted((run.name, run.split) for run in runs.all()) == [
         ("alice", "dev"),
         ("bob", "dev"),
@@ -145,13 +145,13 @@ def test_the_class_page_counts_equal_a_direct_count_from_the_files(class_client,
         assert f'data-code="{finding["code"]}"' in html
 
 
-def test_the_class_page_is_computed_once_per_set_of_runs(class_tracer, data_dir, monkeypatch):
+def test_the_class_page_is_computed_once_per_set_of_runs(class_site_data, data_dir, monkeypatch):
     from claimtrace.web import runs as web_runs
 
     calls = []
     real = web_runs.class_page
     monkeypatch.setattr(web_runs, "class_page", lambda *a, **k: calls.append(1) or real(*a, **k))
-    runs = class_tracer.runs
+    runs = class_site_data.runs
     runs._class_page = None
     first = runs.class_view()
     assert runs.class_view() is first and len(calls) == 1
@@ -163,9 +163,9 @@ def test_the_class_page_is_computed_once_per_set_of_runs(class_tracer, data_dir,
     assert len(calls) == 2 and again["totals"]["runs"] == 4
 
 
-def test_no_page_of_the_class_answers_500(class_client, class_tracer):
+def test_no_page_of_the_class_answers_500(class_client, class_site_data):
     paths = ["/compare/", "/compare/index.html", "/compare/index.json", "/compare/class.html", "/compare/class.json"]
-    for run in class_tracer.runs.all():
+    for run in class_site_data.runs.all():
         paths += [f"/compare/{run.digest}.html", f"/compare/{run.digest}.json"]
         paths += [f"/claim/claim-752.html?run={run.digest}"]
     for path in paths:
@@ -191,10 +191,10 @@ def _main_words(html: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", main).split())
 
 
-def test_the_export_writes_the_class_page_with_the_same_words(class_tracer, class_client, tmp_path):
+def test_the_export_writes_the_class_page_with_the_same_words(class_site_data, class_client, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, splits=["dev"], site_data=class_tracer, limit=2)
+    write_site(None, tmp_path, splits=["dev"], site_data=class_site_data, limit=2)
     exported = (tmp_path / "compare" / "class.html").read_text(encoding="utf-8")
     served = class_client.get("/compare/class.html").text
     assert _main_words(exported) == _main_words(served)
@@ -212,17 +212,17 @@ def test_an_export_without_dev_runs_writes_no_class_page(demo_build, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def class_server(class_tracer):
-    with serving(create_app(site_data=class_tracer)) as base:
+def class_server(class_site_data):
+    with serving(create_app(site_data=class_site_data)) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
-def class_export(class_tracer, tmp_path_factory):
+def class_export(class_site_data, tmp_path_factory):
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("class-site")
-    write_site(None, out, splits=["dev"], site_data=class_tracer, limit=2)
+    write_site(None, out, splits=["dev"], site_data=class_site_data, limit=2)
     return out
 
 

@@ -33,9 +33,9 @@ def provider():
 
 
 @pytest.fixture(scope="module")
-def site(web_tracer, provider):
+def site(demo_site_data, provider):
     origin = f"http://127.0.0.1:{provider.port}"
-    with serving(create_app(site_data=web_tracer, llm_origins=(origin,))) as base:
+    with serving(create_app(site_data=demo_site_data, llm_origins=(origin,))) as base:
         yield base
 
 
@@ -83,8 +83,8 @@ def _download(page, button: str) -> bytes:
     return open(info.value.path(), "rb").read()
 
 
-def _labels(web_tracer) -> dict[str, str]:
-    return {cid: c.label for cid, c in web_tracer.build.claims("dev").items()}
+def _labels(demo_site_data) -> dict[str, str]:
+    return {cid: c.label for cid, c in demo_site_data.build.claims("dev").items()}
 
 
 def _run(page, provider) -> str:
@@ -99,11 +99,11 @@ def _run(page, provider) -> str:
     return page.locator("#llm-results").inner_text()
 
 
-def _check_run_file(run: dict, web_tracer) -> dict:
+def _check_run_file(run: dict, demo_site_data) -> dict:
     """The exported run is the protocol's: Python's sample, each answer judged as Python judges
     it, never the key. Its claim entries."""
     meta = run[protocol.RUN_KEY]
-    assert meta["sample"]["claim_ids"] == protocol.sample_ids(_labels(web_tracer), 20, 2024, stratified=True)
+    assert meta["sample"]["claim_ids"] == protocol.sample_ids(_labels(demo_site_data), 20, 2024, stratified=True)
     assert meta["model"] == "stand-in-model" and meta["failed"] == {} and KEY not in json.dumps(run)
     entries = protocol.claim_entries(run)
     assert list(entries) == meta["sample"]["claim_ids"]
@@ -116,12 +116,12 @@ def _check_run_file(run: dict, web_tracer) -> dict:
     return entries
 
 
-def _check_figures(page, run: dict, web_tracer) -> None:
+def _check_figures(page, run: dict, demo_site_data) -> None:
     """The figures shown are claimtrace.evaluation.llm_score's on the same run: every estimate,
     the Wilson intervals, McNemar's test and Cohen's h exactly; the bootstrap intervals come from
     the page's own seeded stream (numpy's PCG64 is not in the browser), so only their estimates."""
     figures = page.evaluate("() => claimtrace.llm.score(claimtrace.state.llm.run, claimtrace.state.llm.data)")
-    build = web_tracer.build
+    build = demo_site_data.build
     claims = build.claims("dev")
     notebook = {cid: v["notebook"] for cid, v in build.verdict_table("dev", "retrieved").items()}
     shown = {cid: r["evidences"] for cid, r in build.retrieval("dev").items()}
@@ -179,7 +179,7 @@ def _import(page, path) -> str:
     return page.locator("#llm-import-status").get_attribute("data-verified")
 
 
-def test_a_stratified_run_paired_exported_and_imported_unchanged(page, site, provider, web_tracer, tmp_path):
+def test_a_stratified_run_paired_exported_and_imported_unchanged(page, site, provider, demo_site_data, tmp_path):
     page.goto(site + "/evaluation.html", wait_until="load")
     assert "0.98/√N" in page.locator("#protocol").inner_text()
     results = _run(page, provider)
@@ -189,8 +189,8 @@ def test_a_stratified_run_paired_exported_and_imported_unchanged(page, site, pro
     asked = [r for r in provider.requests if r["path"].endswith("/chat/completions")]
     assert len(asked) == 21 and all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in asked)
     run_bytes = _download(page, "#llm-export")
-    entries = _check_run_file(json.loads(run_bytes), web_tracer)
-    _check_figures(page, json.loads(run_bytes), web_tracer)
+    entries = _check_run_file(json.loads(run_bytes), demo_site_data)
+    _check_figures(page, json.loads(run_bytes), demo_site_data)
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#results").screenshot(path=str(ARTIFACTS / "evaluation-results-1280.png"))
 
@@ -240,9 +240,9 @@ def test_the_pages_statistics_are_the_evaluation_layers(page, site):
         assert f == pytest.approx(evidence_f(predicted, gold_ids), abs=1e-15)
 
 
-def test_anthropics_wire_format_and_a_wrong_key_failed_not_scored(browser, web_tracer):
+def test_anthropics_wire_format_and_a_wrong_key_failed_not_scored(browser, demo_site_data):
     with FakeProvider("anthropic", expected_key=KEY) as fake:
-        app = create_app(site_data=web_tracer, llm_origins=(fake.anthropic_base_url,))
+        app = create_app(site_data=demo_site_data, llm_origins=(fake.anthropic_base_url,))
         with serving(app) as base:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
@@ -294,7 +294,7 @@ def test_forget_remember_and_the_audit_log(page, site, provider):
     assert not page.problems, page.problems
 
 
-def test_a_second_opinion_beside_the_notebooks_verdict(page, site, provider, web_tracer):
+def test_a_second_opinion_beside_the_notebooks_verdict(page, site, provider, demo_site_data):
     page.goto(site + "/evaluation.html", wait_until="load")
     _set_provider(page, provider.openai_base_url)
     page.goto(site + "/claim/claim-752.html", wait_until="load")
@@ -303,7 +303,7 @@ def test_a_second_opinion_beside_the_notebooks_verdict(page, site, provider, web
     page.click("#second-opinion-ask")
     page.wait_for_selector("#second-opinion-answer .opinion", timeout=30_000)
     said = page.locator("#second-opinion-answer").inner_text()
-    notebook = web_tracer.build.verdict_table("dev", "gold")["claim-752"]["notebook"]
+    notebook = demo_site_data.build.verdict_table("dev", "gold")["claim-752"]["notebook"]
     assert "Generated by stand-in-model" in said and f"batches of 16): {notebook}" in said
     page.select_option("#second-opinion-label", "REFUTES")
     page.click("#second-opinion-edit")
@@ -317,10 +317,10 @@ def test_a_second_opinion_beside_the_notebooks_verdict(page, site, provider, web
         asked
         == last["user"]
         == protocol.user_prompt(
-            web_tracer.build.claims("dev")["claim-752"].text,
+            demo_site_data.build.claims("dev")["claim-752"].text,
             [
-                (pid, web_tracer.build.gold_texts()[pid])
-                for pid in web_tracer.build.claims("dev")["claim-752"].evidences
+                (pid, demo_site_data.build.gold_texts()[pid])
+                for pid in demo_site_data.build.claims("dev")["claim-752"].evidences
             ],
         )
     )

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 
-def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch):
+def test_typed_claims_return_freed_memory_every_so_often(demo_site_data, monkeypatch):
     """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
     (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
     from claimtrace.web import memory
-    from claimtrace.web import site_data as site_data_module
+    from claimtrace.web import typed_claims as typed_claims_module
 
+    typed_claims = demo_site_data.typed_claims
     released = []
-    monkeypatch.setattr(site_data_module, "release_memory", lambda: released.append(1))
-    monkeypatch.setattr(web_tracer, "release_every", 3)
+    monkeypatch.setattr(typed_claims_module, "release_memory", lambda: released.append(1))
+    monkeypatch.setattr(typed_claims, "release_every", 3)
     for i in range(7):
-        web_tracer.trace_text(f"sea level rising {i}")
+        typed_claims.trace_text(f"sea level rising {i}")
     assert len(released) in (2, 3)  # the count started wherever earlier tests left it
-    monkeypatch.setattr(web_tracer, "release_every", 0)  # a typed-claims process: it returns memory itself
+    monkeypatch.setattr(typed_claims, "release_every", 0)  # a typed-claims process: it returns memory itself
     for i in range(7):
-        web_tracer.trace_text_json(f"sea level falling {i}")
+        typed_claims.trace_text_json(f"sea level falling {i}")
     assert len(released) in (2, 3)
     assert memory.limit_malloc_arenas(2) in (True, False)
     memory.release_memory()  # the real call: harmless, and under 1 ms

@@ -79,10 +79,10 @@ def test_the_loopback_hosts_are_answered(web_client, host):
     assert web_client.get("/api/build.json", headers={"host": host}).status_code == 200
 
 
-def test_build_json_shows_no_absolute_path(web_client, web_tracer):
+def test_build_json_shows_no_absolute_path(web_client, demo_site_data):
     text = web_client.get("/api/build.json").text
-    root = str(web_tracer.build.root.resolve())
-    assert root not in text and str(web_tracer.build.root) not in text
+    root = str(demo_site_data.build.root.resolve())
+    assert root not in text and str(demo_site_data.build.root) not in text
     assert '"workdir":"."' in text
 
 
@@ -110,10 +110,10 @@ def test_a_damaged_build_file_is_a_503_naming_it(demo_build, tmp_path):
 # --- answers kept ----------------------------------------------------------------------------------
 
 
-def test_a_page_already_served_is_answered_without_the_tracer(web_tracer):
+def test_a_page_already_served_is_answered_without_the_site_data(demo_site_data):
     """A walkthrough page, once served, is answered from its copy (under load it stays instant
     while new traces wait); an answer that is not a 200 is never kept."""
-    app = create_app(site_data=SiteData(web_tracer.build))
+    app = create_app(site_data=SiteData(demo_site_data.build))
     with TestClient(app) as client:
         first = client.get("/claim/claim-752.json")
         assert client.get("/claim/claim-9999.json").status_code == 404
@@ -162,12 +162,12 @@ def test_a_flipped_byte_in_the_passage_store_is_a_503_not_a_500(demo_build, tmp_
             assert answer.headers["x-content-type-options"] == "nosniff"
 
 
-def test_a_bug_in_a_route_is_a_500_page_with_the_headers(web_tracer, monkeypatch):
+def test_a_bug_in_a_route_is_a_500_page_with_the_headers(demo_site_data, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    app = create_app(site_data=web_tracer)
-    monkeypatch.setattr(app.state.site.renderer, "live_page", broken)
+    app = create_app(site_data=demo_site_data)
+    monkeypatch.setattr(app.state.site.renderer, "page", broken)
     with TestClient(app, raise_server_exceptions=False) as client:
         answer = client.get("/live?text=x")
         assert answer.status_code == 500 and answer.headers["content-type"].startswith("text/html")

@@ -34,8 +34,8 @@ OTHER_PATHS = [
 
 
 @pytest.fixture(scope="module")
-def told(web_tracer):
-    return TestClient(create_app(site_data=web_tracer, llm_origins=(origin_of(LOCAL + "/v1"),)))
+def told(demo_site_data):
+    return TestClient(create_app(site_data=demo_site_data, llm_origins=(origin_of(LOCAL + "/v1"),)))
 
 
 def _connect(csp: str) -> list[str]:
@@ -65,8 +65,8 @@ def test_an_origin_is_an_http_urls_scheme_host_and_port():
             origin_of(bad)
 
 
-def test_the_export_carries_the_same_policy_as_a_meta(web_tracer, tmp_path):
-    write_site(None, tmp_path, site_data=web_tracer, splits=["dev"], only=["claim-752"], llm_origins=(LOCAL,))
+def test_the_export_carries_the_same_policy_as_a_meta(demo_site_data, tmp_path):
+    write_site(None, tmp_path, site_data=demo_site_data, splits=["dev"], only=["claim-752"], llm_origins=(LOCAL,))
     meta = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">')
     evaluation = meta.search((tmp_path / "evaluation.html").read_text()).group(1)
     assert evaluation == policy((LOCAL,), meta=True) and "frame-ancestors" not in evaluation

@@ -32,11 +32,11 @@ MEASURE_POINTS = """() => Array.from(document.querySelectorAll('svg.picture.swee
 
 
 @pytest.fixture(scope="module")
-def addresses(web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
+def addresses(web_server, demo_site_data, tmp_path_factory) -> dict[str, str]:
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
-    write_site(None, out, site_data=web_tracer, splits=("dev",), only=("claim-871",))
+    write_site(None, out, site_data=demo_site_data, splits=("dev",), only=("claim-871",))
     return {"served": f"{web_server}/results.html", "exported": (out / "results.html").as_uri()}
 
 
@@ -102,8 +102,8 @@ def _check_readouts(page, data: dict, where: str) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_sweep_points_are_drawn_at_their_values_and_read_out(page_at, addresses, web_tracer, width):
-    data = results(web_tracer)
+def test_sweep_points_are_drawn_at_their_values_and_read_out(page_at, addresses, demo_site_data, width):
+    data = results(demo_site_data)
     page = page_at(width)
     words = {}
     for kind, url in addresses.items():

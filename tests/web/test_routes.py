@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from claimtrace.web.app import create_app
 from claimtrace.web.pages import Page
 from claimtrace.web.routes import MAX_BODY_BYTES, page_router, site_routers
-from claimtrace.web.site_data import MAX_TEXT_CHARS
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 
 #: The site's page addresses, in the order the server tries them (the static files come first,
 #: the actions last: a typed claim posted, an uploaded run, /claim's redirect).
@@ -75,23 +75,38 @@ def test_the_routes_are_the_registrys_addresses_in_its_order():
     assert _paths(actions) == ["/live.html", "/live", "/api/trace", "/api/trace", "/api/compare", "/claim"]
 
 
-def test_a_new_page_is_one_entry(web_tracer):
+def _shelf(site_data, split: str) -> dict:
+    return {"shelf": split, "claims": len(site_data.claims(split))}
+
+
+def test_a_new_page_is_one_entry(demo_site_data):
     """A page that is only its data needs no route of its own: its file, its twin and its key's
-    format come from its entry."""
+    format come from its entry, and the renderer draws it from its template, title and data name."""
+    from jinja2 import ChoiceLoader, DictLoader
+
     shelf = Page(
         "shelf",
         "shelf/{key}.html",
         "shelf/{key}.json",
-        data=lambda site_data, key: {"shelf": key, "claims": len(site_data.claims(key))},
-        template=lambda renderer, data, root: f"<p>{data['shelf']}: {data['claims']} claims ({root or '.'})</p>",
+        data_function=_shelf,
+        template="shelf.html",
+        title="The {data[shelf]} shelf",
+        data_name="s",
         keys=lambda site_data, claim_ids: list(claim_ids),
     )
-    app = create_app(site_data=web_tracer)
+    app = create_app(site_data=demo_site_data)
     app.include_router(page_router(shelf))
+    env = app.state.site.renderer.env
+    drawn = (
+        "<title>{{ title }}</title><p data-page={{ page }}>{{ s.shelf }}: {{ s.claims }} claims ({{ root or '.' }})</p>"
+    )
+    env.loader = ChoiceLoader([DictLoader({"shelf.html": drawn}), env.loader])
+    claims = len(demo_site_data.claims("dev"))
     with TestClient(app) as client:
-        assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": len(web_tracer.claims("dev"))}
+        assert client.get("/shelf/dev.json").json() == {"shelf": "dev", "claims": claims}
         page = client.get("/shelf/dev")
-        assert page.status_code == 200 and page.text == f"<p>dev: {len(web_tracer.claims('dev'))} claims (../)</p>"
+        assert page.status_code == 200
+        assert page.text == f"<title>The dev shelf</title><p data-page=shelf>dev: {claims} claims (../)</p>"
         assert client.get("/shelf/dev.html").text == page.text
 
 

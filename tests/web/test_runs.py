@@ -27,7 +27,7 @@ def baseline_path(data_dir):
 
 
 @pytest.fixture(scope="module")
-def compare_tracer(demo_build, baseline_path):
+def compare_site_data(demo_build, baseline_path):
     """A site_data of its own (the shared one has no runs), with the course's baseline given."""
     site_data = SiteData(demo_build)
     site_data.runs.give_all([(str(baseline_path), BASELINE)])
@@ -35,16 +35,16 @@ def compare_tracer(demo_build, baseline_path):
 
 
 @pytest.fixture(scope="module")
-def client(compare_tracer):
+def client(compare_site_data):
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(site_data=compare_tracer)) as client:
+    with TestClient(create_app(site_data=compare_site_data)) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
-def digest(compare_tracer):
-    return compare_tracer.runs.get(BASELINE).digest
+def digest(compare_site_data):
+    return compare_site_data.runs.get(BASELINE).digest
 
 
 def test_the_compare_page_scores_the_run_as_evaluate_does(client, baseline_path, data_dir, digest):
@@ -87,13 +87,13 @@ def test_the_page_matches_the_command_line(client, demo_build, data_dir, baselin
         assert (line["run_label"], line["run_F"], line["why"]) == (entry["label"], entry["F"], entry["why"])
 
 
-def test_a_claim_page_gets_the_box_only_when_a_run_is_chosen(client, compare_tracer, demo_build):
+def test_a_claim_page_gets_the_box_only_when_a_run_is_chosen(client, compare_site_data, demo_build):
     plain = client.get("/claim/claim-1515.html").text
     assert "run-box" not in plain
     chosen = client.get("/claim/claim-1515.html?run=course%20baseline")
     assert chosen.status_code == 200 and 'class="run-box"' in chosen.text and "Your system" in chosen.text
     box = client.get("/claim/claim-1515.json?run=course%20baseline").json()["run_box"]
-    report = compare(demo_build, [compare_tracer.runs.get(BASELINE)], "dev")
+    report = compare(demo_build, [compare_site_data.runs.get(BASELINE)], "dev")
     expected = next(row for row in report["claims"] if row["claim_id"] == "claim-1515")
     assert box["entry"] == json.loads(json.dumps(expected["runs"][BASELINE]))
     missing = client.get("/claim/claim-1515.html?run=nobody")
@@ -341,8 +341,8 @@ def test_the_index_json_carries_the_statistics(client):
 
 
 @pytest.fixture(scope="module")
-def compare_server(compare_tracer):
-    with serving(create_app(site_data=compare_tracer)) as base:
+def compare_server(compare_site_data):
+    with serving(create_app(site_data=compare_site_data)) as base:
         yield base
 
 
@@ -382,10 +382,10 @@ def test_a_file_chosen_on_the_page_gives_the_command_line_s_report(
 
 
 @pytest.mark.browser
-def test_a_static_export_shows_the_box_from_file_urls(browser, compare_tracer, digest, tmp_path):
+def test_a_static_export_shows_the_box_from_file_urls(browser, compare_site_data, digest, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path / "site", splits=["dev"], site_data=compare_tracer, limit=3)
+    write_site(None, tmp_path / "site", splits=["dev"], site_data=compare_site_data, limit=3)
     claim_page = (tmp_path / "site" / "claim" / "claim-752.html").as_uri()
     page = browser.new_page(viewport={"width": 390, "height": 900})
     page.goto(claim_page)
@@ -443,12 +443,12 @@ def test_the_runs_stay_when_the_server_reloads_a_completed_build(demo_build, bas
 
 
 @pytest.fixture(scope="module")
-def compare_export(compare_tracer, tmp_path_factory):
+def compare_export(compare_site_data, tmp_path_factory):
     """The static export of the compare site_data's runs (three claim pages: a preview)."""
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("compare-site")
-    write_site(None, out, splits=["dev"], site_data=compare_tracer, limit=3)
+    write_site(None, out, splits=["dev"], site_data=compare_site_data, limit=3)
     return out
 
 

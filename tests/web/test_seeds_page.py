@@ -44,7 +44,7 @@ def whole(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def addresses(whole, web_server, web_tracer, tmp_path_factory) -> dict[str, str]:
+def addresses(whole, web_server, demo_site_data, tmp_path_factory) -> dict[str, str]:
     """The page served, and exported by the export's own code for one page (the whole export
     computes every split's Explore first: half a minute on its own)."""
     from claimtrace.web.pages import SEEDS
@@ -52,7 +52,9 @@ def addresses(whole, web_server, web_tracer, tmp_path_factory) -> dict[str, str]
     from claimtrace.web.site import _Export, _planned
 
     out = tmp_path_factory.mktemp("site")
-    export = _Export(out, web_tracer, Renderer(web_tracer, mode="static"), _planned(web_tracer, {"dev": []}, False))
+    export = _Export(
+        out, demo_site_data, Renderer(demo_site_data, mode="static"), _planned(demo_site_data, {"dev": []}, False)
+    )
     export.copy_static()
     export.put_page(SEEDS, None)
     return {"served": f"{web_server}/seeds.html", "exported": (out / "seeds.html").as_uri()}
@@ -87,10 +89,10 @@ def _check_marks(charts: list[dict], data: dict, where: str) -> int:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_mark_is_drawn_at_its_value_served_and_exported(browser, addresses, web_tracer, width):
+def test_every_mark_is_drawn_at_its_value_served_and_exported(browser, addresses, demo_site_data, width):
     from claimtrace.web.views.seeds import seeds_page
 
-    data = seeds_page(web_tracer.build)
+    data = seeds_page(demo_site_data.build)
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     problems = []

@@ -39,7 +39,7 @@ def test_worker_settings_travel_through_the_environment(demo_build, data_dir, mo
 TEST_DEADLINE_SECONDS = 1.5
 
 
-def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer, monkeypatch):
+def test_a_connection_sending_its_headers_slowly_is_closed(demo_site_data, monkeypatch):
     """A client that sends its request a byte every 0.2 s is cut off after the header deadline
     (loopback only; bounded to 3 x the deadline)."""
     import uvicorn
@@ -52,7 +52,7 @@ def test_a_connection_sending_its_headers_slowly_is_closed(web_tracer, monkeypat
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(server_config(create_app(site_data=web_tracer), port, lifespan="off"))
+    server = uvicorn.Server(server_config(create_app(site_data=demo_site_data), port, lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -122,8 +122,8 @@ def _head_of(port: int, request: bytes) -> bytes:
         b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",  # two
     ],
 )
-def test_the_server_layers_own_400_has_the_security_headers(web_tracer, request_bytes):
-    server, thread, port = _serve(create_app(site_data=web_tracer))
+def test_the_server_layers_own_400_has_the_security_headers(demo_site_data, request_bytes):
+    server, thread, port = _serve(create_app(site_data=demo_site_data))
     try:
         head = _head_of(port, request_bytes)
         assert head.startswith(b"http/1.1 400") and b"x-frame-options: deny" in head
@@ -133,14 +133,14 @@ def test_the_server_layers_own_400_has_the_security_headers(web_tracer, request_
         thread.join(timeout=10)
 
 
-def test_slow_bodies_are_cut_off_and_the_connection_limit_answers_503_with_headers(web_tracer, monkeypatch):
+def test_slow_bodies_are_cut_off_and_the_connection_limit_answers_503_with_headers(demo_site_data, monkeypatch):
     """1,000 connections each send a POST's headers and one byte of its body: a normal client
     still gets a 200 within 10 s; past the connection limit a new client gets a prompt 503 with
     the security headers; the slow ones are closed after the body deadline, and the limit frees."""
     from claimtrace.web import serving
 
     monkeypatch.setattr(serving, "MAX_CONNECTIONS", 1_010)
-    server, thread, port = _serve(create_app(site_data=web_tracer))
+    server, thread, port = _serve(create_app(site_data=demo_site_data))
     slow = []
     try:
         request = b"POST /api/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

@@ -12,11 +12,11 @@ from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.web.render import ASSETS
 
 
-def test_site_writes_every_rows_predictions(web_tracer, tmp_path):
+def test_site_writes_every_rows_predictions(demo_site_data, tmp_path):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, site_data=web_tracer, splits=("test",), limit=0)
+    write_site(None, out, site_data=demo_site_data, splits=("test",), limit=0)
     written = sorted(p.name for p in (out / "predictions" / "test").iterdir())
     assert written == sorted(f"{r.name}.json" for r in scoreboard_rows() if r.file_row == r)
     page = (out / "explore" / "test.html").read_text(encoding="utf-8")
@@ -31,11 +31,11 @@ def test_site_writes_every_rows_predictions(web_tracer, tmp_path):
 # --- the static site ----------------------------------------------------------------------------
 
 
-def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
+def test_static_site_has_every_page_with_json_alongside(tmp_path, demo_site_data):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    result = write_site(None, out, site_data=web_tracer, splits=("dev",), limit=2, json_twins=True)
+    result = write_site(None, out, site_data=demo_site_data, splits=("dev",), limit=2, json_twins=True)
     assert result["claims"] == 2 and result["explore"] == 1  # claim-752 is the first dev claim
     for name in (
         "index.html",
@@ -55,7 +55,9 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, web_tracer):
         "claim/claim-375.json",
     ):
         assert (out / name).is_file(), name
-    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(web_tracer.trace(WALKTHROUGH_CLAIM)))
+    assert json.loads((out / "index.json").read_text()) == json.loads(
+        json.dumps(demo_site_data.trace(WALKTHROUGH_CLAIM))
+    )
     live = (out / "live.html").read_text()
     # the table is shared (static/table.js), not embedded in a page
     assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
@@ -101,21 +103,21 @@ def _as_browser_builds_it(nodes: list, parts: dict) -> list:
     return out
 
 
-def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path, web_tracer):
+def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path, demo_site_data):
     """Every claim page of an export that shares parts, once its parts are put back, is node for
     node the page written whole (the same text, elements and attributes, in the same places)."""
     from claimtrace.web.fragments import html_to_nodes
     from claimtrace.web.site import write_site
 
     shared, whole = tmp_path / "shared", tmp_path / "whole"
-    write_site(None, shared, site_data=web_tracer, limit=12)
-    write_site(None, whole, site_data=web_tracer, limit=12, shared_parts=False)
+    write_site(None, shared, site_data=demo_site_data, limit=12)
+    write_site(None, whole, site_data=demo_site_data, limit=12, shared_parts=False)
     assert not list((whole / "static").glob("shared-*.js"))
     for split in SPLITS:
         parts = _shared_parts(shared, split)
         assert parts, split
         script = f'<script src="../static/shared-{split}.js"></script>\n'
-        for claim_id in web_tracer.claims(split):
+        for claim_id in demo_site_data.claims(split):
             page = shared / "claim" / f"{claim_id}.html"
             if not page.exists():
                 continue
@@ -138,7 +140,7 @@ EXPORT_TARGET_MIB = 42
 COURSE_CLAIMS = 1535
 
 
-def test_full_static_export_stays_within_its_size_target(tmp_path, web_tracer):
+def test_full_static_export_stays_within_its_size_target(tmp_path, demo_site_data):
     """A `--limit 100` export (300 claim pages), projected to the full export: what every claim
     adds (its page, rounded up to 4 KiB disk blocks as `du` counts it, and its share of the
     split's shared parts and of the live/ scripts) times 1,535, plus every other file (Explore,
@@ -148,7 +150,7 @@ def test_full_static_export_stays_within_its_size_target(tmp_path, web_tracer):
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
-    write_site(None, out, site_data=web_tracer, limit=100)
+    write_site(None, out, site_data=demo_site_data, limit=100)
 
     def disk(path) -> int:
         return -(-path.stat().st_size // 4096) * 4096

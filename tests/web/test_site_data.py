@@ -16,7 +16,8 @@ import pytest
 
 from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
-from claimtrace.web.site_data import STEM_CACHE_WORDS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import STEM_CACHE_WORDS
 from claimtrace.web.views import walkthrough
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
@@ -65,13 +66,13 @@ def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, count
     assert set(calls) <= {CLAIM, tags, *passages}, set(calls) - {CLAIM, tags, *passages}
 
 
-def test_the_tag_terms_read_off_one_pass_are_each_tags_own(web_tracer):
+def test_the_tag_terms_read_off_one_pass_are_each_tags_own(demo_site_data):
     """restem_tags reads each tag's terms off the one pass over the whole string: they are what
     the tag preprocessed alone gives (the original per-tag computation)."""
     from claimtrace.pipeline.tagging import final_stems, restem_tags
 
     for split in ("dev", "test"):
-        for claim in web_tracer.claims(split).values():
+        for claim in demo_site_data.claims(split).values():
             tags = preprocess(claim.text).tags()
             whole, per_tag = restem_tags(tags)
             assert whole == final_stems(tags.lower())
@@ -94,7 +95,7 @@ TYPED = [
 
 
 def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, monkeypatch):
-    alone = {text: json.dumps(SiteData(demo_build).trace_text(text), sort_keys=True) for text in TYPED}
+    alone = {text: json.dumps(SiteData(demo_build).typed_claims.trace_text(text), sort_keys=True) for text in TYPED}
     site_data = SiteData(demo_build)
     real = walkthrough.assemble
     together = threading.Barrier(len(TYPED), timeout=60)
@@ -105,7 +106,7 @@ def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, mo
 
     monkeypatch.setattr(walkthrough, "assemble", assemble_together)
     with ThreadPoolExecutor(len(TYPED)) as pool:
-        at_once = dict(zip(TYPED, pool.map(site_data.trace_text, TYPED)))
+        at_once = dict(zip(TYPED, pool.map(site_data.typed_claims.trace_text, TYPED)))
     for text in TYPED:
         assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
 
@@ -123,7 +124,7 @@ def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
     assert set(calls) <= {text, preprocess(text).tags()}, set(calls)
 
 
-def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
+def test_a_typed_claim_leaves_the_stem_cache_bounded(demo_site_data):
     """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
     from claimtrace.pipeline import preprocess  # the module (the name is the function here)
 
@@ -132,7 +133,7 @@ def test_a_typed_claim_leaves_the_stem_cache_bounded(web_tracer):
     size = preprocess.stem.cache_info().currsize
     preprocess.bound_stem_cache(size - 1)
     assert preprocess.stem.cache_info().currsize == 0
-    web_tracer.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
+    demo_site_data.typed_claims.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
     assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
 
 
@@ -191,7 +192,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
     from hypothesis import given, settings
 
     from claimtrace.web.encoding import encode
-    from claimtrace.web.site_data import encode_public, public_reasons
+    from claimtrace.web.public_reasons import encode_public, public_reasons
 
     @settings(max_examples=400, derandomize=True, deadline=None)
     @given(_json_values())
@@ -204,7 +205,7 @@ def test_encode_public_is_the_encoded_walk_for_any_value():
 def test_encode_public_makes_a_missing_sections_paths_public():
     from pathlib import Path
 
-    from claimtrace.web.site_data import encode_public
+    from claimtrace.web.public_reasons import encode_public
 
     value = {"tagging": {"status": "missing", "stage": "tagging", "reason": f"{_ROOT}/tagging/tags.npz: not built"}}
     assert json.loads(encode_public(value, Path(_ROOT)))["tagging"]["reason"] == "tagging/tags.npz: not built"

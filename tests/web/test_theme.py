@@ -105,10 +105,10 @@ def test_no_frame_shows_the_other_theme(browser, web_server):
 
 
 @pytest.mark.browser
-def test_the_static_export_follows_the_theme(browser, web_tracer, tmp_path):
+def test_the_static_export_follows_the_theme(browser, demo_site_data, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.goto((tmp_path / "claim" / "claim-752.html").as_uri() + "?theme=dark")

@@ -31,22 +31,22 @@ def _answer(client, text):
     return asyncio.run(client.answer(text))
 
 
-def test_two_processes_start_and_answer_the_in_process_bytes(processes, web_tracer):
+def test_two_processes_start_and_answer_the_in_process_bytes(processes, demo_site_data):
     client = processes.client()
     assert client.wait_ready(120) == 2 and len(set(processes.pids)) == 2
     for text in [*TEXTS, "", "x" * 20_001, "a lone surrogate \udc80 in a claim"]:
-        expected_status, value = typed_answer(web_tracer, text)
+        expected_status, value = typed_answer(demo_site_data.typed_claims, text)
         assert _answer(client, text) == (expected_status, encode(value)), text[:40]
     assert _answer(client, "")[0] == 400
     assert _answer(client, "x" * 20_001)[0] == 413
 
 
-def test_the_json_answer_is_the_encoded_answer(web_tracer):
+def test_the_json_answer_is_the_encoded_answer(demo_site_data):
     """typed_answer_json (what a typed-claims process and /api/trace send) is encode of typed_answer (what
     the page shows): the trace encoded without its walk is the same bytes, refusals included."""
     for text in [*TEXTS, "", "x" * 20_001, "a lone surrogate \udc80 in a claim", "Sea ice \u00e9t\u00e9 in 2020."]:
-        status, value = typed_answer(web_tracer, text)
-        assert typed_answer_json(web_tracer, text) == (status, encode(value)), text[:40]
+        status, value = typed_answer(demo_site_data.typed_claims, text)
+        assert typed_answer_json(demo_site_data.typed_claims, text) == (status, encode(value)), text[:40]
 
 
 def test_claims_at_once_are_traced_side_by_side(processes):
@@ -61,7 +61,7 @@ def test_claims_at_once_are_traced_side_by_side(processes):
         assert status == 200 and json.loads(body)["claim"]["text"] == f"Sea level rose {n} mm in {1900 + n}."
 
 
-def test_a_process_that_dies_is_started_again(processes, web_tracer):
+def test_a_process_that_dies_is_started_again(processes, demo_site_data):
     client = processes.client()
     client.wait_ready(120)
     victim = processes.pids[0]
@@ -70,7 +70,7 @@ def test_a_process_that_dies_is_started_again(processes, web_tracer):
     while (victim in processes.pids or client.ready() < 2) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert victim not in processes.pids and processes.restarted >= 1 and client.ready() == 2
-    assert _answer(client, TEXTS[0]) == (200, encode(typed_answer(web_tracer, TEXTS[0])[1]))
+    assert _answer(client, TEXTS[0]) == (200, encode(typed_answer(demo_site_data.typed_claims, TEXTS[0])[1]))
 
 
 def test_with_no_process_there_a_claim_is_answered_503(tmp_path):
@@ -95,13 +95,13 @@ def test_a_claim_no_process_takes_is_answered_503_in_time(tmp_path, monkeypatch)
     assert status == 503 and "within" in json.loads(body)["error"]
 
 
-def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(web_tracer, monkeypatch):
+def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(demo_site_data, monkeypatch):
     """A typed-claims process answers a claim whose trace meets a damaged or missing build file
     with the 503 the server's own handlers give (the file named, no machine path), and lives on."""
     from claimtrace.errors import DataError, Missing
     from claimtrace.web.typed_processes import answer_in_process
 
-    root = web_tracer.build.root
+    root = demo_site_data.build.root
     for error, fields in (
         (DataError(f"{root}/retrieval/index.npz: 12 bytes, but the build wrote 40"), {}),
         (
@@ -109,8 +109,10 @@ def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(
             {"stage": "classifier"},
         ),
     ):
-        monkeypatch.setattr(web_tracer, "trace_text_json", lambda text, error=error: (_ for _ in ()).throw(error))
-        status, body = answer_in_process(web_tracer, "Sea levels are rising.")
+        monkeypatch.setattr(
+            demo_site_data.typed_claims, "trace_text_json", lambda text, error=error: (_ for _ in ()).throw(error)
+        )
+        status, body = answer_in_process(demo_site_data.typed_claims, "Sea levels are rising.")
         value = json.loads(body)
         assert status == 503 and value["status"] == 503 and str(root) not in value["error"]
         assert "retrieval/index.npz" in value["error"] or "classifier/dev.json" in value["error"]

@@ -98,7 +98,7 @@ def create_app(
     # answers over 1 KB are gzipped for a client that takes it (train's Explore: 230 KB -> 74 KB)
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
-        site_data.typed_processes = typed
+        site_data.typed_claims.processes = typed
         limit_malloc_arenas()
         pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
         threading.Thread(
@@ -113,7 +113,8 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
     old: BuildReader = app.state.site_data.build
     site_data = SiteData(BuildReader(old.root, old.data_dir))
     site_data.runs = app.state.site_data.runs.over(site_data.build)  # the runs given and uploaded stay
-    site_data.typed_processes = app.state.site_data.typed_processes  # they read the build again themselves
+    # the typed-claims processes stay: they read the build again themselves
+    site_data.typed_claims.processes = app.state.site_data.typed_claims.processes
     app.state.site = SiteState(site_data, Renderer(site_data, mode="server"))
     app.state.site_data = site_data
     answers.clear()
@@ -126,7 +127,7 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool, freeze: bool = False) -> None:
     try:
         app.state.site_data.warm()
-        typed = app.state.site_data.typed_processes
+        typed = app.state.site_data.typed_claims.processes
         if typed is not None:
             app.state.warmth["typed_processes"] = typed.wait_ready(TYPED_START_SECONDS)
         app.state.warmth["typed_ready"] = True  # a typed claim now costs what any other does

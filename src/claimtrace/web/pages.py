@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from claimtrace import __version__
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
-from claimtrace.web.render import Renderer, root_for
+from claimtrace.web.render import Renderer, claim_context, evaluation_context, live_context, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.views.attribution import attribution_page
@@ -66,19 +66,31 @@ _KEY_PART = re.compile(r"\{key\[(\d+)\]\}")
 
 @dataclass(frozen=True)
 class Page:
-    """One kind of page (or, without a template, of JSON file).
+    """One kind of page (or, without a template, of JSON file), as data: where it lives, the
+    function its data comes from, and the template, title and names that draw it.
 
     ``file`` and ``twin`` hold ``{key}`` (or its parts, ``{key[0]}``) where the page has one per
     claim, per split or per run; ``key`` is a one-page entry's own (the walkthrough's claim).
-    ``data(site_data, key)`` is what the page shows and its twin holds; ``template(renderer, data,
-    root)`` draws it (``root``: ``"../" * depth`` of its address); ``keys(site_data, claim_ids)``
-    lists what an export writes of a page with a key, given the claims it writes per split."""
+    ``data_function`` gives what the page shows and its twin holds (:meth:`data`).
+    ``template`` is its file in ``web/templates`` (None: a JSON file alone), which reads the data
+    as ``data_name``; ``title`` is a format string of the data (``"Explore: every {data[split]}
+    claim"``); ``section`` is the part of the site it belongs to (the navigation's current link,
+    ``<body data-page>``; the page's name when None); ``context(renderer, data, **given)`` makes
+    what else the template reads, from the data and what a route gives (a claim page's run);
+    a ``kept`` page is rendered once per data and address (:meth:`Renderer.page
+    <claimtrace.web.render.Renderer.page>`). ``keys(site_data, claim_ids)`` lists what an export
+    writes of a page with a key, given the claims it writes per split."""
 
     name: str
     file: str
     twin: str | None
-    data: Callable[[SiteData, Any], Any]
-    template: Callable[[Renderer, Any, str], str] | None
+    data_function: Callable[..., Any]
+    template: str | None
+    title: str = ""
+    data_name: str = "data"
+    section: str | None = None
+    context: Callable[..., dict] | None = None
+    kept: bool = False
     keys: Callable[[SiteData, dict[str, list[str]]], Iterable[Any]] | None = None
     key: Any = None
     aliases: tuple[Address, ...] = ()
@@ -89,10 +101,18 @@ class Page:
     def twin_path(self, key: Any = None) -> str | None:
         return None if self.twin is None else self.twin.format(key=key)
 
+    def data(self, site_data: SiteData, key: Any = None) -> Any:
+        """What the page shows and its twin holds: ``data_function(site_data, key)`` for a page
+        with a key (one per claim, split or run, or a one-page entry's own), else
+        ``data_function(site_data)``."""
+        if self.keyed or self.key is not None:
+            return self.data_function(site_data, key)
+        return self.data_function(site_data)
+
     def render(self, renderer: Renderer, data: Any, key: Any = None) -> str:
         """The page's HTML at its own address."""
         assert self.template is not None, self.name
-        return self.template(renderer, data, root_for("/" + self.path(key)))
+        return renderer.page(self, data, root_for("/" + self.path(key)))
 
     @property
     def keyed(self) -> bool:
@@ -142,12 +162,19 @@ def _row_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[tupl
     return [(split, row.name) for split in PREDICTION_SPLITS for row in scoreboard_rows() if row.file_row == row]
 
 
+# -- the pages ----------------------------------------------------------------------------------------
+
 WALKTHROUGH = Page(
     "walkthrough",
     "index.html",
     "index.json",
-    data=lambda site_data, claim_id: site_data.trace(claim_id),
-    template=lambda renderer, trace, root: renderer.claim_page(trace, root),
+    data_function=SiteData.trace,
+    template="claim.html",
+    title="{data[claim][id]}: one claim through every stage",
+    data_name="t",
+    section="claim",
+    context=claim_context,
+    kept=True,
     key=WALKTHROUGH_CLAIM,
     aliases=(Address("/", WALKTHROUGH_CLAIM, "html"),),
 )
@@ -155,16 +182,30 @@ CLAIM = Page(
     "claim",
     "claim/{key}.html",
     "claim/{key}.json",
-    data=lambda site_data, claim_id: site_data.trace(claim_id),
-    template=lambda renderer, trace, root: renderer.claim_page(trace, root),
+    data_function=SiteData.trace,
+    template="claim.html",
+    title="{data[claim][id]}: one claim through every stage",
+    data_name="t",
+    context=claim_context,
+    kept=True,
     keys=_chosen_claims,
 )
+
+
+def explore_with_runs(site_data: SiteData, split: str) -> dict:
+    """A split's Explore with each run of the split beside the notebook's (:func:`with_runs`)."""
+    return with_runs(site_data.runs, site_data.explore(split))
+
+
 EXPLORE = Page(
     "explore",
     "explore/{key}.html",
     "explore/{key}.json",
-    data=lambda site_data, split: with_runs(site_data.runs, site_data.explore(split)),
-    template=lambda renderer, explore, root: renderer.explore_page(explore, root),
+    data_function=explore_with_runs,
+    template="explore.html",
+    title="Explore: every {data[split]} claim",
+    data_name="x",
+    kept=True,
     keys=_chosen_splits,
     aliases=(Address("/explore", "dev", "html"), Address("/explore.json", "dev", "json")),
 )
@@ -174,16 +215,31 @@ LIVE = Page(
     "live",
     "live.html",
     None,
-    data=lambda site_data, claim_id: site_data.trace(claim_id),
-    template=lambda renderer, trace, root: renderer.live_page(root, trace, text=trace["claim"]["text"]),
+    data_function=SiteData.trace,
+    template="live.html",
+    title="Live: trace your own claim",
+    data_name="t",
+    context=live_context,
     key=WALKTHROUGH_CLAIM,
     aliases=(Address("/live", WALKTHROUGH_CLAIM, "html"), Address("/live.json", WALKTHROUGH_CLAIM, "json")),
 )
+
+
+def course_predictions(site_data: SiteData, split: str) -> dict:
+    """The build's predictions for a split, in the course's shape."""
+    return site_data.build.course_predictions(split)
+
+
+def scoreboard_row_predictions(site_data: SiteData, key: tuple[str, str]) -> dict:
+    """A scoreboard row's predictions for a split (``key``: the split and the row's name)."""
+    return row_predictions(site_data.build, *key)
+
+
 PREDICTIONS = Page(
     "predictions",
     "predictions/{key}.json",
     None,
-    data=lambda site_data, split: site_data.build.course_predictions(split),
+    data_function=course_predictions,
     template=None,
     keys=_chosen_splits,
 )
@@ -191,7 +247,7 @@ ROW_PREDICTIONS = Page(
     "row-predictions",
     prediction_path("{key[0]}", "{key[1]}"),
     None,
-    data=lambda site_data, key: row_predictions(site_data.build, *key),
+    data_function=scoreboard_row_predictions,
     template=None,
     keys=_row_keys,
 )
@@ -201,12 +257,22 @@ def _run_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[str]
     return [run.digest for run in site_data.runs.all()]
 
 
+def run_index(site_data: SiteData) -> dict:
+    """Every run compared (:meth:`claimtrace.web.runs.Runs.index`)."""
+    return site_data.runs.index()
+
+
 def run_report(site_data: SiteData, key: str) -> dict:
     """A run's page (:meth:`claimtrace.web.runs.Runs.report`); UnknownRun when no run has the key."""
     run = site_data.runs.get(key)
     if run is None:
         raise UnknownRun(key)
     return site_data.runs.report(run)
+
+
+def class_view(site_data: SiteData) -> dict:
+    """Every dev run together (:meth:`claimtrace.web.runs.Runs.class_view`)."""
+    return site_data.runs.class_view()
 
 
 class UnknownRun(LookupError):
@@ -218,8 +284,11 @@ COMPARE_INDEX = Page(
     "compare-index",
     "compare/index.html",
     "compare/index.json",
-    data=lambda site_data, key: site_data.runs.index(),
-    template=lambda renderer, data, root: renderer.compare_index(data, root),
+    data_function=run_index,
+    template="compare_index.html",
+    title="Your system beside the notebook’s",
+    data_name="c",
+    section="compare",
     aliases=(Address("/compare", None, "html"), Address("/compare/", None, "html")),
 )
 #: One run beside the notebook's pipeline, claim by claim.
@@ -227,8 +296,10 @@ COMPARE = Page(
     "compare",
     "compare/{key}.html",
     "compare/{key}.json",
-    data=run_report,
-    template=lambda renderer, data, root: renderer.compare_page(data, root),
+    data_function=run_report,
+    template="compare.html",
+    title="{data[run][name]} beside the notebook’s pipeline",
+    data_name="c",
     keys=_run_keys,
 )
 #: Every figure the course printed beside this build's, with its status and the reason.
@@ -236,18 +307,29 @@ PARITY = Page(
     "parity",
     "parity.html",
     "parity.json",
-    data=lambda site_data, key: parity(site_data),
-    template=lambda renderer, data, root: renderer.parity_page(data, root),
+    data_function=parity,
+    template="parity.html",
+    title="Parity: the course’s figures beside this build’s",
+    data_name="p",
     aliases=(Address("/parity", None, "html"),),
 )
+
+
+def tour_data(site_data: SiteData) -> dict:
+    """The tour's journeys and captions (:func:`claimtrace.web.views.tour.tour_view`: the site's
+    own, the same over any build)."""
+    return tour_view()
+
 
 #: The tour: three journeys as captioned screenshots (scripts/tour.py makes them).
 TOUR = Page(
     "tour",
     "tour.html",
     "tour.json",
-    data=lambda site_data, key: tour_view(),
-    template=lambda renderer, data, root: renderer.tour_page(data, root),
+    data_function=tour_data,
+    template="tour.html",
+    title="The tour: three journeys, in pictures",
+    data_name="tour",
     aliases=(Address("/tour", None, "html"),),
 )
 
@@ -256,8 +338,10 @@ RESULTS = Page(
     "results",
     "results.html",
     "results.json",
-    data=lambda site_data, key: results(site_data),
-    template=lambda renderer, data, root: renderer.results_page(data, root),
+    data_function=results,
+    template="results.html",
+    title="Results: the thresholds swept on dev",
+    data_name="r",
     aliases=(Address("/results", None, "html"),),
 )
 
@@ -267,10 +351,18 @@ METHODS = Page(
     "methods",
     "methods.html",
     "methods.json",
-    data=lambda site_data, key: site_data.methods(),
-    template=lambda renderer, data, root: renderer.methods_page(data, root),
+    data_function=SiteData.methods,
+    template="methods.html",
+    title="Methods: the pipeline, the models, the data",
+    data_name="m",
     aliases=(Address("/methods", None, "html"),),
 )
+
+
+def seeds_data(site_data: SiteData) -> dict:
+    """The seeds page (:func:`claimtrace.web.views.seeds.seeds_page`) over the build."""
+    return seeds_page(site_data.build)
+
 
 #: The notebook's Transformer and its LSTM retrained under several seeds, beside the build's own
 #: checkpoints: whether the difference between the two survives the seeds' spread. Read afresh on
@@ -279,8 +371,10 @@ SEEDS = Page(
     "seeds",
     "seeds.html",
     "seeds.json",
-    data=lambda site_data, key: seeds_page(site_data.build),
-    template=lambda renderer, data, root: renderer.seeds_page(data, root),
+    data_function=seeds_data,
+    template="seeds.html",
+    title="Seeds: one training run is not the model",
+    data_name="s",
     aliases=(Address("/seeds", None, "html"),),
 )
 
@@ -296,29 +390,55 @@ COMPARE_CLASS = Page(
     "compare-class",
     "compare/class.html",
     "compare/class.json",
-    data=lambda site_data, key: site_data.runs.class_view(),
-    template=lambda renderer, data, root: renderer.compare_class(data, root),
+    data_function=class_view,
+    template="compare_class.html",
+    title="The class together",
+    data_name="c",
+    section="compare",
     keys=_class_keys,
 )
+
+
+def attribution_data(site_data: SiteData) -> dict:
+    """The attribution page (:func:`claimtrace.web.views.attribution.attribution_page`) over the build."""
+    return attribution_page(site_data.build)
+
+
 #: Attribution methods graded against the exact per-token shares (``claimtrace attribute``).
 ATTRIBUTION = Page(
     "attribution",
     "attribution.html",
     "attribution.json",
-    data=lambda site_data, key: attribution_page(site_data.build),
-    template=lambda renderer, data, root: renderer.attribution_page(data, root),
+    data_function=attribution_data,
+    template="attribution.html",
+    title="Attribution methods, graded",
+    data_name="a",
     aliases=(Address("/attribution", None, "html"),),
 )
+
+
+def llm_evaluation(site_data: SiteData) -> dict:
+    """The LLM evaluation's protocol and sample (:func:`claimtrace.web.views.llm.evaluation_data`),
+    made once per build."""
+    return site_data.build.once("evaluation", lambda: evaluation_data(site_data.build, __version__))
+
+
+def ai_log_data(site_data: SiteData) -> dict:
+    """What a record of the browser's LLM log holds (the same over any build)."""
+    return AI_LOG_DATA
+
+
 #: A visitor's own LLM on a seeded sample of dev claims, paired with the notebook's classifier:
 #: the protocol, and the claims, passages and verdicts the browser runs it on.
 EVALUATION = Page(
     "evaluation",
     "evaluation.html",
     "evaluation.json",
-    data=lambda site_data, key: site_data.build.once(
-        "evaluation", lambda: evaluation_data(site_data.build, __version__)
-    ),
-    template=lambda renderer, data, root: renderer.evaluation_page(data, root),
+    data_function=llm_evaluation,
+    template="evaluation.html",
+    title="Would an LLM do better? Your model, paired",
+    data_name="e",
+    context=evaluation_context,
     aliases=(Address("/evaluation", None, "html"),),
 )
 #: Every call to a visitor's LLM this browser made (the log lives in the browser; its twin says
@@ -327,12 +447,14 @@ AI_LOG = Page(
     "ai-log",
     "ai-log.html",
     "ai-log.json",
-    data=lambda site_data, key: AI_LOG_DATA,
-    template=lambda renderer, data, root: renderer.ai_log_page(data, root),
+    data_function=ai_log_data,
+    template="ai_log.html",
+    title="Your LLM calls, kept in this browser",
+    data_name="a",
     aliases=(Address("/ai-log", None, "html"),),
 )
-TABLE = Page("table", "api/table.json", None, data=lambda site_data, key: site_data.table(), template=None)
-BUILD = Page("build", "api/build.json", None, data=lambda site_data, key: site_data.build_info(), template=None)
+TABLE = Page("table", "api/table.json", None, data_function=SiteData.table, template=None)
+BUILD = Page("build", "api/build.json", None, data_function=SiteData.build_info, template=None)
 
 #: Every page, in the order the export writes them and the server tries their routes (a page's
 #: file before another's route that would also match it: compare/index.html before compare/{name}).

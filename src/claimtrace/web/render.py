@@ -25,7 +25,8 @@ from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
 from claimtrace.web.seed_chart import seed_chart
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData
+from claimtrace.web.site_data import SiteData
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -299,10 +300,40 @@ def root_for(path: str) -> str:
     return "../" * depth
 
 
+# -- what a page's template reads beside its data (web.pages.Page.context) ---------------------------
+
+
+def claim_context(renderer: Renderer, trace: dict, run=None) -> dict:
+    """A claim page's neighbours in its file (``nav``) and its "your system" boxes
+    (``run_boxes``). With ``run`` (a server's ``?run=``), that run's box; a static page holds the
+    box of every run the export was given, hidden until its address names the run
+    (``?run=<digest>``), so that both pages read the same without one."""
+    head = trace["claim"]
+    runs = renderer.site_data.runs
+    chosen = [run] if run is not None else (runs.given() if renderer.mode == "static" else [])
+    boxes = [box for box in (runs.box(r, head["id"]) for r in chosen) if box is not None]
+    ids = list(renderer.site_data.claims(head["split"]))
+    i = ids.index(head["id"])
+    nav = {"prev": ids[i - 1] if i > 0 else None, "next": ids[i + 1] if i + 1 < len(ids) else None, "count": len(ids)}
+    return {"nav": nav, "run_boxes": boxes}
+
+
+def live_context(renderer: Renderer, trace: dict | None, text: str | None = None, error: str | None = None) -> dict:
+    """The editor's text box (``text``: the traced claim's own text unless a route gives the typed
+    one) and why a typed text was refused (``error``)."""
+    return {"text": trace["claim"]["text"] if text is None else text, "error": error, "table": None}
+
+
+def evaluation_context(renderer: Renderer, data: dict) -> dict:
+    """The texts of the passages the evaluation's claims send a visitor's LLM, read once per split."""
+    build = renderer.site_data.build
+    return {"passages": build.once(("evaluation-passages", data["split"]), lambda: passage_texts(build, data))}
+
+
 class Renderer:
     """Renders the site's pages from a :class:`SiteData`. ``mode``: ``"server"`` or ``"static"``."""
 
-    #: Rendered claim and Explore pages kept (a trace never changes once computed).
+    #: Rendered claim and Explore pages kept (a trace never changes once computed: Page.kept).
     PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
 
     #: The pages that call a visitor's LLM from the browser (their policy may connect to it).
@@ -325,110 +356,24 @@ class Renderer:
         csp = Markup(policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True))
         return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
-    def _neighbours_in_file(self, claim_id: str, split: str) -> dict:
-        ids = list(self.site_data.claims(split))
-        i = ids.index(claim_id)
-        return {
-            "prev": ids[i - 1] if i > 0 else None,
-            "next": ids[i + 1] if i + 1 < len(ids) else None,
-            "count": len(ids),
-        }
+    def page(self, page, data: Any, root: str, **given) -> str:
+        """Any page of the registry (:class:`~claimtrace.web.pages.Page`) drawing ``data``: its
+        template reads the data under the page's ``data_name``, beside its title, its section and
+        what its ``context`` makes from the data and what the route ``given`` (a claim page's
+        ``run``, a live page's ``text`` and ``error``). A ``kept`` page is rendered once per data,
+        address depth and run boxes shown (a trace or an Explore never changes once computed)."""
+        context = page.context(self, data, **given) if page.context is not None else given
+        title = page.title.format(data=data)
 
-    def claim_page(self, trace: dict, root: str, run=None) -> str:
-        """A claim's walkthrough. With ``run`` (a server's ``?run=``), that run's "your system" box;
-        a static page holds the box of every run the export was given, hidden until its address
-        names the run (``?run=<digest>``), so that both pages read the same without one."""
-        head = trace["claim"]
-        runs = self.site_data.runs
-        chosen = [run] if run is not None else (runs.given() if self.mode == "static" else [])
-        boxes = [box for box in (runs.box(r, head["id"]) for r in chosen) if box is not None]
-
-        def make():
-            nav = self._neighbours_in_file(head["id"], head["split"])
+        def make() -> str:
             return self._render(
-                "claim.html",
-                root,
-                t=trace,
-                nav=nav,
-                run_boxes=boxes,
-                page="claim",
-                title=f"{head['id']}: one claim through every stage",
+                page.template, root, page=page.section or page.name, title=title, **{page.data_name: data}, **context
             )
 
-        key = ("claim", head["id"], root, id(trace), tuple(b["digest"] for b in boxes))
-        return self._cached(key, make)
-
-    def parity_page(self, data: dict, root: str) -> str:
-        return self._render(
-            "parity.html", root, p=data, page="parity", title="Parity: the course’s figures beside this build’s"
-        )
-
-    def tour_page(self, data: dict, root: str) -> str:
-        return self._render("tour.html", root, tour=data, page="tour", title="The tour: three journeys, in pictures")
-
-    def results_page(self, data: dict, root: str) -> str:
-        return self._render("results.html", root, r=data, page="results", title="Results: the thresholds swept on dev")
-
-    def attribution_page(self, data: dict, root: str) -> str:
-        return self._render("attribution.html", root, a=data, page="attribution", title="Attribution methods, graded")
-
-    def seeds_page(self, data: dict, root: str) -> str:
-        return self._render("seeds.html", root, s=data, page="seeds", title="Seeds: one training run is not the model")
-
-    def methods_page(self, data: dict, root: str) -> str:
-        return self._render(
-            "methods.html", root, m=data, page="methods", title="Methods: the pipeline, the models, the data"
-        )
-
-    def evaluation_page(self, data: dict, root: str) -> str:
-        return self._render(
-            "evaluation.html",
-            root,
-            e=data,
-            passages=self.site_data.build.once(
-                ("evaluation-passages", data["split"]), lambda: passage_texts(self.site_data.build, data)
-            ),
-            page="evaluation",
-            title="Would an LLM do better? Your model, paired",
-        )
-
-    def ai_log_page(self, data: dict, root: str) -> str:
-        return self._render("ai_log.html", root, a=data, page="ai-log", title="Your LLM calls, kept in this browser")
-
-    def compare_index(self, data: dict, root: str) -> str:
-        return self._render(
-            "compare_index.html", root, c=data, page="compare", title="Your system beside the notebook’s"
-        )
-
-    def compare_page(self, data: dict, root: str) -> str:
-        return self._render(
-            "compare.html", root, c=data, page="compare", title=f"{data['run']['name']} beside the notebook’s pipeline"
-        )
-
-    def compare_class(self, data: dict, root: str) -> str:
-        return self._render("compare_class.html", root, c=data, page="compare", title="The class together")
-
-    def explore_page(self, explore: dict, root: str) -> str:
-        return self._cached(
-            ("explore", explore["split"], root, id(explore)),
-            lambda: self._render(
-                "explore.html", root, x=explore, page="explore", title=f"Explore: every {explore['split']} claim"
-            ),
-        )
-
-    def live_page(
-        self, root: str, trace: dict | None, text: str = "", error: str | None = None, table: dict | None = None
-    ) -> str:
-        return self._render(
-            "live.html",
-            root,
-            t=trace,
-            text=text,
-            error=error,
-            page="live",
-            table=table,
-            title="Live: trace your own claim",
-        )
+        if not page.kept:
+            return make()
+        boxes = tuple(box["digest"] for box in context.get("run_boxes", ()))
+        return self._cached((page.template, title, root, id(data), boxes), make)
 
     def computing_page(self, root: str, split: str, progress: dict) -> str:
         return self._render(

@@ -34,7 +34,8 @@ from claimtrace.web.responses import (
     wants_json,
 )
 from claimtrace.web.runs import evicted_line, with_runs
-from claimtrace.web.site_data import MAX_TEXT_CHARS, SiteData, StageMissing, UnknownClaim
+from claimtrace.web.site_data import SiteData, StageMissing, UnknownClaim
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.typed_processes import typed_answer, typed_answer_json
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
@@ -116,7 +117,7 @@ def page_response(request: Request, page: Page, data: Any, format: str) -> Respo
     """A page's data drawn by its template, or as JSON (computed afresh: not kept encoded)."""
     if format == "json":
         return json_response(data)
-    return html_response(page.template(_site(request).renderer, data, root_for(request.url.path)))
+    return html_response(_site(request).renderer.page(page, data, root_for(request.url.path)))
 
 
 def answer_page(request: Request, page: Page, asked: Asked) -> Response:
@@ -146,9 +147,7 @@ def answer_claim(request: Request, page: Page, asked: Asked) -> Response:
             if run is not None:
                 return json_response({**result, "run_box": site.site_data.runs.box(run, claim_id)})
             return site.encoded.response(result)
-        if run is not None:
-            return html_response(site.renderer.claim_page(result, root_for(request.url.path), run))
-        return html_response(page.template(site.renderer, result, root_for(request.url.path)))
+        return html_response(site.renderer.page(page, result, root_for(request.url.path), run=run))
     finally:
         site.site_data.first_page_served.set()  # the Explore warm-up may start now
 
@@ -174,7 +173,7 @@ def answer_explore(request: Request, page: Page, asked: Asked) -> Response:
     result = with_runs(site.site_data.runs, result)
     if as_json:
         return site.encoded.response(result)
-    return html_response(page.template(site.renderer, result, root_for(request.url.path)))
+    return html_response(site.renderer.page(page, result, root_for(request.url.path)))
 
 
 # -- predictions: a split's, and each scoreboard row's (Explore's downloads) -------------------------
@@ -221,9 +220,9 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
     if text is not None:
         if kind == "json":
-            status, body = typed_answer_json(site.site_data, text)
+            status, body = typed_answer_json(site.site_data.typed_claims, text)
             return Response(body, status_code=status, media_type="application/json")
-        status, value = typed_answer(site.site_data, text)
+        status, value = typed_answer(site.site_data.typed_claims, text)
         error, result = (value["error"], None) if status != 200 else (None, value)
     else:
         try:
@@ -233,7 +232,7 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
         if kind == "json":
             return json_response(result)
         shown_text = result["claim"]["text"]
-    page = site.renderer.live_page(root_for(request.url.path), result, text=shown_text, error=error)
+    page = site.renderer.page(pages.LIVE, result, root_for(request.url.path), text=shown_text, error=error)
     return html_response(page, status)
 
 
@@ -241,10 +240,11 @@ async def typed_json(request: Request, text: str) -> Response:
     """A typed text's JSON answer: traced by the typed-claims processes where the server has
     them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
     site = _site(request)
-    if site.site_data.typed_processes is not None:
-        status, body = await site.site_data.typed_processes.answer(text)
+    typed_claims = site.site_data.typed_claims
+    if typed_claims.processes is not None:
+        status, body = await typed_claims.processes.answer(text)
         return Response(body, status_code=status, media_type="application/json")
-    return await site.site_data.submit(live_response, request, text, None, "json")
+    return await typed_claims.submit(live_response, request, text, None, "json")
 
 
 class Body(NamedTuple):
@@ -390,11 +390,11 @@ actions = APIRouter()
 async def live_post(request: Request):
     text, error, status = await read_text(request)
     if error:
-        page = _site(request).renderer.live_page(root_for(request.url.path), None, text="", error=error)
+        page = _site(request).renderer.page(pages.LIVE, None, root_for(request.url.path), text="", error=error)
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
-    return await _site(request).site_data.submit(live_response, request, text, None, "html")
+    return await _site(request).site_data.typed_claims.submit(live_response, request, text, None, "html")
 
 
 @actions.get("/api/trace")

@@ -42,7 +42,8 @@ from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.encoding import encode
 from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST, keep_out_of_collections, release_memory
 from claimtrace.web.responses import text_problem, unreadable_build
-from claimtrace.web.site_data import MAX_TEXT_CHARS, BadText, SiteData, build_stamp
+from claimtrace.web.site_data import build_stamp
+from claimtrace.web.typed_claims import MAX_TEXT_CHARS, BadText, TypedClaimQueue
 from claimtrace.workdir.reader import BuildReader
 
 #: How often a typed-claims process looks whether its command is still there, and the command
@@ -57,16 +58,16 @@ ANSWER_SECONDS = 60.0
 _PREFIX = 4
 
 
-def typed_answer(site_data: SiteData, text: str) -> tuple[int, dict]:
+def typed_answer(typed_claims: TypedClaimQueue, text: str) -> tuple[int, dict]:
     """A typed text's answer, ``(status, value)``: its trace, or ``{"error", "status"}`` (400 for
     a text that cannot be traced, 413 past :data:`MAX_TEXT_CHARS`)."""
-    return _answer(text, site_data.trace_text)
+    return _answer(text, typed_claims.trace_text)
 
 
-def typed_answer_json(site_data: SiteData, text: str) -> tuple[int, bytes]:
+def typed_answer_json(typed_claims: TypedClaimQueue, text: str) -> tuple[int, bytes]:
     """:func:`typed_answer` as the JSON bytes sent (``encode`` of its value), the trace encoded by
-    :meth:`SiteData.trace_text_json`."""
-    status, value = _answer(text, site_data.trace_text_json)
+    :meth:`TypedClaimQueue.trace_text_json`."""
+    status, value = _answer(text, typed_claims.trace_text_json)
     return status, value if isinstance(value, bytes) else encode(value)
 
 
@@ -81,14 +82,14 @@ def _answer(text: str, trace) -> tuple[int, Any]:
         return status, {"error": str(err), "status": status}
 
 
-def answer_in_process(site_data: SiteData, text: str) -> tuple[int, bytes]:
+def answer_in_process(typed_claims: TypedClaimQueue, text: str) -> tuple[int, bytes]:
     """A typed-claims process's answer: :func:`typed_answer_json`, and for a build file the trace could
     not read the 503 the server itself gives (the file named, no machine path), rather than the
     process ending on it."""
     try:
-        return typed_answer_json(site_data, text)
+        return typed_answer_json(typed_claims, text)
     except DataError as err:
-        _, message, fields = unreadable_build(err, site_data.build.root)
+        _, message, fields = unreadable_build(err, typed_claims.build.root)
         return 503, encode({"error": message, "status": 503, **fields})
 
 
@@ -166,25 +167,25 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
     threading.Thread(target=_end_with, args=(command,), name="typed-claims-command", daemon=True).start()
     pin_one_thread()  # N processes on N cores: no PyTorch thread competes with another process
     choose_data_dir(data_dir)
-    site_data = _warm_tracer(workdir, data_dir)
+    typed_claims = _warm_typed_claims(workdir, data_dir)
     # What is loaded now stays for the process's life: kept out of the collector's full passes,
     # which would otherwise walk it all every few hundred claims (a slow claim now and then).
     keep_out_of_collections()
     Path(folder, f"ready-{os.getpid()}").touch()
-    seen, checked = build_stamp(site_data.build), time.monotonic()
+    seen, checked = build_stamp(typed_claims.build), time.monotonic()
     owed = 0  # claims answered since freed memory was last returned
     while True:
         connection, _ = listener.accept()
         with connection:
             if time.monotonic() - checked >= CHECK_SECONDS:  # a completed or repaired build: read again
-                checked, stamp = time.monotonic(), build_stamp(site_data.build)
+                checked, stamp = time.monotonic(), build_stamp(typed_claims.build)
                 if stamp != seen:  # warmed as at the start: the claim waiting pays the model's load once
-                    seen, site_data = stamp, _warm_tracer(workdir, data_dir)
+                    seen, typed_claims = stamp, _warm_typed_claims(workdir, data_dir)
             try:
                 text = json.loads(_receive(connection))
             except (OSError, ValueError):  # the server process gave up on it
                 continue
-            status, body = answer_in_process(site_data, text)
+            status, body = answer_in_process(typed_claims, text)
             try:
                 connection.sendall(status.to_bytes(_PREFIX, "big") + len(body).to_bytes(_PREFIX, "big") + body)
             except OSError:
@@ -195,13 +196,13 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
             owed = 0
 
 
-def _warm_tracer(workdir: str, data_dir: str) -> SiteData:
-    """A typed-claims process's site_data: warm (the model loaded, its rows checked), leaving freed
+def _warm_typed_claims(workdir: str, data_dir: str) -> TypedClaimQueue:
+    """A typed-claims process's queue: warm (the model loaded, its rows checked), leaving freed
     memory to the process (:func:`release_due`)."""
-    site_data = SiteData(BuildReader(workdir, data_dir))
-    site_data.release_every = 0
-    site_data.warm_typed()
-    return site_data
+    typed_claims = TypedClaimQueue(BuildReader(workdir, data_dir))
+    typed_claims.release_every = 0
+    typed_claims.warm()
+    return typed_claims
 
 
 def release_due(owed: int, waiting: bool) -> bool:

@@ -16,7 +16,7 @@ from claimtrace import constants
 from claimtrace.evaluation.attribution import top_words
 from claimtrace.models.attribution import METHODS
 from claimtrace.web.app import create_app
-from claimtrace.web.pages import ATTRIBUTION
+from claimtrace.web.pages import ATTRIBUTION, CLAIM
 from claimtrace.web.render import Renderer
 from claimtrace.web.site_data import SiteData
 from claimtrace.workdir.reader import BuildReader
@@ -127,7 +127,7 @@ def test_a_dev_claim_page_shows_each_methods_top_words(attributed):
     box = site_data.trace(claim_id)["attribution"]
     assert box["status"] == "ok" and [r["key"] for r in box["rows"]] == ["exact", *METHODS]
     assert box["rows"][0]["top"] == box["rows"][1]["top"]  # occlusion is exact here
-    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
+    html = CLAIM.render(Renderer(site_data), site_data.trace(claim_id), claim_id)
     assert 'id="attribution"' in html and "How every method does over the dev claims" in html
     assert site_data.trace("claim-752")["attribution"]["status"] in ("ok", "none")
 
@@ -167,7 +167,7 @@ def test_a_dev_claim_page_shows_the_lstms_top_words_with_each_methods_grade(attr
     assert words["status"] == "ok" and [r["key"] for r in words["rows"]] == ["occlusion", "integrated_gradients"]
     assert [r["top"] for r in words["rows"]] == [record["top"]["occlusion"], record["top"]["integrated_gradients"]]
     assert words["rows"][0]["passed"] == attributed.attribution_grades()["grades"]["occlusion"]["passed"]
-    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
+    html = CLAIM.render(Renderer(site_data), site_data.trace(claim_id), claim_id)
     box = html[html.index('id="lstm-words"') : html.index("</div>", html.index('id="lstm-words"'))]
     assert 'href="../attribution.html#lstm"' in box and "Occlusion by [PAD]</strong>" in box
     # 24 of 24 passed, but the Wilson interval of 24 claims reaches below 0.9: the method fails here
@@ -182,7 +182,7 @@ def test_without_the_lstms_attribution_one_line_names_the_command(demo_build, at
     claim_id = demo_build.inputs("dev", "retrieved").claim_ids[0]
     site_data = SiteData(demo_build)  # nothing attributed
     assert site_data.trace(claim_id)["lstm"]["words"] == {"status": "missing", "reason": LSTM_NOT_RUN}
-    html = Renderer(site_data).claim_page(site_data.trace(claim_id), "../")
+    html = CLAIM.render(Renderer(site_data), site_data.trace(claim_id), claim_id)
     line = html[html.index('id="lstm-words"') : html.index("</p>", html.index('id="lstm-words"'))]
     assert "`claimtrace attribute` computes it" in line and "<li" not in line
     # a build attributed before the LSTM was: the Transformer's part shown, the LSTM's named

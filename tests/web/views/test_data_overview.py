@@ -10,8 +10,8 @@ from claimtrace.web.views.data_overview import MODELS, corpus, label_balance
 
 
 @pytest.fixture(scope="module")
-def build(web_tracer):
-    return web_tracer.build
+def build(demo_site_data):
+    return demo_site_data.build
 
 
 def test_the_labels_of_each_split_add_up_with_their_intervals(build):

@@ -35,9 +35,9 @@ def test_every_passage_shown_has_its_text_once(demo_build):
     assert texts[first["gold"][0]] == demo_build.gold_texts()[first["gold"][0]]
 
 
-def test_a_claim_pages_second_opinion(web_tracer):
-    trace = web_tracer.trace("claim-752")
+def test_a_claim_pages_second_opinion(demo_site_data):
+    trace = demo_site_data.trace("claim-752")
     opinion = second_opinion_data(trace)
     assert opinion["gold"] == trace["claim"]["gold"] and opinion["label"] == "SUPPORTS"
     assert opinion["notebook"]["retrieved"] == trace["classifier"]["notebook"]["verdict"]
-    assert second_opinion_data(web_tracer.trace_text("Sea levels are rising.")) is None
+    assert second_opinion_data(demo_site_data.typed_claims.trace_text("Sea levels are rising.")) is None

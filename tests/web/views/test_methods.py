@@ -51,8 +51,8 @@ def test_every_number_on_the_documents_comes_from_the_figures(page):
         assert not NUMBER.search(text), (document["title"], re.findall(r"\S*\d\S*", text))
 
 
-def test_the_figures_are_the_builds(page, web_tracer):
-    figures, build = page["figures"], web_tracer.build
+def test_the_figures_are_the_builds(page, demo_site_data):
+    figures, build = page["figures"], demo_site_data.build
     assert figures["dev_claims"] == f"{len(build.claims('dev')):,}"
     assert figures["passages"] == f"{build.build_record()['corpus']['passages']:,}"
     row = next(r for r in build.scoreboard()["rows"] if r["name"] == "notebook+notebook+notebook")
@@ -100,12 +100,12 @@ def test_every_chip_links_to_a_step_that_exists_and_to_the_notebook(web_client, 
     assert all("notebook.md §" not in s or 'class="cite"' in s for s in sources)
 
 
-def test_the_page_is_served_and_exported_alike(web_client, web_tracer, tmp_path):
+def test_the_page_is_served_and_exported_alike(web_client, demo_site_data, tmp_path):
     from claimtrace.web.site import write_site
 
     served = web_client.get("/methods.html").text
     assert web_client.get("/methods").text == served
-    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
     exported = (tmp_path / "methods.html").read_text(encoding="utf-8")
     main = lambda page: page[page.index("<main") : page.index("</main>")]  # noqa: E731
     assert main(served) == main(exported)

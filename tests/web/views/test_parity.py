@@ -71,12 +71,12 @@ def test_each_row_links_to_a_section_that_exists(web_client, checklist):
         assert f'id="{anchor}"' in page, row["where"]
 
 
-def test_the_page_shows_every_row_served_and_exported_alike(web_client, web_tracer, checklist, tmp_path):
+def test_the_page_shows_every_row_served_and_exported_alike(web_client, demo_site_data, checklist, tmp_path):
     from claimtrace.web.site import write_site
 
     served = web_client.get("/parity.html").text
     assert all(f'data-key="{row["key"]}" data-status="{row["status"]}"' in served for row in checklist["rows"])
-    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
     exported = (tmp_path / "parity.html").read_text(encoding="utf-8")
 
     def text(page: str) -> str:

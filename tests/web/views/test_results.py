@@ -7,9 +7,9 @@ from __future__ import annotations
 from claimtrace.web.views.results import readout, results
 
 
-def test_charts_are_the_builds_sweep(web_tracer):
-    data = results(web_tracer)
-    sweep = web_tracer.build.sweep()
+def test_charts_are_the_builds_sweep(demo_site_data):
+    data = results(demo_site_data)
+    sweep = demo_site_data.build.sweep()
     assert data["sweep"] == sweep
     assert [c["id"] for c in data["charts"]] == [
         f"{rule}-{parameter}" for rule in ("notebook", "submission") for parameter in ("cosine", "overlap", "top_n")
@@ -22,8 +22,8 @@ def test_charts_are_the_builds_sweep(web_tracer):
         assert sum(p["best"] for p in chart["points"]) <= 1
 
 
-def test_sentences_name_both_settings_with_intervals_and_the_test(web_tracer):
-    data = results(web_tracer)
+def test_sentences_name_both_settings_with_intervals_and_the_test(demo_site_data):
+    data = results(demo_site_data)
     for rule, said in data["sentences"].items():
         assert "HM" in said["notebook"] and " to " in said["notebook"], rule
         assert said["baseline"].startswith("Always SUPPORTS"), rule

@@ -66,10 +66,10 @@ def test_the_tour_is_served_with_its_pictures_and_linked_from_the_front_page(web
     assert 'href="tour.html"' in web_client.get("/").text
 
 
-def test_the_export_holds_the_tour_and_its_pictures(web_tracer, tmp_path):
+def test_the_export_holds_the_tour_and_its_pictures(demo_site_data, tmp_path):
     from claimtrace.web.site import write_site
 
-    write_site(None, tmp_path, site_data=web_tracer, splits=("dev",), only=("claim-752",))
+    write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
     page = (tmp_path / "tour.html").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "tour.json").read_text(encoding="utf-8")) == tour_view()
     for journey in tour_view()["journeys"]:

@@ -19,9 +19,9 @@ from claimtrace.web.views.walkthrough.words import NO_TAGS, preprocess_section
 
 
 @pytest.fixture(scope="module")
-def dev_traces(web_tracer) -> dict[str, dict]:
+def dev_traces(demo_site_data) -> dict[str, dict]:
     """Every dev claim's trace, as the site serves it."""
-    return {claim_id: web_tracer.trace(claim_id) for claim_id in web_tracer.claims("dev")}
+    return {claim_id: demo_site_data.trace(claim_id) for claim_id in demo_site_data.claims("dev")}
 
 
 def test_a_text_without_tags_gets_both_notes_in_the_pages_order(demo_build):
@@ -110,8 +110,8 @@ def test_every_filter_verdict_on_the_page_is_the_kernels(dev_traces):
     assert checked > 500
 
 
-def test_the_passed_rows_are_the_builds_passed_count_and_order(dev_traces, web_tracer):
-    records = web_tracer.build.retrieval("dev")
+def test_the_passed_rows_are_the_builds_passed_count_and_order(dev_traces, demo_site_data):
+    records = demo_site_data.build.retrieval("dev")
     for claim_id, trace in dev_traces.items():
         retrieval, record = trace["retrieval"], records[claim_id]
         assert len(retrieval["passed_rows"]) + retrieval["passed_rows_truncated"] == record["passed"]
