@@ -219,14 +219,14 @@ def test_every_connection_sends_its_writes_at_once():
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
 
 
-def test_a_refused_client_reads_its_503_even_after_sending_its_request(web_tracer, monkeypatch):
+def test_a_refused_client_reads_its_503_even_after_sending_its_request(demo_site_data, monkeypatch):
     """Past the limit the 503 is written and the connection half-closed: a client that sends its
     request and reads only later still gets the 503, not a reset (a socket closed with the
     request unread answers it with a reset, which discards what the client has not read)."""
     from claimtrace.web import serving
 
     monkeypatch.setattr(serving, "MAX_CONNECTIONS", 2)
-    server, thread, port = _serve(create_app(site_data=web_tracer))
+    server, thread, port = _serve(create_app(site_data=demo_site_data))
     held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
