@@ -172,17 +172,6 @@ def harmonic_means(f: np.ndarray, a: np.ndarray) -> np.ndarray:
     return np.where(total == 0, 0.0, 2 * f * a / np.where(total == 0, 1.0, total))
 
 
-def bootstrap_harmonic_mean(
-    f: Sequence[float], correct: Sequence[bool], indices: np.ndarray, seed: int = SEED
-) -> Interval:
-    """HM of the mean F and the accuracy, with its bootstrap interval (both means taken over
-    the same resampled claims)."""
-    f, correct = np.asarray(f, dtype=np.float64), np.asarray(correct, dtype=np.float64)
-    estimate = float(harmonic_means(np.array(f.mean()), np.array(correct.mean())))
-    resampled = harmonic_means(resampled_means(f, indices), resampled_means(correct, indices))
-    return percentile_interval(estimate, resampled, len(indices), seed)
-
-
 # --- labels ---------------------------------------------------------------------------------------
 
 
@@ -281,14 +270,6 @@ class McNemar:
     chi2_p: float
 
 
-def mcnemar(right_a: Sequence[bool], right_b: Sequence[bool]) -> McNemar:
-    """McNemar's exact test (statsmodels' ``mcnemar(exact=True)``) and the continuity-corrected
-    chi-square beside it, from two systems' per-claim right/wrong on the same claims."""
-    right_a, right_b = np.asarray(right_a, dtype=bool), np.asarray(right_b, dtype=bool)
-    b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
-    return mcnemar_of_counts(np.array([b]), np.array([c]))[0]
-
-
 def mcnemar_of_counts(b: np.ndarray, c: np.ndarray) -> list[McNemar]:
     """McNemar's test of each pair of discordant counts: ``b[i]`` claims only the first system
     got right, ``c[i]`` only the second (scipy's distributions take them all in one call).
@@ -312,12 +293,6 @@ def cohens_h(p1: float, p2: float) -> float:
     """Cohen's h, ``2 asin sqrt(p1) - 2 asin sqrt(p2)`` (statsmodels' ``proportion_effectsize``):
     about 0.2 is small, 0.5 medium, 0.8 large."""
     return float(2 * np.arcsin(np.sqrt(p1)) - 2 * np.arcsin(np.sqrt(p2)))
-
-
-def bootstrap_p(differences: np.ndarray) -> float:
-    """The two-sided percentile-bootstrap p-value of a difference being 0: twice the smaller
-    share of resampled differences on either side of 0 (at most 1)."""
-    return _two_sided(float(np.mean(differences <= 0)), float(np.mean(differences >= 0)))
 
 
 def _two_sided(below: float, above: float) -> float:
