@@ -318,12 +318,6 @@ class Retriever:
         kernels.weights_kernel(np.array([0, len(columns)], np.int64), columns, values, self.idf, out)
         return columns[::-1].copy(), out[::-1].copy()
 
-    def claim_vector(self, claim: str | Query) -> tuple[np.ndarray, np.ndarray]:
-        """The claim's terms in the order scikit-learn stores them (descending) and their
-        twice-normalised weights: ``normalize(vectorizer.transform([claim]))``."""
-        query = self.query(claim)
-        return query.terms, query.weights
-
     def passage_tags(self, position: int | None) -> list[str]:
         """The tags of the passage at ``position`` of the fitted model (none for ``None``: a
         passage the model left out, having no tags)."""
