@@ -26,8 +26,9 @@ from claimtrace.models.lstm import (
     build_lstm,
     load_lstm_model,
 )
-from claimtrace.models.train import TrainingData, train
+from claimtrace.models.train import train
 from claimtrace.models.transformer import alone_logits, notebook_logits, torch_threads
+from tests.support.training_slice import training_slice
 
 
 def lstm(seed: int = 3) -> LSTMClassifier:
@@ -114,7 +115,7 @@ def test_float16_checkpoint_round_trip(tmp_path):
 
 
 def test_training_the_lstm_one_epoch_on_a_slice(data, tmp_path):
-    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+    small = training_slice(data)
     result = train(small, tmp_path, seed=7, epochs=1, show_progress=False, variant="lstm")
     assert isinstance(result.model, LSTMClassifier)
     log = json.loads((tmp_path / constants.TRAINING_LOG_FILES["lstm"]).read_text())
