@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from claimtrace import constants
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.intended import checkpoint_metadata, save_float16_checkpoint
 from claimtrace.models.lstm import (
     LSTM_CHECKPOINT,
-    LSTM_PROVENANCE,
     LSTMClassifier,
     LSTMVerdicts,
     build_lstm,
@@ -129,7 +129,7 @@ def test_training_the_lstm_one_epoch_on_a_slice(data, tmp_path):
 def test_the_shipped_checkpoint_and_its_provenance(data):
     from claimtrace.course import ORIGINAL_LSTM_LOG
 
-    provenance = json.loads(LSTM_PROVENANCE.read_text())
+    provenance = json.loads((ASSETS_DIR / constants.PROVENANCE_FILES["lstm"]).read_text())
     assert provenance["variant"] == "lstm" and provenance["dtype"] == "float16"
     assert len(provenance["history"]) == len(ORIGINAL_LSTM_LOG) == constants.EPOCHS
     assert [row["notebook"]["dev_accuracy"] for row in provenance["beside_the_notebook"]] == [

@@ -33,12 +33,11 @@ import torch
 from torch import nn
 
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.constants import CHECKPOINT_FILES, PROVENANCE_FILES, VOCAB_SIZE
+from claimtrace.constants import CHECKPOINT_FILES, VOCAB_SIZE
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.predict import PerClaimClassifier
 
 LSTM_CHECKPOINT = ASSETS_DIR / CHECKPOINT_FILES["lstm"]
-LSTM_PROVENANCE = ASSETS_DIR / PROVENANCE_FILES["lstm"]
 
 
 class LSTMClassifier(nn.Module):
