@@ -114,7 +114,7 @@ def resampled_means(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
         return resampled_means(values[np.newaxis], indices)[0]
     # Every system, alone or among others, is summed the same way, in claim order, one claim
     # after the other (as numpy reduces a (systems, resamples, n) gather), a claim's draws at a
-    # time, without holding the gather (0.9 GB for a class of 70 files): a system's intervals
+    # time, without holding the gather (docs/benchmarks.md, "The statistics"): a system's intervals
     # are the same bits whichever systems it is computed beside.
     by_claim = np.ascontiguousarray(values.T)  # (n, systems): a draw reads one row
     draws = np.ascontiguousarray(indices.T)  # (n, resamples)
@@ -204,7 +204,8 @@ def _label_counts(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str]
     in_gold = np.stack([gold == label for label in labels], axis=1)
     in_predicted = np.stack([predicted == label for label in labels], axis=1)
     # One product for the three, in float64: whole numbers this small are exact whatever the
-    # order BLAS adds them in, and numpy's integer product has no BLAS (five times slower).
+    # order BLAS adds them in, and numpy's integer product has no BLAS (docs/benchmarks.md,
+    # "The statistics").
     columns = np.concatenate([hits, in_gold, in_predicted], axis=1).astype(np.float64)
     counts = (np.asarray(weights, dtype=np.float64) @ columns).astype(np.int64)
     width = len(labels)
@@ -399,9 +400,10 @@ class Resampled:
 
     def paired_columns(self, pairs: Sequence[tuple[int, int]], keys: Sequence[str] = PAIRED_KEYS) -> dict:
         """What :meth:`paired_many` gives, as columns over the pairs instead of a dict per pair (a
-        class's 44,850 pairs held as dicts, then corrected into new ones, took 200 MB): ``bounds``
-        and ``p`` per key (lists over the pairs, each bound ``[lower, upper]``), ``mcnemar_p``
-        (the exact p), the same values block by block."""
+        class's pairs held as dicts, then corrected into new ones, took much memory:
+        docs/benchmarks.md, "A class: `claimtrace compare --class`"): ``bounds`` and ``p`` per key
+        (lists over the pairs, each bound ``[lower, upper]``), ``mcnemar_p`` (the exact p), the
+        same values block by block."""
         out: dict = {"bounds": {key: [] for key in keys}, "p": {key: [] for key in keys}, "mcnemar_p": []}
         for start in range(0, len(pairs), _PAIRS_AT_ONCE):
             bounds, p, tests = self._block_columns(pairs[start : start + _PAIRS_AT_ONCE], keys)
