@@ -22,6 +22,8 @@ import pytest
 from claimtrace.constants import FLOAT32_AGREEMENT
 from claimtrace.data import files as data
 
+#: The repository: where the scripts run in a fresh interpreter find ``tests.support``.
+REPO = Path(__file__).resolve().parents[1]
 #: numpy 2.x's AVX-512 dispatch targets: where float64 log takes a vectorised routine.
 NUMPY_AVX512 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
 #: Every target numpy dispatches to above its x86-64 baseline (SSE3).
@@ -218,7 +220,8 @@ torch.set_num_threads(int(sys.argv[2]))
 from claimtrace.models.inputs import encode, gold_evidence, make_rows
 from claimtrace.models.transformer import notebook_logits
 from claimtrace.models.predict import load_classifier
-from claimtrace.models.table import alone_logits_stacked, export_table
+from claimtrace.models.table import export_table
+from tests.support.alone_stacked import alone_logits_stacked
 from claimtrace.data.files import find_data_dir, gold_passages, load_claims
 
 classifier = load_classifier()
@@ -258,6 +261,7 @@ def test_verdicts_and_table_bound_hold_on_one_and_two_threads_and_generic_kernel
             capture_output=True,
             text=True,
             env=env,
+            cwd=REPO,  # the script imports tests.support
             timeout=900,
         )
         assert done.returncode == 0, f"{name}: {done.stderr[-3000:]}"

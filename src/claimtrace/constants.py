@@ -207,7 +207,7 @@ PROVENANCE_FILES = {
 #: The seed of the shipped checkpoint (see classifier_provenance.json for why this one).
 SHIPPED_SEED = 0
 #: libgomp's wait policy for torch's OpenMP threads. On a CPU shared with other processes the
-#: default (spinning at every barrier) made 2-thread training ~3x slower than PASSIVE (measured
-#: here: 57 s vs 19 s for the same 3 steps); the weights are bit-identical either way. It must
+#: default (spinning at every barrier) made 2-thread training several times slower than PASSIVE
+#: (docs/benchmarks.md, "The build"); the weights are bit-identical either way. It must
 #: be in the environment before torch is imported, so the CLI commands set it (setdefault) first.
 OMP_WAIT_POLICY = "PASSIVE"

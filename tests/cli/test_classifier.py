@@ -14,6 +14,7 @@ from claimtrace.models import train as train_module
 from claimtrace.models.train import TrainingData, training_data
 from claimtrace.web.site_data import SiteData
 from claimtrace.workdir.reader import BuildReader
+from tests.support.training_slice import training_slice
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +25,10 @@ def data(data_dir) -> TrainingData:
 # --- Training the intended variant ----------------------------------------------------------------
 
 
-def small(data: TrainingData) -> TrainingData:
-    return TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
-
-
 def test_cli_train_variant(data, tmp_path, monkeypatch):
     from claimtrace.cli.main import main
 
-    monkeypatch.setattr(train_module, "training_data", lambda data_dir: small(data))
+    monkeypatch.setattr(train_module, "training_data", lambda data_dir: training_slice(data))
     for variant, args in (("notebook", []), ("intended", ["--variant", "intended"]), ("lstm", ["--variant", "lstm"])):
         workdir = tmp_path / variant
         result = CliRunner().invoke(

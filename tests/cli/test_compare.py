@@ -158,3 +158,9 @@ def test_cli_prints_the_baseline_beside_the_build(demo_build, data_dir, baseline
     assert as_json.exit_code == 0
     report = json.loads(as_json.output)
     assert report["runs"][0]["name"] == "dev-claims-baseline"
+
+
+def test_compare_has_no_skip_missing_option(data_dir, baseline_path):
+    """The course's rule (a claim left out is skipped) is what compare does: no option turns it on."""
+    result = _cli(data_dir, "compare", "--predictions", str(baseline_path), "--skip-missing")
+    assert result.exit_code == 2 and "No such option '--skip-missing'" in result.output, result.output

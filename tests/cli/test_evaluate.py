@@ -163,3 +163,10 @@ def test_predict_test_row_in_the_course_shape(demo_build, tmp_path, data_dir):
     ]
     bad = CliRunner().invoke(main, [*args, "--row", "bm25+nothing+alone", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown scoreboard row" in bad.output
+
+
+def test_cli_evaluate_has_no_skip_missing_option(data_dir):
+    """The course's rule (a claim left out is skipped) is what evaluate does: no option turns it on."""
+    path = str(data.course_file(data_dir, "baseline"))
+    done = CliRunner().invoke(main, ["--data", str(data_dir), "evaluate", "--predictions", path, "--skip-missing"])
+    assert done.exit_code == 2 and "No such option '--skip-missing'" in done.output, done.output

@@ -7,8 +7,8 @@ import pytest
 
 from claimtrace.data import files as data
 from claimtrace.data.files import Claim
-from claimtrace.evaluation.retrieval import variant_f_row, variant_f_table
-from claimtrace.pipeline.retrieval import VARIANTS, Retriever
+from claimtrace.evaluation.retrieval import variant_f_row
+from claimtrace.pipeline.retrieval import VARIANTS, Retriever, retrieve_all
 
 
 def _claim(claim_id: str, gold: tuple[str, ...]) -> Claim:
@@ -51,23 +51,38 @@ def retrievers(demo_tagged):
     }
 
 
-def test_variant_f_table(dev_claims, retrievers):
-    rows = variant_f_table(retrievers, dev_claims)
+def _f_rows(retrievers: dict, claims: dict, variants=None) -> list[dict]:
+    """Each variant's row from retrieving ``claims`` again with the retriever fitted on its
+    passage tags (a variant whose tags have no retriever is left out)."""
+    rows = []
+    for name in list(variants) if variants is not None else list(VARIANTS):
+        variant = VARIANTS[name]
+        if variant.passage_tags in retrievers:
+            retriever = retrievers[variant.passage_tags]
+            rows.append(variant_f_row(variant, retrieve_all(retriever, claims, variant), claims, len(retriever)))
+    return rows
+
+
+def test_every_variant_is_scored_and_the_raw_text_finds_less(dev_claims, retrievers):
+    rows = _f_rows(retrievers, dev_claims)
     assert [r["variant"] for r in rows] == list(VARIANTS)
     by_name = {r["variant"]: r for r in rows}
     assert all(0.0 <= r["F"] <= 1.0 and r["claims"] == len(dev_claims) for r in rows)
     # The raw claim text hardly ever shares a tag string with a passage (capitals, punctuation).
     assert by_name["raw-claim-text"]["F"] < by_name["notebook"]["F"]
-    assert (
-        variant_f_table({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
-    )
-    assert [r["variant"] for r in variant_f_table({"padded": retrievers["padded"]}, dev_claims)] == [
+    assert _f_rows({"padded": retrievers["padded"]}, dev_claims, variants=["notebook"])[0] == by_name["notebook"]
+    assert [r["variant"] for r in _f_rows({"padded": retrievers["padded"]}, dev_claims)] == [
         name for name, v in VARIANTS.items() if v.passage_tags == "padded"
     ]
 
 
-def test_kept_records_are_scored_without_retrieving_again(dev_claims, retrievers):
-    made = variant_f_table(retrievers, dev_claims, variants=["notebook"])
-    records = {"notebook": [{"claim_id": cid, "evidences": [], "fallback": True} for cid in dev_claims]}
-    (row,) = variant_f_table(retrievers, dev_claims, variants=["notebook"], records=records)
-    assert (row["F"], row["fallback_share"]) == (0.0, 1.0) and row["passages"] == made[0]["passages"]
+def test_the_builds_table_scores_the_records_it_keeps_as_retrieving_again_would(demo_retrieved, retrievers):
+    """The retrieval stage's dev table (summary.json's ``variants_dev``) is each variant's kept
+    records scored, and the same rows as retrieving dev again."""
+    claims = demo_retrieved.claims("dev")
+    table = demo_retrieved.retrieval_summary()["variants_dev"]
+    assert [row["variant"] for row in table] == list(VARIANTS)
+    for row in table:
+        kept = list(demo_retrieved.retrieval_records("dev", row["variant"]).values())
+        assert row == variant_f_row(row["variant"], kept, claims, row["passages"])
+    assert table == _f_rows(retrievers, claims)

@@ -26,7 +26,7 @@ from claimtrace.evaluation.scoreboard import (
     ScoreRow,
     bm25_variant_row,
     evidence_source,
-    score_row,
+    row_result,
     scoreboard,
     scoreboard_row,
     scoreboard_rows,
@@ -118,8 +118,10 @@ def test_the_notebooks_own_retrieval_is_the_classifiers_retrieved_evidence():
 
 def test_a_row_is_scored_as_the_course_scores_its_predictions():
     build = _Build()
-    row = score_row(build, "dev", ScoreRow("bm25", "intended", "alone"))
+    result = row_result(build, "dev", ScoreRow("bm25", "intended", "alone"))
     assert build.asked == [("dev", "bm25", "intended", "alone")]
+    row = next(row for row in scoreboard(_Build(), "dev")["rows"] if row["name"] == "bm25+intended+alone")
+    assert {key: row[key] for key in result.summary()} == result.summary()
     assert row["F"] == pytest.approx(1 / 2) and row["A"] == pytest.approx(2 / 3) and row["HM"] == pytest.approx(4 / 7)
     assert row["claims"] == 3 and row["skipped_missing"] == 0 and row["ignored_extra"] == 0
     assert (row["name"], row["retrieval"], row["model"], row["protocol"]) == (
@@ -137,7 +139,7 @@ def test_a_row_missing_a_claim_names_the_build_and_the_row():
             return {cid: entry for cid, entry in PREDICTED.items() if cid != "claim-2"}
 
     with pytest.raises(DataError, match=r"^stub \(dev, row notebook\+notebook\+alone\): no prediction for 1 of the 3"):
-        score_row(Short(), "dev", ScoreRow("notebook", "notebook", "alone"))
+        row_result(Short(), "dev", ScoreRow("notebook", "notebook", "alone"))
 
 
 def test_the_scoreboard_scores_every_row_beside_the_course_anchor():

@@ -55,11 +55,19 @@ def test_wilson_of_nothing_is_undefined():
 # --- McNemar, Cohen's h, Holm ------------------------------------------------------------------------
 
 
+def _mcnemar(right_a, right_b) -> S.McNemar:
+    """McNemar's test of two systems' per-claim right/wrong on the same claims, through the
+    counts the comparisons read: ``b`` claims only A got right, ``c`` only B."""
+    right_a, right_b = np.asarray(right_a, dtype=bool), np.asarray(right_b, dtype=bool)
+    b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
+    return S.mcnemar_of_counts(np.array([b]), np.array([c]))[0]
+
+
 @FIXED
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=300))
 def test_mcnemar_is_statsmodels(pairs):
     right_a, right_b = zip(*pairs, strict=True)
-    test = S.mcnemar(right_a, right_b)
+    test = _mcnemar(right_a, right_b)
     a, b = np.array(right_a), np.array(right_b)
     table = [[int((a & b).sum()), int((a & ~b).sum())], [int((~a & b).sum()), int((~a & ~b).sum())]]
     assert (test.b, test.c) == (table[0][1], table[1][0])
@@ -157,15 +165,18 @@ def _plain_hm(f: float, a: float) -> float:
     ),
     st.integers(0, 2**31),
 )
-def test_bootstrap_harmonic_mean_is_a_plain_loop(pair, seed):
+def test_a_systems_harmonic_mean_interval_is_a_plain_loop(pair, seed):
     f, right = pair
     resamples = 200
-    interval = S.bootstrap_harmonic_mean(f, right, S.resample_indices(len(f), resamples, seed), seed)
+    predicted = tuple("SUPPORTS" if r else "REFUTES" for r in right)
+    system = S.PerClaim(("SUPPORTS",) * len(f), predicted, np.array(f), np.array(right))
+    interval = S.Resampled([system], resamples, seed).figures(0)["HM"]
     hms = []
     for row in _plain_indices(len(f), resamples, seed):
         hms.append(_plain_hm(math.fsum(f[i] for i in row) / len(f), sum(right[i] for i in row) / len(f)))
     lower, upper = _plain_interval(hms)
-    assert abs(interval.lower - lower) < EXACT and abs(interval.upper - upper) < EXACT
+    assert abs(interval["lower"] - lower) < EXACT and abs(interval["upper"] - upper) < EXACT
+    assert interval["estimate"] == pytest.approx(_plain_hm(math.fsum(f) / len(f), sum(right) / len(f)), abs=EXACT)
 
 
 @settings(derandomize=True, max_examples=8, deadline=None)
@@ -246,6 +257,12 @@ def test_several_systems_means_are_numpys_sum_of_the_whole_gather():
         assert np.array_equal(shares, right.astype(np.float64)[..., indices].sum(axis=-1) / n)
 
 
+def _bootstrap_p(differences: np.ndarray) -> float:
+    """The two-sided percentile-bootstrap p-value of a difference being 0: twice the smaller
+    share of resampled differences on either side of 0 (at most 1)."""
+    return min(1.0, 2 * min(float(np.mean(differences <= 0)), float(np.mean(differences >= 0))))
+
+
 def test_pairs_compared_in_blocks_are_each_pair_compared_alone():
     """paired_many's blocks give each pair what its own quantile, bootstrap p and McNemar give."""
     systems = [_system(154, k) for k in range(5)]
@@ -257,10 +274,10 @@ def test_pairs_compared_in_blocks_are_each_pair_compared_alone():
     pairs = [(i, j) for i in range(5) for j in range(5) if i != j]
     for (i, j), paired in zip(pairs, resampled.paired_many(pairs), strict=True):
         one, other = systems[i], systems[j]
-        assert paired["mcnemar"] == S.mcnemar(one.right, other.right).__dict__
+        assert paired["mcnemar"] == _mcnemar(one.right, other.right).__dict__
         gap = resampled.hm[i] - resampled.hm[j]
         alone = S.percentile_interval(paired["HM"]["estimate"], gap, 400, 11).to_dict()
-        assert {k: v for k, v in paired["HM"].items() if k != "p"} == alone and paired["HM"]["p"] == S.bootstrap_p(gap)
+        assert {k: v for k, v in paired["HM"].items() if k != "p"} == alone and paired["HM"]["p"] == _bootstrap_p(gap)
         a_gap = resampled.a[i] - resampled.a[j]
         assert paired["A"] == S.percentile_interval(one.right.mean() - other.right.mean(), a_gap, 400, 11).to_dict()
     assert S.mcnemar_of_counts(np.array([0, 3]), np.array([0, 5]))[0] == S.McNemar(0, 0, 1.0, 0.0, 1.0)
@@ -353,11 +370,11 @@ def test_a_class_s_pairs_are_each_pair_compared_and_corrected_as_defined():
                 "b": names[j],
                 "HM": {
                     **S.percentile_interval(hm[0] - hm[1], hm_gap, S.RESAMPLES, S.SEED).to_dict(),
-                    "p": S.bootstrap_p(hm_gap),
+                    "p": _bootstrap_p(hm_gap),
                 },
                 "A": {
                     **S.percentile_interval(a, a_gap, S.RESAMPLES, S.SEED).to_dict(),
-                    "p": S.mcnemar(one.right, other.right).exact_p,
+                    "p": _mcnemar(one.right, other.right).exact_p,
                 },
                 "cohens_h": S.cohens_h(one.right.mean(), other.right.mean()),
             }

@@ -16,18 +16,19 @@ import pytest
 import torch
 
 from claimtrace import constants
+from claimtrace.assets import ASSETS_DIR
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.intended import checkpoint_metadata, save_float16_checkpoint
 from claimtrace.models.lstm import (
     LSTM_CHECKPOINT,
-    LSTM_PROVENANCE,
     LSTMClassifier,
     LSTMVerdicts,
     build_lstm,
     load_lstm_model,
 )
-from claimtrace.models.train import TrainingData, train
+from claimtrace.models.train import train
 from claimtrace.models.transformer import alone_logits, notebook_logits, torch_threads
+from tests.support.training_slice import training_slice
 
 
 def lstm(seed: int = 3) -> LSTMClassifier:
@@ -114,7 +115,7 @@ def test_float16_checkpoint_round_trip(tmp_path):
 
 
 def test_training_the_lstm_one_epoch_on_a_slice(data, tmp_path):
-    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+    small = training_slice(data)
     result = train(small, tmp_path, seed=7, epochs=1, show_progress=False, variant="lstm")
     assert isinstance(result.model, LSTMClassifier)
     log = json.loads((tmp_path / constants.TRAINING_LOG_FILES["lstm"]).read_text())
@@ -128,7 +129,7 @@ def test_training_the_lstm_one_epoch_on_a_slice(data, tmp_path):
 def test_the_shipped_checkpoint_and_its_provenance(data):
     from claimtrace.course import ORIGINAL_LSTM_LOG
 
-    provenance = json.loads(LSTM_PROVENANCE.read_text())
+    provenance = json.loads((ASSETS_DIR / constants.PROVENANCE_FILES["lstm"]).read_text())
     assert provenance["variant"] == "lstm" and provenance["dtype"] == "float16"
     assert len(provenance["history"]) == len(ORIGINAL_LSTM_LOG) == constants.EPOCHS
     assert [row["notebook"]["dev_accuracy"] for row in provenance["beside_the_notebook"]] == [

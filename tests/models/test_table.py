@@ -14,14 +14,9 @@ from claimtrace.assets import ASSETS_DIR
 from claimtrace.constants import CHECKPOINT_FILE, FLOAT32_AGREEMENT, SPLITS, TABLE_FILE, VOCAB_FILE, VOCAB_SIZE
 from claimtrace.models.inputs import encode, make_rows
 from claimtrace.models.predict import load_classifier
-from claimtrace.models.table import (
-    alone_logits_stacked,
-    export_table,
-    load_table,
-    sha256_file,
-    table_metadata,
-)
+from claimtrace.models.table import export_table, load_table, sha256_file, table_metadata
 from claimtrace.models.transformer import alone_logits
+from tests.support.alone_stacked import alone_logits_stacked
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,11 @@ from claimtrace.models.inputs import load_vocab
 from claimtrace.models.intended import (
     checkpoint_metadata,
 )
-from claimtrace.models.train import TrainingData, train
+from claimtrace.models.train import train
 from claimtrace.models.transformer import (
     load_state_dict,
 )
+from tests.support.training_slice import training_slice
 
 
 def test_training_inputs(data):
@@ -44,7 +45,7 @@ def test_shipped_vocab_is_the_training_vocab(data):
 
 
 def test_training_is_deterministic(data, tmp_path):
-    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+    small = training_slice(data)
     before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     first = train(small, tmp_path / "a", seed=7, epochs=1, show_progress=False)
     second = train(small, tmp_path / "b", seed=7, epochs=1, show_progress=False)
@@ -70,12 +71,8 @@ def test_training_is_deterministic(data, tmp_path):
 # --- Training the intended variant ----------------------------------------------------------------
 
 
-def small(data: TrainingData) -> TrainingData:
-    return TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
-
-
 def test_training_the_intended_variant(data, tmp_path):
-    result = train(small(data), tmp_path, seed=7, epochs=1, show_progress=False, variant="intended")
+    result = train(training_slice(data), tmp_path, seed=7, epochs=1, show_progress=False, variant="intended")
     assert result.model.config.fixed is True
     log = json.loads((tmp_path / constants.TRAINING_LOG_FILES["intended"]).read_text())
     assert log["variant"] == "intended" and log["seed"] == 7
@@ -84,4 +81,4 @@ def test_training_the_intended_variant(data, tmp_path):
         assert result.checkpoint == tmp_path / constants.CHECKPOINT_FILES["intended"]
         assert checkpoint_metadata(result.checkpoint)["variant"] == "intended"
     with pytest.raises(ValueError, match="unknown variant"):
-        train(small(data), None, epochs=1, show_progress=False, variant="fixed")
+        train(training_slice(data), None, epochs=1, show_progress=False, variant="fixed")

@@ -74,7 +74,8 @@ def dense_reference(
     ``thresholds``: the query's bounds on cosine, overlap and score."""
     n = len(retriever)
     weights, sets = _weights_of(retriever)
-    terms, values = retriever.claim_vector(claim)
+    query = retriever.query(claim)  # terms as scikit-learn stores them (descending), twice-normalised weights
+    terms, values = query.terms, query.weights
     cosine = np.zeros(n)
     for term, x in zip(terms, values):  # scipy's csr_matmat order: one claim term at a time
         column = weights[:, [term]].toarray().ravel()

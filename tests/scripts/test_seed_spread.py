@@ -11,6 +11,7 @@ import pytest
 from claimtrace.constants import PROTOCOLS
 from claimtrace.models.train import TrainingData, training_data
 from tests.conftest import REPO
+from tests.support.training_slice import first_claims, training_slice
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +28,9 @@ def data(data_dir) -> TrainingData:
 
 
 def test_one_epoch_on_a_slice(seed_spread, data, tmp_path, monkeypatch):
-    small = TrainingData(data.vocab, data.train.subset(32), data.dev.subset(16))
+    small = training_slice(data)
     output = tmp_path / "seed_spread.json"
-    retrieved = data.dev.subset(16)  # any inputs of the same claims stand in for a build's
+    retrieved = first_claims(data.dev, 16)  # any inputs of the same claims stand in for a build's
     seed_spread.run_all(small, retrieved, ["transformer", "lstm"], [42, 1], 1, 1, output, tmp_path)
     document = json.loads(output.read_text())
     assert set(document["models"]) == {"transformer", "lstm"}

@@ -38,9 +38,6 @@ PREFERRED = ("dev", "test", "train")
     default=None,
     help="The claims to compare on (default: the split most files' claims belong to).",
 )
-@click.option(
-    "--skip-missing", is_flag=True, hidden=True, help="Kept for old scripts: the course's rule is the default."
-)
 @click.option("--claim", "claim_id", default=None, help="Also print every passage each run named for this claim.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole comparison as JSON.")
 @click.pass_context
@@ -51,7 +48,6 @@ def compare_command(
     names: tuple[str, ...],
     workdir: str,
     split: str | None,
-    skip_missing: bool,
     claim_id: str | None,
     as_json: bool,
 ) -> None:

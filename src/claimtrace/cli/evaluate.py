@@ -44,9 +44,6 @@ from claimtrace.lib import build_files
     "for a build, dev).",
 )
 @click.option(
-    "--skip-missing", is_flag=True, hidden=True, help="Kept for old scripts: the course's rule is the default."
-)
-@click.option(
     "--per-claim", is_flag=True, help="With --predictions: also print each claim's precision, recall, F and label."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {F, A, HM, claims, ...} as JSON.")
@@ -56,7 +53,6 @@ def evaluate_command(
     predictions: str | None,
     workdir: str,
     split: str | None,
-    skip_missing: bool,
     per_claim: bool,
     as_json: bool,
 ) -> None:

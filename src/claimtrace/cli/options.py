@@ -83,8 +83,9 @@ def data_dir(ctx: click.Context) -> Path:
 
 def print_json(value: object) -> None:
     """``json.dumps(value, ensure_ascii=False)`` and a newline on stdout, the same bytes, written
-    a piece at a time: a class's report is over 100 MB of JSON, which as one string (and click's
-    copy of it) would cost several times that in memory."""
+    a piece at a time: a class's report is large, and as one string (and click's copy of it) it
+    would cost several times its size in memory (docs/benchmarks.md, "A class: `claimtrace
+    compare --class`")."""
     for piece in json_pieces(value, depth=2):
         click.echo(piece, nl=False)
     click.echo("")

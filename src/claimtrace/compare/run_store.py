@@ -36,8 +36,8 @@ SCHEMA_VERSION = 1
 #: How long a write waits for another process's to finish before giving up (a class uploading at
 #: once: each write takes a few ms).
 BUSY_SECONDS = 30.0
-#: The stored files' total size past which the oldest runs are evicted (a dev predictions file
-#: is 20-40 KB: thousands of runs).
+#: The stored files' total size past which the oldest runs are evicted: thousands of dev
+#: predictions files (their size: docs/benchmarks.md, "A class: `claimtrace compare --class`").
 DEFAULT_CAP_BYTES = 256 * 1024 * 1024
 #: What an in-memory store's name starts with (tests, and a server without a file).
 _MEMORY = "file:claimtrace-runs-{}?mode=memory&cache=shared"

@@ -3,7 +3,7 @@ the notebook's pipeline and with the baselines, and, in a class, every pair of r
 comparisons Holm-corrected together (:mod:`claimtrace.evaluation.significance`).
 
 Runs are paired on every claim of the split: a claim a file left out (skipped by the course's
-scorer, with ``--skip-missing``) counts as wrong with F 0 here. One set of bootstrap resamples
+scorer) counts as wrong with F 0 here. One set of bootstrap resamples
 serves every figure, every comparison and every pair
 (:func:`~claimtrace.evaluation.significance.compared_together`)."""
 

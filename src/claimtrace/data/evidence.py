@@ -40,8 +40,8 @@ def iter_evidence(
       JSON but not text, and no artifact could be written with it;
     * it holds fewer than :data:`MIN_PASSAGES` passages, or only empty (blank) texts.
 
-    Memory: the ids seen (for the duplicate check; the course's 1.2M take about 110 MB), never
-    the texts.
+    Memory: the ids seen (for the duplicate check; what the course's 1.2M take:
+    docs/benchmarks.md, "Reading a user's evidence.json"), never the texts.
 
     When ``check_md5`` is set and the file is not the course's, an
     :class:`EvidenceChecksumWarning` says results will not match the course's.

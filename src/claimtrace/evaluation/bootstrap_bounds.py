@@ -3,20 +3,20 @@
 
 A class of 300 files has 44,850 pairs of runs, and each pair's A and HM differences are 10,000
 resampled values whose 2.5% and 97.5% quantiles bound its interval. numpy partitions the whole
-row around the 0th, 250th, 251st, 9,750th, 9,751st and last of the 10,000 values (about 20 s
-for those 89,700 rows on this project's 2-core machine). Only the two order statistics next to
-each bound matter, and they can be found among a few hundred values:
+row around the 0th, 250th, 251st, 9,750th, 9,751st and last of the 10,000 values, most of a
+class's statistics' time (docs/benchmarks.md, "A class: `claimtrace compare --class`"). Only the
+two order statistics next to each bound matter, and they can be found among a few hundred values:
 
 * the row's values are split into groups of :data:`GROUP`; each group's minimum is a value of the
   row, so if ``t`` is the (k+1)-th smallest of the minima, at least k+1 values are ``<= t``, and
-  the k+1 smallest values of the row are the k+1 smallest of the values ``<= t`` (about 3% of
-  the row; the maxima bound the other tail likewise);
+  the k+1 smallest values of the row are the k+1 smallest of the values ``<= t`` (a few
+  hundredths of the row; the maxima bound the other tail likewise);
 * those few are sorted, and numpy's linear interpolation is applied to the same two order
   statistics, operation for operation (:func:`_lerp_as_numpy`).
 
 Fewer than :data:`FEW_ROWS` rows go to ``numpy.quantile`` itself: the kernel's first compile on
-a machine (about 7 s, then cached) costs more than numpy's 0.4 ms a row saves, and a build's own
-comparisons are a few dozen rows (docs/benchmarks.md, "First contact").
+a machine (then cached) costs more than it saves on them, and a build's own comparisons are a few
+dozen rows (docs/benchmarks.md, "First contact: from `git clone` to the first page").
 
 Order statistics are values, whatever order a selection leaves equal values in, so they are
 numpy's bits; except a negative zero, which equals zero and has other bits: a row holding one
@@ -33,8 +33,8 @@ import numpy as np
 #: How many of a row's values share a minimum (and a maximum) in the first pass.
 GROUP = 10
 
-#: Below this many rows, ``numpy.quantile`` answers: 1,000 of its rows take about 0.4 s, the
-#: kernel 0.07 s once compiled, and its first compile about 7 s.
+#: Below this many rows, ``numpy.quantile`` answers: numpy's time on them is under the kernel's
+#: first compile on a machine (docs/benchmarks.md, "First contact: from `git clone` to the first page").
 FEW_ROWS = 1_000
 
 

@@ -4,58 +4,15 @@ records :func:`claimtrace.pipeline.retrieval.retrieve_all` makes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from claimtrace.data.files import Claim
 from claimtrace.evaluation.scorer import evidence_f
-from claimtrace.pipeline.retrieval.retriever import Retriever, retrieve_all
-from claimtrace.pipeline.retrieval.variants import VARIANTS, Variant, as_variant
+from claimtrace.pipeline.retrieval.variants import Variant, as_variant
 
-__all__ = ["variant_f_table", "variant_f_row"]
-
-
-def variant_f_table(
-    retrievers: Mapping[str, Retriever],
-    claims: Mapping[str, Claim],
-    variants: Iterable[str] | None = None,
-    records: Mapping[str, Sequence[dict]] | None = None,
-) -> list[dict]:
-    """Evidence F of each variant on labelled claims (dev): one row per variant
-    (:func:`variant_f_row`).
-
-    Parameters
-    ----------
-    retrievers : mapping of str to Retriever
-        Fitted retrievers by the passage tags they were fit on, ``"padded"`` (the notebook's tags)
-        and ``"unpadded"`` (the tagging stage's ``nopad``); a variant whose tags have no retriever
-        is left out.
-    claims : mapping of str to Claim
-        The ``n_claims`` labelled claims by id.
-    variants : iterable of str, optional
-        Names of :data:`VARIANTS` (default: all of them, in their order).
-    records : mapping of str to sequence of dict, optional
-        Each variant's :func:`retrieve_all` records of these claims where already made (the build
-        keeps them): those variants are scored without retrieving again.
-
-    Returns
-    -------
-    rows : list of dict
-        One :func:`variant_f_row` per variant scored, in the order of ``variants``.
-    """
-    names = list(variants) if variants is not None else list(VARIANTS)
-    rows = []
-    for name in names:
-        v = as_variant(name)
-        if v.passage_tags not in retrievers:
-            continue
-        if records is not None and v.name in records:
-            records_of_v = records[v.name]
-        else:
-            records_of_v = retrieve_all(retrievers[v.passage_tags], claims, v)
-        rows.append(variant_f_row(v, records_of_v, claims, len(retrievers[v.passage_tags])))
-    return rows
+__all__ = ["variant_f_row"]
 
 
 def variant_f_row(variant: str | Variant, records: Sequence[dict], claims: Mapping[str, Claim], passages: int) -> dict:

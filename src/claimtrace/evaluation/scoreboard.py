@@ -107,15 +107,10 @@ def row_result(build, split: str, row: ScoreRow) -> Evaluation:
     return evaluate(predicted, build.claims(split), source=source)
 
 
-def score_row(build, split: str, row: ScoreRow) -> dict:
-    """One row's course scores on a labelled split (:func:`row_result`): ``name``,
-    ``retrieval``, ``model``, ``protocol``, ``changes``, ``reference`` (BM25's rows), then
-    :meth:`Evaluation.summary`'s ``F``, ``A``, ``HM``, ``claims``, ``skipped_missing``,
-    ``ignored_extra``."""
-    return _row_entry(row, row_result(build, split, row))
-
-
 def _row_entry(row: ScoreRow, result: Evaluation) -> dict:
+    """A scoreboard row's entry: ``name``, ``retrieval``, ``model``, ``protocol``, ``changes``,
+    ``reference`` (BM25's rows), then :meth:`Evaluation.summary`'s ``F``, ``A``, ``HM``,
+    ``claims``, ``skipped_missing``, ``ignored_extra``."""
     return {
         "name": row.name,
         "retrieval": row.retrieval,

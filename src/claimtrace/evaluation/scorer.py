@@ -136,7 +136,8 @@ def evaluate(
     )
 
 
-#: The largest predictions file read (a course dev file is about 25 KB; train's about 200 KB).
+#: The largest predictions file read: many times a course file's size, so that no file in the
+#: course's shape is refused (the sizes: docs/benchmarks.md, "A class: `claimtrace compare --class`").
 MAX_PREDICTIONS_BYTES = 8 * 2**20
 
 

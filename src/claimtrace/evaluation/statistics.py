@@ -114,7 +114,7 @@ def resampled_means(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
         return resampled_means(values[np.newaxis], indices)[0]
     # Every system, alone or among others, is summed the same way, in claim order, one claim
     # after the other (as numpy reduces a (systems, resamples, n) gather), a claim's draws at a
-    # time, without holding the gather (0.9 GB for a class of 70 files): a system's intervals
+    # time, without holding the gather (docs/benchmarks.md, "The statistics"): a system's intervals
     # are the same bits whichever systems it is computed beside.
     by_claim = np.ascontiguousarray(values.T)  # (n, systems): a draw reads one row
     draws = np.ascontiguousarray(indices.T)  # (n, resamples)
@@ -172,17 +172,6 @@ def harmonic_means(f: np.ndarray, a: np.ndarray) -> np.ndarray:
     return np.where(total == 0, 0.0, 2 * f * a / np.where(total == 0, 1.0, total))
 
 
-def bootstrap_harmonic_mean(
-    f: Sequence[float], correct: Sequence[bool], indices: np.ndarray, seed: int = SEED
-) -> Interval:
-    """HM of the mean F and the accuracy, with its bootstrap interval (both means taken over
-    the same resampled claims)."""
-    f, correct = np.asarray(f, dtype=np.float64), np.asarray(correct, dtype=np.float64)
-    estimate = float(harmonic_means(np.array(f.mean()), np.array(correct.mean())))
-    resampled = harmonic_means(resampled_means(f, indices), resampled_means(correct, indices))
-    return percentile_interval(estimate, resampled, len(indices), seed)
-
-
 # --- labels ---------------------------------------------------------------------------------------
 
 
@@ -215,7 +204,8 @@ def _label_counts(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str]
     in_gold = np.stack([gold == label for label in labels], axis=1)
     in_predicted = np.stack([predicted == label for label in labels], axis=1)
     # One product for the three, in float64: whole numbers this small are exact whatever the
-    # order BLAS adds them in, and numpy's integer product has no BLAS (five times slower).
+    # order BLAS adds them in, and numpy's integer product has no BLAS (docs/benchmarks.md,
+    # "The statistics").
     columns = np.concatenate([hits, in_gold, in_predicted], axis=1).astype(np.float64)
     counts = (np.asarray(weights, dtype=np.float64) @ columns).astype(np.int64)
     width = len(labels)
@@ -281,14 +271,6 @@ class McNemar:
     chi2_p: float
 
 
-def mcnemar(right_a: Sequence[bool], right_b: Sequence[bool]) -> McNemar:
-    """McNemar's exact test (statsmodels' ``mcnemar(exact=True)``) and the continuity-corrected
-    chi-square beside it, from two systems' per-claim right/wrong on the same claims."""
-    right_a, right_b = np.asarray(right_a, dtype=bool), np.asarray(right_b, dtype=bool)
-    b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
-    return mcnemar_of_counts(np.array([b]), np.array([c]))[0]
-
-
 def mcnemar_of_counts(b: np.ndarray, c: np.ndarray) -> list[McNemar]:
     """McNemar's test of each pair of discordant counts: ``b[i]`` claims only the first system
     got right, ``c[i]`` only the second (scipy's distributions take them all in one call).
@@ -312,12 +294,6 @@ def cohens_h(p1: float, p2: float) -> float:
     """Cohen's h, ``2 asin sqrt(p1) - 2 asin sqrt(p2)`` (statsmodels' ``proportion_effectsize``):
     about 0.2 is small, 0.5 medium, 0.8 large."""
     return float(2 * np.arcsin(np.sqrt(p1)) - 2 * np.arcsin(np.sqrt(p2)))
-
-
-def bootstrap_p(differences: np.ndarray) -> float:
-    """The two-sided percentile-bootstrap p-value of a difference being 0: twice the smaller
-    share of resampled differences on either side of 0 (at most 1)."""
-    return _two_sided(float(np.mean(differences <= 0)), float(np.mean(differences >= 0)))
 
 
 def _two_sided(below: float, above: float) -> float:
@@ -424,9 +400,10 @@ class Resampled:
 
     def paired_columns(self, pairs: Sequence[tuple[int, int]], keys: Sequence[str] = PAIRED_KEYS) -> dict:
         """What :meth:`paired_many` gives, as columns over the pairs instead of a dict per pair (a
-        class's 44,850 pairs held as dicts, then corrected into new ones, took 200 MB): ``bounds``
-        and ``p`` per key (lists over the pairs, each bound ``[lower, upper]``), ``mcnemar_p``
-        (the exact p), the same values block by block."""
+        class's pairs held as dicts, then corrected into new ones, took much memory:
+        docs/benchmarks.md, "A class: `claimtrace compare --class`"): ``bounds`` and ``p`` per key
+        (lists over the pairs, each bound ``[lower, upper]``), ``mcnemar_p`` (the exact p), the
+        same values block by block."""
         out: dict = {"bounds": {key: [] for key in keys}, "p": {key: [] for key in keys}, "mcnemar_p": []}
         for start in range(0, len(pairs), _PAIRS_AT_ONCE):
             bounds, p, tests = self._block_columns(pairs[start : start + _PAIRS_AT_ONCE], keys)

@@ -134,9 +134,6 @@ class Encoded:
     def __len__(self) -> int:
         return len(self.claim_ids)
 
-    def subset(self, n: int) -> Encoded:
-        return Encoded(self.claim_ids[:n], self.texts[:n], self.input_ids[:n], self.labels[:n])
-
     def save(self, path: Path) -> None:
         """The npz the build writes, so that readers never preprocess a split again."""
         write_npz(

@@ -27,19 +27,17 @@ intended model's: its exactness is not claimed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from claimtrace.assets import ASSETS_DIR
-from claimtrace.constants import CHECKPOINT_FILES, PROVENANCE_FILES, VOCAB_SIZE
+from claimtrace.constants import CHECKPOINT_FILES, VOCAB_SIZE
 from claimtrace.models.config import LSTMConfig
 from claimtrace.models.predict import PerClaimClassifier
 
 LSTM_CHECKPOINT = ASSETS_DIR / CHECKPOINT_FILES["lstm"]
-LSTM_PROVENANCE = ASSETS_DIR / PROVENANCE_FILES["lstm"]
 
 
 class LSTMClassifier(nn.Module):
@@ -126,13 +124,6 @@ def load_lstm_model(path=None) -> LSTMClassifier:
     model = build_lstm(vocab_size=state["embedding.weight"].shape[0])
     model.load_state_dict(state, strict=True)
     return model.eval()
-
-
-def lstm_provenance(path=None) -> dict:
-    """The shipped LSTM checkpoint's provenance: seed, per-epoch curve beside the notebook's
-    printed log, best epoch, seconds, versions."""
-    with open(LSTM_PROVENANCE if path is None else path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 class LSTMVerdicts(PerClaimClassifier):

@@ -111,8 +111,8 @@ class Classifier:
 
     The PyTorch model is loaded on first use (:attr:`model`): the table answers the protocol
     "alone" and every token's share without it, and a build stores each claim's one real forward
-    call, so a page of a course claim needs no torch (importing it and loading the model take
-    about 2 s of a server's start).
+    call, so a page of a course claim needs no torch (importing it and loading the model were
+    most of a server's start: docs/benchmarks.md, "The site over a course-scale build").
     """
 
     def __init__(self, vocab: Vocabulary, table: Table, checkpoint: Path, hint: str, model=None):
@@ -275,10 +275,9 @@ class PerClaimClassifier:
     (each model's tests hold the logits within ``constants.FLOAT32_AGREEMENT`` of both calls).
     """
 
-    #: Claims per forward call. Measured on the shared 2-core machine (one thread, the intended
-    #: model): about 25 ms a claim in batches of 16 or 64, 31 ms in batches of 160, 32 ms one at a
-    #: time; batches of 16 hold half the memory (over the demo's dev inputs, two calls at a time:
-    #: a peak of 483 MiB against 842 MiB) and moved no demo verdict from 64's (logits within 1.7e-6).
+    #: Claims per forward call: as fast a claim as batches of 64 and faster than larger batches or
+    #: one at a time, in half the memory of 64's, and no demo verdict moved from 64's
+    #: (docs/benchmarks.md, "The build").
     BATCH = 16
 
     def __init__(self, model):

@@ -193,7 +193,8 @@ def alone_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
 def torch_threads(n: int):
     """Run a block on ``n`` PyTorch CPU threads, then restore the count. Small forward calls
     (batches of 16 x 128) gain nothing from a second thread, and on a busy machine two OpenMP
-    threads waiting on each other were 2-20x slower; training pins its own count so that a run
+    threads waiting on each other were many times slower (docs/benchmarks.md, "The build");
+    training pins its own count so that a run
     repeats (float sums may depend on how work is split between threads)."""
     previous = torch.get_num_threads()
     torch.set_num_threads(n)

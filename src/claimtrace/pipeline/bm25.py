@@ -81,8 +81,8 @@ def _top_k(query_terms, indptr, indices, weights, n_docs, acc, k, out_position, 
     (sorted by passage) are added into ``acc`` term by term, in claim order, so each passage's
     score is the same sum, in the same order, as a plain loop over the claim's tokens; then the
     block is scanned in position order and each non-zero sum offered to the kept list (and
-    reset). Branch-free adds and a dense scan measured three times faster than tracking which
-    passages were touched. Returns how many were kept.
+    reset). Branch-free adds and a dense scan are faster than tracking which passages were
+    touched (docs/benchmarks.md, "BM25, the reference retriever"). Returns how many were kept.
     """
     if k == 0:
         return 0
@@ -148,8 +148,9 @@ def lucene_tfc(tf: np.ndarray, doc_len: np.ndarray, avg_len: float, k1: float, b
 class _CountsBM25(bm25s.BM25):
     """bm25s's BM25, indexed from the term counts the chunks already hold.
 
-    ``bm25s.BM25.index`` counts each passage's tokens again in a Python loop (about 35 us a
-    passage, 42 s for 1.2M); this does the same steps with array operations and the two Lucene
+    ``bm25s.BM25.index`` counts each passage's tokens again in a Python loop (its cost at course
+    scale: docs/benchmarks.md, "BM25, the reference retriever"); this does the same steps with
+    array operations and the two Lucene
     formulas written out (:func:`lucene_idf`, :func:`lucene_tfc`, in bm25s's order of operations:
     bm25s's public API has no way in from counts, and its scorer selection is private), so its
     weight matrix is ``index``'s to the bit (tests/pipeline/test_bm25.py compares the two, so a bm25s

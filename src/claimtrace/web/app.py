@@ -70,8 +70,9 @@ def create_app(
 
     ``warm``: load the build and the front page in the background while the server starts, then
     every split's Explore. ``prerender`` (with ``warm``): then render every claim page once and
-    keep it whole (a server under load: about 16 ms a claim in the background, then a claim page
-    costs nothing); ``/api/build.json`` reports the progress under ``"server"``. ``llm_origins``:
+    keep it whole (a server under load: a claim page then costs nothing; the rendering's own cost:
+    docs/benchmarks.md, "Capacity: an open-loop mixed load"); ``/api/build.json`` reports the
+    progress under ``"server"``. ``llm_origins``:
     the origins (``scheme://host:port``) of provider base URLs the LLM pages may connect to,
     beside the known providers' (``serve --llm-origin``). ``typed``: the way to the processes tracing typed
     claims that ``serve`` started (``web.typed_processes``; None: traced in turn in this one).
@@ -95,7 +96,7 @@ def create_app(
     app.add_middleware(BuildWatch, stamp=lambda: build_stamp(site_data.build), reload=lambda: reload_site(app, answers))
     app.add_middleware(Failsafe, site=lambda: app.state.site)
     app.add_middleware(SecurityHeaders, llm_origins=llm_origins)
-    # answers over 1 KB are gzipped for a client that takes it (train's Explore: 230 KB -> 74 KB)
+    # answers over 1 KB are gzipped for a client that takes it (what it saves: docs/benchmarks.md, "The site")
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         site_data.typed_claims.processes = typed

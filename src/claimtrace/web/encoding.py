@@ -1,9 +1,10 @@
 """The one way a value becomes the JSON bytes an answer sends (imported by the site data and the
 typed-claims processes as well as by the responses, so it depends on nothing of the site).
 
-orjson writes them: a typed claim's trace (about 35 KB, 500 of its numbers a token's exact
-share, each written with all 17 digits) took the standard library 0.65 ms, a fifth of the trace,
-and takes orjson 0.05 ms (docs/benchmarks.md, with the calibration beside it). Both write each number's shortest digits that
+orjson writes them: a typed claim's trace (hundreds of its numbers a token's exact share, each
+written with all 17 digits) took the standard library a large share of the trace, and takes
+orjson a small part of that (docs/benchmarks.md, "Typed claims under concurrent load, and a
+lecture hall"). Both write each number's shortest digits that
 read back to the same float; orjson's exponents have no zero after the sign (``1e-7``, the
 standard library's ``1e-07``): the same values once read. JSON has no NaN or infinity: orjson
 writes ``null`` where the standard library wrote ``NaN``, which a browser's ``JSON.parse``

@@ -45,7 +45,8 @@ SECURITY_HEADERS = (
 #: Paths whose 200 answer never changes while the server runs (a build is read, never changed,
 #: and a trace or an Explore once computed is final): kept whole by :class:`FinalAnswers`.
 _FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json|/[^/]+)?")
-#: Whole answers kept (claim pages are about 90 KB; every claim of every split fits) ...
+#: Whole answers kept (every claim page of every split fits: their size, docs/benchmarks.md,
+#: "Capacity: an open-loop mixed load") ...
 ANSWER_CACHE_ENTRIES = 4096
 #: ... within this many bytes.
 ANSWER_CACHE_BYTES = 256 * 2**20

@@ -97,7 +97,7 @@ def live_data(trace: dict) -> dict | None:
     }
 
 
-#: Indentation and blank lines (5% of a claim page).
+#: Indentation and blank lines (a share of a claim page: docs/benchmarks.md, "The static export's size").
 _LEADING_SPACE = re.compile(r"\n\s+")
 #: A relative link to a site file: (quote, path).
 _LINK = re.compile(r'href="((?:\.\./)*)((?:claim|live|explore|predictions)/[^"#?]+)"')
@@ -278,7 +278,7 @@ def write_site(
 
 
 _NOT_FOUND_HINT = "Claim pages are named claim/claim-N.html."
-#: The pages written without their template indentation (5% of a claim page).
+#: The pages written without their template indentation (docs/benchmarks.md, "The static export's size").
 _COMPACT = (WALKTHROUGH, CLAIM, EXPLORE)
 
 

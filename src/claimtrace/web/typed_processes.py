@@ -2,8 +2,9 @@
 
 A typed claim's trace is almost all Python: in one server process, two at once share one core
 under the interpreter's lock, and the next waits for both. Measured on the demo build with one
-worker: 8 clients typing at once got 95 claims/s against 104 for one client alone, so each
-waited for the seven others, and the slowest for more (bench/bench_typed.py).
+worker: 8 clients typing at once got no more claims a second than one client alone, so each
+waited for the seven others, and the slowest for more (bench/bench_typed.py; docs/benchmarks.md,
+"Typed claims under concurrent load, and a lecture hall").
 
 So ``serve`` starts N processes that do nothing else (:class:`TypedProcesses`), each with its
 own reader of the build (the large arrays are mapped, so shared). They all accept on one Unix
@@ -17,8 +18,8 @@ A process that dies is started again within a second, and the claim it held is a
 saying so; a process looks at the build's manifest at most once a second and reads the build
 again when it was completed or repaired, as the server's pages do; every process ends with the
 command that started it, however that ended. A process returns freed memory to the system
-(about 1.3 ms) at a moment no claim waits on it, rather than in the middle of a queue
-(:func:`release_due`).
+(which takes longer than a claim's wait should: docs/benchmarks.md, the same section) at a moment
+no claim waits on it, rather than in the middle of a queue (:func:`release_due`).
 """
 
 from __future__ import annotations

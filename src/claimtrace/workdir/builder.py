@@ -233,9 +233,9 @@ def cyclic_gc_paused() -> Iterator[None]:
 
     The stages hold millions of small lists and dicts at once (each passage's stems, tags and
     tokens), and none forms a reference cycle: they are freed by reference counting alone. The
-    collector, run every 700 new containers, walks the surviving ones again and again: an eighth
-    of the 1.2M-passage build's time (185 s -> 161 s with it off, everything else the same, the
-    peak 3% higher; docs/benchmarks.md). The workers the build forks inherit the setting. A
+    collector, run every 700 new containers, walks the surviving ones again and again: a large
+    share of the 1.2M-passage build's time, for a slightly higher peak with it off
+    (docs/benchmarks.md, "The build"). The workers the build forks inherit the setting. A
     test's tiny builds pay nothing for it: nothing is collected at the end."""
     was_enabled = gc.isenabled()
     gc.disable()

@@ -165,9 +165,9 @@ class BuildReader:
     def _require(self, stage: str, path: Path) -> Path:
         """``path``, there and as the build wrote it: its size, and at its first read by this
         reader its sha256 against the manifest's (every byte a page shows is checked once per
-        process: sha256 runs at about 550 MB/s on a shared core, so the 1.2M-passage build's
-        900 MB cost about 1.6 s in all, spread over the first reads), or a DataError naming it. A folder (the BM25 index)
-        is checked file by file."""
+        process, the cost spread over the first reads: docs/benchmarks.md, "The site over a
+        course-scale build"), or a DataError naming it. A folder (the BM25 index) is checked file
+        by file."""
         files = self.file_manifest()
         if not path.exists():
             self.build_record()

@@ -52,8 +52,9 @@ def _dense_row_top_k(data, indices, start, stop, n, keep_from, depth, work):
 @njit(cache=True, inline="always")
 def _row_work(n, max_nnz):
     """The :class:`RowWork` of rows of n slots and at most ``max_nnz`` stored weights. Inlined,
-    so that the kernel allocates the buffers itself: compiled apart, the dense path ran 12%
-    slower (the compiler no longer knows the buffers are fresh)."""
+    so that the kernel allocates the buffers itself: compiled apart, the dense path ran slower
+    (the compiler no longer knows the buffers are fresh; docs/benchmarks.md, "Per-passage
+    tagging")."""
     capacity = 4 * max_nnz + 1024
     return RowWork(
         empty_segments(capacity),

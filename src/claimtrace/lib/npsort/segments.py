@@ -7,7 +7,8 @@ zero-pivot partitions of :mod:`claimtrace.lib.npsort.zero_pivot` keep a range in
 
 A kernel that reads a record's arrays in more than one branch takes them into locals first
 (``first, step, length, key = segs``): numba counts a reference for each array read from a
-record, and the counts it cannot prune across branches cost a sparse row about 10%.
+record, and the counts it cannot prune across branches slow a sparse row (docs/benchmarks.md,
+"Per-passage tagging").
 """
 
 from __future__ import annotations

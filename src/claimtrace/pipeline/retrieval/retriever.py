@@ -15,7 +15,6 @@ import scipy.sparse as sp
 from claimtrace import constants
 from claimtrace.constants import COSINE_WEIGHT_IN_SCORE, MAX_EVIDENCES
 from claimtrace.data.files import Claim
-from claimtrace.errors import DataError
 from claimtrace.lib.build_files import PackedStrings, StringIndex, load_npz, write_npz
 from claimtrace.pipeline.retrieval import kernels
 from claimtrace.pipeline.retrieval.kernels import BLOCK, Block, Columns, Found, Postings, QueryArrays, Rules
@@ -265,8 +264,6 @@ class Retriever:
     def load(cls, vectorizer_path, index_path) -> Retriever:
         """A model written by :meth:`save`, ready to query (nothing is refitted)."""
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read
-            if "ids_buffer" not in stored.files:
-                raise DataError(f"{index_path}: written by an older claimtrace: run `claimtrace build` to rewrite it")
             meta = json.loads(str(stored["meta"]))
             tokenizer = restem if meta["tokenizer"] == "restem" else final_stems
             index = _postings(*(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes")))
@@ -320,12 +317,6 @@ class Retriever:
         out = np.empty_like(values)
         kernels.weights_kernel(np.array([0, len(columns)], np.int64), columns, values, self.idf, out)
         return columns[::-1].copy(), out[::-1].copy()
-
-    def claim_vector(self, claim: str | Query) -> tuple[np.ndarray, np.ndarray]:
-        """The claim's terms in the order scikit-learn stores them (descending) and their
-        twice-normalised weights: ``normalize(vectorizer.transform([claim]))``."""
-        query = self.query(claim)
-        return query.terms, query.weights
 
     def passage_tags(self, position: int | None) -> list[str]:
         """The tags of the passage at ``position`` of the fitted model (none for ``None``: a

@@ -7,7 +7,6 @@ import json
 import time
 
 from claimtrace.constants import RETRIEVAL_VECTORIZER, SPLITS
-from claimtrace.errors import DataError
 from claimtrace.evaluation.retrieval import variant_f_row
 from claimtrace.evaluation.scoreboard import FALLBACK_SHARE, split_figures
 from claimtrace.lib.build_files import read_json, write_atomic
@@ -92,10 +91,7 @@ def _padded_retriever(reader: BuildReader, ids: list[str], tags: list[str]) -> r
     """The notebook's retrieval model: the saved one, else fitted and saved."""
     work = reader.work
     if work.retrieval_index.is_file() and work.retrieval_vectorizer.is_file():
-        try:
-            return retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
-        except DataError:  # an older claimtrace's format: fit and save it again
-            pass
+        return retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
     retriever = retrieval.Retriever.fit(ids, tags)  # both files are written again: the same bytes
     retriever.save(work.retrieval_vectorizer, work.retrieval_index)
     return retriever
@@ -137,7 +133,7 @@ def cannot_fit_line(tagged: int) -> str:
 def build_variant_records(reader: BuildReader) -> None:
     """Each quirk variant's retrieval records of dev and test, one file each (skipped when
     there): a scoreboard row needs its ids for F and its evidence for A. The retrieval stage
-    writes them as it goes; this writes what is missing after (an older build, a repair)."""
+    writes them as it goes; this writes what is missing after (a repair)."""
     todo = _variant_todo(reader)
     if not todo:
         return
