@@ -200,7 +200,7 @@ CLAIMS_PAGE = 100
 
 def claims_table(explore: dict) -> dict:
     """Explore's claims as compact rows for app.js, which draws the table a page of rows at a
-    time (1,228 rows written as HTML made the train page 1.7 MB and 27,000 elements): labels
+    time (train's 1,228 rows written as HTML made a heavy page: docs/benchmarks.md, "The site"): labels
     and verdicts as indices into ``labels``, F to 6 decimals."""
     index = {label: i for i, label in enumerate(constants.LABELS)}
     rows = []

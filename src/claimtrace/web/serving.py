@@ -57,8 +57,8 @@ def _raw_answer(status: int, reason: str, message: str) -> bytes:
 def _no_delay(transport) -> None:
     """Send each write at once (``TCP_NODELAY``). A worker of ``serve --workers N`` serves a
     socket its supervisor opened, and its connections came without it: an answer's headers and
-    body, two writes, then waited for the client's delayed acknowledgement, about 40 ms on every
-    request after a connection's first (measured: 48 ms against 6 ms for the one-process server)."""
+    body, two writes, then waited for the client's delayed acknowledgement on every request after a
+    connection's first (docs/benchmarks.md, "Typed claims under concurrent load")."""
     connection = transport.get_extra_info("socket")
     if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
         try:

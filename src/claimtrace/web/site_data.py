@@ -72,7 +72,8 @@ class SiteData:
         self.typed_claims = TypedClaimQueue(build)
         self.progress: dict[str, dict] = {}
         #: Set once a page has been answered: the Explore warm-up waits for it, so that it does
-        #: not compete with the first page for the CPU (measured: 8.5 s -> 4.9 s at 1.2M passages).
+        #: not compete with the first page for the CPU (docs/benchmarks.md, "The site over a
+        #: course-scale build").
         self.first_page_served = threading.Event()
         #: The predictions files compared with the build (serve/site --predictions, uploads), kept
         #: in ``store`` (in memory when None).

@@ -44,8 +44,8 @@ class TypedClaimQueue:
     """Typed claims over one build, traced in turn on a thread of their own (:meth:`submit`)."""
 
     #: What a server traces once at start so that its first typed claim costs what any other does
-    #: (the classifier's PyTorch model is imported and loaded on the first: 2-12 s, one worker at a
-    #: time, in a lecture hall's first seconds).
+    #: (the classifier's PyTorch model is imported and loaded on the first, one worker at a time, in
+    #: a lecture hall's first seconds: docs/benchmarks.md, "Typed claims under concurrent load").
     WARM_TEXT = "Arctic sea ice is warming the ocean."
 
     def __init__(self, build: BuildReader):
