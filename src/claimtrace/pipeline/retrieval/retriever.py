@@ -146,20 +146,6 @@ def _raw_tag_index(tags: Sequence[str]) -> tuple[dict[str, int], np.ndarray, sp.
     return tag_ids, sizes, tag_matrix
 
 
-def _postings(t_ptr, t_doc, t_weight, g_ptr, g_doc, sizes) -> Postings:
-    """The :data:`Postings` in the dtypes the kernels are compiled for (tag set sizes as bytes
-    when they fit)."""
-    sizes = np.asarray(sizes)
-    return Postings(
-        np.asarray(t_ptr, np.int64),
-        np.asarray(t_doc, np.int64),
-        np.asarray(t_weight, np.float64),
-        np.asarray(g_ptr, np.int64),
-        np.asarray(g_doc, np.int64),
-        sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64),
-    )
-
-
 class Retriever:
     """The retrieval model over one set of passage tags, as an estimator: fit it
     (:meth:`fit`) or load a fitted one (:meth:`load`), then query it one claim at a time
@@ -168,8 +154,7 @@ class Retriever:
     What it holds: the fitted retrieval vectorizer; the retrievable passages' ids and tag
     strings (frame order); :attr:`excluded`, how many passages had no usable tag; the
     :data:`Postings` the kernels read (terms' and raw tags' posting lists, tag set sizes); and
-    :attr:`restemmer`, the preprocessing its vectorizer runs on tags again (quirk "stems of
-    stems") and a claim's text goes through (:func:`retrieve_all`).
+    :attr:`restemmer`, what its vectorizer reads tags and claims with (quirk "stems of stems").
     """
 
     def __init__(
@@ -206,8 +191,7 @@ class Retriever:
         """Fit the model on passage tags: ``passage_ids``, ``passage_tags`` aligned, in the
         canonical passage order; a tag entry is a space-separated string or a list of tags.
         Passages whose tag string is empty or a pandas NA string are left out. ``restemmer``:
-        the tags preprocessed again (:class:`~claimtrace.pipeline.tagging.Restemmer`, the build's
-        table of its tags' tokens)."""
+        the tags preprocessed again (:class:`~claimtrace.pipeline.tagging.Restemmer`)."""
         ids = list(passage_ids)
         strings = [_tag_string(t) for t in passage_tags]
         if len(ids) != len(strings):
@@ -218,8 +202,8 @@ class Retriever:
             raise ValueError("no passage has tags: nothing to retrieve from")
         # Tag strings are preprocessing output (alphabetic tokens), which restem tokenizes as
         # final_stems does, token by token (tests/pipeline/test_tagging.py proves it); any other text
-        # goes through final_stems whole. Claims always use final_stems.
-        # every token alphabetic: each string without its whitespace is (no string is blank)
+        # goes through final_stems whole (every token alphabetic: each string without its
+        # whitespace is; no string is blank). Claims always use final_stems.
         clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
         passage_tokenizer = restemmer.tokenizer("restem" if clean else "final_stems")
         params = {**constants.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
@@ -233,7 +217,9 @@ class Retriever:
         del counts
         weights.sort_indices()
         tag_ids, sizes, tag_matrix = _raw_tag_index(kept_tags)
-        index = _postings(weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes)
+        index = kernels.postings_of(
+            weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes
+        )
         return cls(vectorizer, restemmer, kept_ids, kept_tags, len(ids) - len(kept_ids), tag_ids, index)
 
     # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
@@ -268,14 +254,15 @@ class Retriever:
 
     @classmethod
     def load(cls, vectorizer_path, index_path, restemmer: Restemmer) -> Retriever:
-        """A model written by :meth:`save`, ready to query (nothing is refitted); ``restemmer``
-        as :meth:`fit`'s."""
+        """A model written by :meth:`save`, ready to query (nothing is refitted)."""
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read
             if "ids_buffer" not in stored.files:
                 raise DataError(f"{index_path}: written by an older claimtrace: run `claimtrace build` to rewrite it")
             meta = json.loads(str(stored["meta"]))
             tokenizer = restemmer.tokenizer("restem" if meta["tokenizer"] == "restem" else "final_stems")
-            index = _postings(*(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes")))
+            index = kernels.postings_of(
+                *(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes"))
+            )
             return cls(
                 load_vectorizer(vectorizer_path, tokenizer),
                 restemmer,
@@ -501,7 +488,7 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
     out = []
     scratch = retriever.scratch()  # one claim after another: the work arrays are reused
     for claim_id, claim in claims.items():
-        claim_string = claim_input(claim.text, retriever.restemmer.preprocessor, v)
-        result = retriever.retrieve(claim_string, cosine_in_score=v.cosine_in_score, scratch=scratch)
+        text = claim_input(claim.text, retriever.restemmer.preprocessor, v)
+        result = retriever.retrieve(text, cosine_in_score=v.cosine_in_score, scratch=scratch)
         out.append(retriever.as_record(claim_id, result, claim.evidences))
     return out
