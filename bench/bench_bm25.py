@@ -35,6 +35,7 @@ from claimtrace.data import files as data
 from claimtrace.data.evidence import iter_evidence
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.pipeline import bm25
+from claimtrace.pipeline.preprocess import Preprocessor
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +69,9 @@ def made_up_words(n: int, seed: int = 11) -> list[str]:
     return list(words)[:n]
 
 
-def bench_build(evidence: Path, processes: int, distinct_words: int = 0) -> tuple[bm25.BM25Index, dict]:
+def bench_build(
+    evidence: Path, words: bm25.BM25Words, processes: int, distinct_words: int = 0
+) -> tuple[bm25.BM25Index, dict]:
     started = time.perf_counter()
     passages = list(iter_evidence(evidence, check_md5=False))
     read_s = time.perf_counter() - started
@@ -82,13 +85,13 @@ def bench_build(evidence: Path, processes: int, distinct_words: int = 0) -> tupl
         print(f"load average before the build: {_load()}", flush=True)
         wall, cpu = time.perf_counter(), time.process_time()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        bm25.build_bm25_index(folder, passages, processes=processes)
+        bm25.build_bm25_index(folder, passages, words, processes=processes)
         build_s = time.perf_counter() - wall
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_s = time.process_time() - cpu + (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
         print(f"load average after the build: {_load()}", flush=True)
         started = time.perf_counter()
-        index = bm25.BM25Index.load(folder / "index")
+        index = bm25.BM25Index.load(folder / "index", words)
         load_s = time.perf_counter() - started
         size = sum(f.stat().st_size for f in (folder / "index").iterdir())
     finally:
@@ -147,7 +150,7 @@ def bench_search(index: bm25.BM25Index, claims: list[str], repeat: int) -> dict:
 def demo_f(data_dir: Path) -> dict:
     corpus = data.demo_corpus(data_dir)
     dev = data.load_claims("dev", data_dir)
-    index = bm25.BM25Index.from_passages(corpus.items())
+    index = bm25.BM25Index.from_passages(corpus.items(), bm25.BM25Words(Preprocessor.of_data_dir(data_dir)))
     ids, _ = index.search([c.text for c in dev.values()], k=6)
     f = [evidence_f(found, claim.evidences) for found, claim in zip(ids, dev.values())]
     figures = {
@@ -185,7 +188,9 @@ def main() -> None:
     data_dir = data.find_data_dir(args.data)
     report: dict = {"load_average_start": os.getloadavg()}
     if not args.skip_build:
-        index, report["build"] = bench_build(_evidence_file(args.evidence), args.processes, args.distinct_words)
+        words = bm25.BM25Words(Preprocessor.of_data_dir(data_dir))
+        evidence = _evidence_file(args.evidence)
+        index, report["build"] = bench_build(evidence, words, args.processes, args.distinct_words)
         claims = [c.text for c in data.load_claims("dev", data_dir).values()]
         report["search"] = bench_search(index, claims, args.repeat)
     report["demo"] = demo_f(data_dir)

@@ -164,7 +164,6 @@ def _counted(out: Path) -> dict:
 def breakdown(folder: Path, workdir: Path) -> dict:
     """The end-to-end steps timed one by one, in this process (run it in a new one)."""
     from claimtrace.compare import runs as compare_runs
-    from claimtrace.data.files import use_data_dir
     from claimtrace.evaluation.audit import course_context
     from claimtrace.workdir.reader import BuildReader
 
@@ -181,31 +180,30 @@ def breakdown(folder: Path, workdir: Path) -> dict:
         }
         return result
 
-    with use_data_dir(data_dir):
-        build = BuildReader(workdir, data_dir)
-        timed("open_build", build.build_record)
+    build = BuildReader(workdir, data_dir)
+    timed("open_build", build.build_record)
 
-        def read_all():
-            context = course_context(data_dir)
-            splits = context.pop("splits")
-            return [compare_runs.load_run(p, None, splits, None, **context) for p in sorted(folder.glob("*.json"))]
+    def read_all():
+        context = course_context(data_dir)
+        splits = context.pop("splits")
+        return [compare_runs.load_run(p, None, splits, None, **context) for p in sorted(folder.glob("*.json"))]
 
-        runs = timed("read_and_audit", read_all)
-        statistics = compare_runs.run_statistics
+    runs = timed("read_and_audit", read_all)
+    statistics = compare_runs.run_statistics
 
-        def timed_statistics(*args):
-            return timed("statistics", lambda: statistics(*args))
+    def timed_statistics(*args):
+        return timed("statistics", lambda: statistics(*args))
 
-        compare_runs.run_statistics = timed_statistics
-        report = timed("compare", lambda: compare_runs.compare(build, runs, "dev"))
-        compare_runs.run_statistics = statistics
-        peaks = {"before_output": _max_rss_mb()}
-        with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: PTH123
-            timed("json_streamed", lambda: json.dump(report, sink, ensure_ascii=False))
-        peaks["json_streamed"] = _max_rss_mb()
-        # what the command line does: the whole text, a newline added (a copy), encoded
-        timed("json_text", lambda: (json.dumps(report, ensure_ascii=False) + "\n").encode())
-        peaks["json_text"] = _max_rss_mb()
+    compare_runs.run_statistics = timed_statistics
+    report = timed("compare", lambda: compare_runs.compare(build, runs, "dev"))
+    compare_runs.run_statistics = statistics
+    peaks = {"before_output": _max_rss_mb()}
+    with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: PTH123
+        timed("json_streamed", lambda: json.dump(report, sink, ensure_ascii=False))
+    peaks["json_streamed"] = _max_rss_mb()
+    # what the command line does: the whole text, a newline added (a copy), encoded
+    timed("json_text", lambda: (json.dumps(report, ensure_ascii=False) + "\n").encode())
+    peaks["json_text"] = _max_rss_mb()
     rows = steps.pop("compare")
     steps["rows_and_scores"] = {key: rows[key] - steps["statistics"][key] for key in ("seconds", "cpu_seconds")}
     steps["rows_and_scores"]["rss_mb_after"] = rows["rss_mb_after"]

@@ -24,16 +24,18 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 
+from claimtrace.data.files import find_data_dir  # noqa: E402
 from claimtrace.lib.npsort import top_k_rows  # noqa: E402
 from claimtrace.pipeline import tagging, tfidf  # noqa: E402
-from claimtrace.pipeline.preprocess import preprocess  # noqa: E402
+from claimtrace.pipeline.preprocess import Preprocessor  # noqa: E402
+from claimtrace.pipeline.tagging import Restemmer  # noqa: E402
 from claimtrace.workdir.builder import Workdir  # noqa: E402
 
 
-def notebook_vectorizer(ours: tfidf.NotebookTfidf) -> TfidfVectorizer:
+def notebook_vectorizer(ours: tfidf.NotebookTfidf, preprocessor: Preprocessor) -> TfidfVectorizer:
     """scikit-learn's vectorizer carrying our fitted vocabulary and idf (same weights)."""
     sk = TfidfVectorizer(
-        tokenizer=tagging.final_stems,
+        tokenizer=preprocessor.final_stems,
         ngram_range=(1, 3),
         token_pattern=None,
         vocabulary={t: i for i, t in enumerate(ours.feature_names.tolist())},
@@ -43,11 +45,13 @@ def notebook_vectorizer(ours: tfidf.NotebookTfidf) -> TfidfVectorizer:
     return sk
 
 
-def notebook_style(sk: TfidfVectorizer, names: np.ndarray, texts: list[str]) -> tuple[list, float, float]:
+def notebook_style(
+    sk: TfidfVectorizer, names: np.ndarray, texts: list[str], preprocessor: Preprocessor
+) -> tuple[list, float, float]:
     tags, select_seconds = [], 0.0
     started = time.perf_counter()
     for text in texts:
-        row = sk.transform([" ".join(preprocess(text).stems)]).toarray()[0]
+        row = sk.transform([" ".join(preprocessor.preprocess(text).stems)]).toarray()[0]
         t0 = time.perf_counter()
         top = np.argsort(row)[-10:][::-1]
         select_seconds += time.perf_counter() - t0
@@ -55,9 +59,11 @@ def notebook_style(sk: TfidfVectorizer, names: np.ndarray, texts: list[str]) -> 
     return tags, time.perf_counter() - started, select_seconds
 
 
-def ours_path(vectorizer: tfidf.NotebookTfidf, texts: list[str]) -> tuple[list, float, float]:
+def ours_path(
+    vectorizer: tfidf.NotebookTfidf, texts: list[str], preprocessor: Preprocessor
+) -> tuple[list, float, float]:
     started = time.perf_counter()
-    rows = vectorizer.transform(tagging.passage_documents(texts))
+    rows = vectorizer.transform(tagging.passage_documents(texts, preprocessor))
     t0 = time.perf_counter()
     top_k_rows(rows, 10)
     select_seconds = time.perf_counter() - t0
@@ -72,19 +78,21 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=2000)
     args = parser.parse_args()
     work = Workdir(args.workdir)
-    vectorizer = tfidf.load(work.vectorizer, tagging.restem)
+    preprocessor = Preprocessor.of_data_dir(find_data_dir())
+    restemmer = Restemmer(preprocessor)
+    vectorizer = tfidf.load(work.vectorizer, restemmer.restem)
     with open(args.evidence, encoding="utf-8") as handle:
         evidence = json.load(handle)
     # passages from the middle of the file: the second-pass cache is warmed elsewhere
     texts = list(itertools.islice(evidence.values(), 50_000, 50_000 + args.passages))
     warm = list(itertools.islice(evidence.values(), 0, 20_000))
-    ours_path(vectorizer, warm[:200])  # compile the kernels
+    ours_path(vectorizer, warm[:200], preprocessor)  # compile the kernels
     for text in warm:  # a build has seen every token by the time it tags; so does this run
-        tagging.restem(" ".join(preprocess(text).stems))
+        restemmer.restem(" ".join(preprocessor.preprocess(text).stems))
 
-    sk = notebook_vectorizer(vectorizer)
-    theirs, their_total, their_select = notebook_style(sk, vectorizer.feature_names, texts)
-    ours, our_total, our_select = ours_path(vectorizer, texts)
+    sk = notebook_vectorizer(vectorizer, preprocessor)
+    theirs, their_total, their_select = notebook_style(sk, vectorizer.feature_names, texts, preprocessor)
+    ours, our_total, our_select = ours_path(vectorizer, texts, preprocessor)
     n = len(texts)
     print(
         json.dumps(

@@ -49,6 +49,27 @@ from claimtrace.data.files import find_data_dir  # noqa: E402
 from claimtrace.lib.build_files import write_atomic  # noqa: E402
 
 
+def gold_accuracies(classifier, data_dir: Path) -> dict:
+    """The classifier's figures with gold evidence on train and dev, per protocol."""
+    from claimtrace.data.files import gold_passages, load_claims
+    from claimtrace.models.inputs import encode, gold_evidence, make_rows
+    from claimtrace.models.predict import predict, protocol_figures
+    from claimtrace.pipeline.preprocess import Preprocessor
+
+    passages = gold_passages(data_dir)
+    preprocessor = Preprocessor.of_data_dir(data_dir)
+    accuracies = {}
+    for split in ("train", "dev"):
+        claims = load_claims(split, data_dir)
+        rows = make_rows(claims, gold_evidence(claims, passages), preprocessor)
+        verdicts = predict(classifier, encode(rows, classifier.vocab))
+        accuracies[split] = protocol_figures(
+            {cid: c.label for cid, c in claims.items()},
+            {cid: {p: v[p]["verdict"] for p in constants.PROTOCOLS} for cid, v in verdicts.items()},
+        )
+    return accuracies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=constants.SHIPPED_SEED)
@@ -73,9 +94,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from claimtrace.data.files import gold_passages, load_claims
-    from claimtrace.models.inputs import encode, gold_evidence, make_rows
-    from claimtrace.models.predict import load_classifier, predict, protocol_figures
+    from claimtrace.models.predict import load_classifier
     from claimtrace.models.table import export_table, save_table, sha256_file
     from claimtrace.models.train import train, training_data
 
@@ -111,15 +130,7 @@ def main() -> None:
         },
     )
 
-    passages = gold_passages(data_dir)
-    accuracies = {}
-    for split in ("train", "dev"):
-        claims = load_claims(split, data_dir)
-        verdicts = predict(classifier, encode(make_rows(claims, gold_evidence(claims, passages)), classifier.vocab))
-        accuracies[split] = protocol_figures(
-            {cid: c.label for cid, c in claims.items()},
-            {cid: {p: v[p]["verdict"] for p in constants.PROTOCOLS} for cid, v in verdicts.items()},
-        )
+    accuracies = gold_accuracies(classifier, data_dir)
     recorded = log["history"][log["best_epoch"] - 1]["dev_correct"]
     if accuracies["dev"]["notebook"]["correct"] != recorded:
         raise SystemExit(

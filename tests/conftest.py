@@ -68,6 +68,14 @@ def data_dir() -> Path:
     return find_data_dir()
 
 
+@pytest.fixture(scope="session")
+def preprocessor(data_dir):
+    """The preprocessing with the data folder's stopword list."""
+    from claimtrace.pipeline.preprocess import Preprocessor
+
+    return Preprocessor.of_data_dir(data_dir)
+
+
 @pytest.fixture()
 def small_evidence(tmp_path, data_dir):
     """The first 600 demo passages plus a duplicate text, as a user's evidence.json (the build's

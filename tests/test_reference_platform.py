@@ -170,8 +170,11 @@ import numpy as np
 import scipy.sparse as sp
 from claimtrace.lib import npsort
 from claimtrace.lib.npsort import introsort, rows, segments, zero_pivot
+from claimtrace.data.files import find_data_dir
 from claimtrace.pipeline import retrieval, tfidf
+from claimtrace.pipeline.preprocess import Preprocessor
 from claimtrace.pipeline.retrieval import kernels
+from claimtrace.pipeline.tagging import Restemmer
 
 rows = sp.random(40, 30, density=0.3, format="csr", random_state=0)
 tfidf.l2_normalize_rows(rows.copy())
@@ -180,6 +183,7 @@ npsort.argsort(np.random.default_rng(0).random(200))
 npsort.top_k_rows(rows, 10)
 retriever = retrieval.Retriever.fit([f"p{i}" for i in range(6)],
                                 ["sea level rise", "sea ice", "ice sheet melt", "level", "rise sea", "melt"],
+                                Restemmer(Preprocessor.of_data_dir(find_data_dir())),
                                 vectorizer_params={"min_df": 1, "max_df": 1.0})
 retriever.retrieve("sea level")
 found = {}
@@ -223,11 +227,13 @@ from claimtrace.models.predict import load_classifier
 from claimtrace.models.table import export_table
 from tests.support.alone_stacked import alone_logits_stacked
 from claimtrace.data.files import find_data_dir, gold_passages, load_claims
+from claimtrace.pipeline.preprocess import Preprocessor
 
 classifier = load_classifier()
 data_dir = find_data_dir()
 claims = load_claims("dev", data_dir)
-ids = torch.from_numpy(encode(make_rows(claims, gold_evidence(claims, gold_passages(data_dir))), classifier.vocab).input_ids)
+rows = make_rows(claims, gold_evidence(claims, gold_passages(data_dir)), Preprocessor.of_data_dir(data_dir))
+ids = torch.from_numpy(encode(rows, classifier.vocab).input_ids)
 with torch.no_grad():
     alone = alone_logits_stacked(classifier.model, ids)
     notebook = notebook_logits(classifier.model, ids)

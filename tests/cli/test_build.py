@@ -61,10 +61,6 @@ def test_build_reads_stopwords_from_data_option(tmp_path, data_copy):
     )
     assert result.exit_code == 2, result.output
     assert f"claimtrace: error: {path}: not a readable zip archive" in result.output
-    # The choice of folder ended with the command: the default folder's list is used again.
-    from claimtrace.pipeline.preprocess import preprocess
-
-    assert preprocess("Glaciers are melting").stems == ["glacier", "melt"]
 
 
 def test_build_refuses_another_corpus_in_the_same_workdir(tmp_path, data_dir, small_evidence):

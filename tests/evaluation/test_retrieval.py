@@ -46,8 +46,8 @@ def retrievers(demo_tagged):
     rows = list(demo_tagged.iter_tags())
     ids = [r["id"] for r in rows]
     return {
-        "padded": Retriever.fit(ids, [" ".join(r["tags"]) for r in rows]),
-        "unpadded": Retriever.fit(ids, [" ".join(r["nopad"]) for r in rows]),
+        "padded": Retriever.fit(ids, [" ".join(r["tags"]) for r in rows], demo_tagged.restemmer),
+        "unpadded": Retriever.fit(ids, [" ".join(r["nopad"]) for r in rows], demo_tagged.restemmer),
     }
 
 

@@ -44,13 +44,13 @@ def test_explain_claim_contributions_add_up(demo_build):
     assert margin["margin"] == pytest.approx(margin["bias"] + margin["tokens"] + margin["padding"], abs=1e-12)
 
 
-def test_notebook_protocol_uses_the_batch_of_16_in_file_order(demo_build, classifier, splits):
+def test_notebook_protocol_uses_the_batch_of_16_in_file_order(demo_build, classifier, splits, preprocessor):
     claims, evidence = splits["dev"]
     order = list(claims)
     last = order[-1]  # 154 = 9 x 16 + 10: the last batch has 10 claims
     result = explain_claim(demo_build, last, "gold")
     assert result["notebook"]["batch"] == 9 and [n["id"] for n in result["notebook"]["neighbours"]] == order[144:153]
-    encoded = encode(make_rows(claims, evidence), classifier.vocab)
+    encoded = encode(make_rows(claims, evidence, preprocessor), classifier.vocab)
     with torch.no_grad():
         expected = notebook_logits(classifier.model, torch.from_numpy(encoded.input_ids))[-1].double().numpy()
     np.testing.assert_array_equal(result["notebook"]["logits"], expected)

@@ -16,15 +16,15 @@ from claimtrace.models.inputs import (
 )
 
 
-def test_vocabulary_has_5886_entries(data_dir):
-    vocab = training_vocabulary(data.load_claims("train", data_dir), data.gold_passages(data_dir))
+def test_vocabulary_has_5886_entries(data_dir, preprocessor):
+    vocab = training_vocabulary(data.load_claims("train", data_dir), data.gold_passages(data_dir), preprocessor)
     assert len(vocab) == 5886
     assert vocab.tokens[:8] == ["<unk>", "[CLS]", "[SEP]", "[PAD]", "scientif", "evid", "pollut", "higher"]
 
 
-def test_row_text_is_claim_then_passages():
+def test_row_text_is_claim_then_passages(preprocessor):
     # Digits go (isalpha), so "CO2" and a passage of "1855" leave nothing but a space.
-    assert row_text("Increased warming.", ["The oceans warmed.", "1855"]) == "increas warm ocean warm "
+    assert row_text("Increased warming.", ["The oceans warmed.", "1855"], preprocessor) == "increas warm ocean warm "
 
 
 def test_encoding_truncates_and_pads():
@@ -35,10 +35,10 @@ def test_encoding_truncates_and_pads():
     assert len(long) == 128 and long[0] == 1 and long[-1] == 2 and long[1:127] == [4] * 126
 
 
-def test_rows_use_gold_passages_in_order(data_dir):
+def test_rows_use_gold_passages_in_order(data_dir, preprocessor):
     claims = data.load_claims("dev", data_dir)
     gold = data.gold_passages(data_dir)
-    row = {r.claim_id: r for r in make_rows(claims, gold_evidence(claims, gold))}["claim-752"]
+    row = {r.claim_id: r for r in make_rows(claims, gold_evidence(claims, gold), preprocessor)}["claim-752"]
     assert row.text.startswith(
         "south australia expens electr world citat need south australia highest retail price electr countri"
     )
@@ -52,10 +52,10 @@ def test_evidence_texts_keep_order_and_drop_unknown_ids():
     assert evidence_texts(ids, passages.get) == evidence_texts(ids, passages)  # a function works too
 
 
-def test_encoded_inputs_round_trip(tmp_path, data_dir):
+def test_encoded_inputs_round_trip(tmp_path, data_dir, preprocessor):
     claims = dict(list(data.load_claims("dev", data_dir).items())[:20])
     vocab = Vocabulary.fit(["south australia"])
-    encoded = encode(make_rows(claims, gold_evidence(claims, data.gold_passages(data_dir))), vocab)
+    encoded = encode(make_rows(claims, gold_evidence(claims, data.gold_passages(data_dir)), preprocessor), vocab)
     assert encoded.input_ids.shape == (20, 128) and encoded.labels.shape == (20,)
     encoded.save(tmp_path / "inputs.npz")
     loaded = Encoded.load(tmp_path / "inputs.npz")

@@ -99,9 +99,9 @@ def test_typed_claims_keep_real_calls_where_the_rows_would_differ(data):
     assert np.array_equal(classifier.forward_alone(row), classifier._real_call(row))
 
 
-def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifier, splits):
+def test_protocol_figures_reproduce_the_shipped_checkpoints_provenance(classifier, splits, preprocessor):
     claims, evidence = splits["dev"]
-    verdicts = predict(classifier, encode(make_rows(claims, evidence), classifier.vocab))
+    verdicts = predict(classifier, encode(make_rows(claims, evidence, preprocessor), classifier.vocab))
     report = protocol_figures(
         {cid: c.label for cid, c in claims.items()},
         {cid: {p: v[p]["verdict"] for p in PROTOCOLS} for cid, v in verdicts.items()},

@@ -20,9 +20,11 @@ from tests.support.alone_stacked import alone_logits_stacked
 
 
 @pytest.fixture(scope="session")
-def all_ids(classifier, splits) -> torch.Tensor:
+def all_ids(classifier, splits, preprocessor) -> torch.Tensor:
     """Every train and dev claim with its gold evidence, encoded: (1382, 128)."""
-    encoded = [encode(make_rows(claims, evidence), classifier.vocab) for claims, evidence in splits.values()]
+    encoded = [
+        encode(make_rows(claims, evidence, preprocessor), classifier.vocab) for claims, evidence in splits.values()
+    ]
     return torch.from_numpy(np.concatenate([e.input_ids for e in encoded]))
 
 

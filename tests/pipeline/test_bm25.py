@@ -15,9 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claimtrace.data.files import find_data_dir
 from claimtrace.errors import DataError
 from claimtrace.pipeline import bm25
-from claimtrace.pipeline.preprocess import stem, stopwords
+from claimtrace.pipeline.preprocess import Preprocessor, stem
+
+#: What each word becomes: the stopwords and stems of the data folder's preprocessing.
+BM25_WORDS = bm25.BM25Words(Preprocessor.of_data_dir(find_data_dir()))
 
 # --- the slow reference ---------------------------------------------------------------------------
 
@@ -27,7 +31,7 @@ def reference_search(passages: list[tuple[str, str]], claim: str, k: int) -> tup
     in order, sorted by (score desc, corpus position asc), positive scores only, top k."""
     assert bm25.PARAMS["method"] == "lucene"
     k1, b = bm25.PARAMS["k1"], bm25.PARAMS["b"]
-    docs = [bm25.tokenize(text) for _, text in passages]
+    docs = [bm25.tokenize(text, BM25_WORDS) for _, text in passages]
     n = len(docs)
     avg_len = sum(len(d) for d in docs) / n
     df = Counter(term for d in docs for term in set(d))
@@ -35,7 +39,7 @@ def reference_search(passages: list[tuple[str, str]], claim: str, k: int) -> tup
     for position, d in enumerate(docs):
         tf = Counter(d)
         score, hit = 0.0, False
-        for term in bm25.tokenize(claim):
+        for term in bm25.tokenize(claim, BM25_WORDS):
             if tf[term]:
                 idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
                 score += idf * (tf[term] / (tf[term] + k1 * (1 - b + b * len(d) / avg_len)))
@@ -113,8 +117,13 @@ def corpora(draw):
 
 
 def test_tokenize_examples():
-    assert bm25.tokenize("The oceans are WARMING, aren't they? CO2 in 2019: a b") == ["ocean", "warm", "co2", "2019"]
-    assert bm25.tokenize("") == [] and bm25.tokenize("the of and") == []
+    assert bm25.tokenize("The oceans are WARMING, aren't they? CO2 in 2019: a b", BM25_WORDS) == [
+        "ocean",
+        "warm",
+        "co2",
+        "2019",
+    ]
+    assert bm25.tokenize("", BM25_WORDS) == [] and bm25.tokenize("the of and", BM25_WORDS) == []
 
 
 @given(st.text(max_size=60) | texts)
@@ -122,8 +131,8 @@ def test_tokenize_examples():
 def test_tokenize_is_lowercase_words_minus_stopwords_stemmed(text):
     """The word table changes nothing: the same tokens as the plain steps, with preprocess's
     stopword list and stemmer."""
-    drop = stopwords()
-    assert bm25.tokenize(text) == [stem(w) for w in re.findall(r"\w\w+", text.lower()) if w not in drop]
+    drop = BM25_WORDS.preprocessor.stopwords
+    assert bm25.tokenize(text, BM25_WORDS) == [stem(w) for w in re.findall(r"\w\w+", text.lower()) if w not in drop]
 
 
 # --- search against the reference -----------------------------------------------------------------
@@ -134,7 +143,7 @@ def test_tokenize_is_lowercase_words_minus_stopwords_stemmed(text):
 def test_search_equals_plain_python_bm25(case):
     passages, claims, k, block = case
     with mock.patch.object(bm25, "BLOCK", block):  # the search kernel's blocks: one passage to all
-        index = bm25.BM25Index.from_passages(passages)
+        index = bm25.BM25Index.from_passages(passages, BM25_WORDS)
         ids, scores = index.search(claims, k=k)
     for claim, got_ids, got_scores in zip(claims, ids, scores):
         want_ids, want_scores = reference_search(passages, claim, k)
@@ -145,7 +154,7 @@ def test_search_equals_plain_python_bm25(case):
 
 def test_ties_go_to_the_earlier_passage():
     passages = [("a", "sea ice melt"), ("b", "ocean"), ("c", "sea ice melt"), ("d", "sea ice melt"), ("e", "ice")]
-    ids, scores = bm25.BM25Index.from_passages(passages).search(["melting sea ice"], k=2)
+    ids, scores = bm25.BM25Index.from_passages(passages, BM25_WORDS).search(["melting sea ice"], k=2)
     assert ids == [["a", "c"]] and scores[0][0] == scores[0][1]
 
 
@@ -161,7 +170,7 @@ def test_bigger_corpus_equals_reference():
     claims = [" ".join(rng.choice(vocabulary, size=rng.integers(1, 8))) for _ in range(40)]
     for block in (16, 100, bm25.BLOCK):
         with mock.patch.object(bm25, "BLOCK", block):
-            ids, scores = bm25.BM25Index.from_passages(passages).search(claims)
+            ids, scores = bm25.BM25Index.from_passages(passages, BM25_WORDS).search(claims)
         for claim, got_ids, got_scores in zip(claims, ids, scores):
             assert (got_ids, got_scores.tolist()) == reference_search(passages, claim, 6)
 
@@ -171,10 +180,10 @@ def test_bigger_corpus_equals_reference():
 def test_counts_index_is_bm25s_index(case):
     """Our array-based indexing gives bm25s's own ``index`` matrix, bit for bit."""
     passages = case[0]
-    chunk = bm25.tokenize_chunk(passages)
-    ours = bm25.BM25Index.from_chunk(chunk)
+    chunk = bm25.tokenize_chunk(passages, BM25_WORDS)
+    ours = bm25.BM25Index.from_chunk(chunk, BM25_WORDS)
     vocab = {term: i for i, term in enumerate(chunk["vocab"].tolist())}
-    tokens = [[vocab[t] for t in bm25.tokenize(text)] for _, text in passages]
+    tokens = [[vocab[t] for t in bm25.tokenize(text, BM25_WORDS)] for _, text in passages]
     stock = bm25s.BM25(**bm25.PARAMS)
     with np.errstate(invalid="ignore", divide="ignore"):  # bm25s on all-empty passages divides 0 by 0
         stock.index((tokens, dict(vocab)), create_empty_token=False, show_progress=False)
@@ -188,7 +197,7 @@ def test_counts_index_is_bm25s_index(case):
 
 
 def test_empty_and_unknown_claims_get_nothing():
-    index = bm25.BM25Index.from_passages([("a", "ocean warming"), ("b", "ice")])
+    index = bm25.BM25Index.from_passages([("a", "ocean warming"), ("b", "ice")], BM25_WORDS)
     ids, scores = index.search(["", "the of and", "zebra", "   "])
     assert ids == [[], [], [], []]
     assert all(s.shape == (0,) and s.dtype == np.float64 for s in scores)
@@ -201,8 +210,8 @@ def test_empty_and_unknown_claims_get_nothing():
 
 def test_corpus_edge_cases():
     with pytest.raises(ValueError, match="no passages"):
-        bm25.BM25Index.from_passages([])
-    only_stopwords = bm25.BM25Index.from_passages([("a", "the"), ("b", "")])
+        bm25.BM25Index.from_passages([], BM25_WORDS)
+    only_stopwords = bm25.BM25Index.from_passages([("a", "the"), ("b", "")], BM25_WORDS)
     ids, scores = only_stopwords.search(["the ocean"])
     assert ids == [[]] and scores[0].shape == (0,)
     with pytest.raises(TypeError):
@@ -219,20 +228,22 @@ def _passages(n: int = 37) -> list[tuple[str, str]]:
 
 def test_chunked_build_equals_one_shot(tmp_path):
     passages = _passages()
-    one_shot = bm25.BM25Index.from_passages(passages)
-    chunked = bm25.build_bm25_index(tmp_path / "a", iter(passages), chunk_size=5)
+    one_shot = bm25.BM25Index.from_passages(passages, BM25_WORDS)
+    chunked = bm25.build_bm25_index(tmp_path / "a", iter(passages), BM25_WORDS, chunk_size=5)
     assert_same_index(chunked, one_shot)
     assert (tmp_path / "a" / "index").is_dir() and not (tmp_path / "a" / "chunks").exists()
-    assert_same_index(bm25.build_bm25_index(tmp_path / "a", passages, chunk_size=5), one_shot)  # loads it
-    parallel = bm25.build_bm25_index(tmp_path / "b", passages, chunk_size=5, processes=2)
+    assert_same_index(bm25.build_bm25_index(tmp_path / "a", passages, BM25_WORDS, chunk_size=5), one_shot)  # loads it
+    parallel = bm25.build_bm25_index(tmp_path / "b", passages, BM25_WORDS, chunk_size=5, processes=2)
     assert_same_index(parallel, one_shot)
 
 
 def test_merge_does_not_depend_on_chunk_ends():
     passages = _passages()
-    whole = bm25.tokenize_chunk(passages)
+    whole = bm25.tokenize_chunk(passages, BM25_WORDS)
     for size in (1, 4, 36):
-        merged = bm25.merge_chunks(bm25.tokenize_chunk(passages[i : i + size]) for i in range(0, len(passages), size))
+        merged = bm25.merge_chunks(
+            bm25.tokenize_chunk(passages[i : i + size], BM25_WORDS) for i in range(0, len(passages), size)
+        )
         assert all(np.array_equal(whole[key], merged[key]) for key in whole)
 
 
@@ -242,15 +253,15 @@ def test_killed_build_resumes(tmp_path, monkeypatch):
     real = bm25.tokenize_chunk
     calls: list[str] = []
 
-    def dies_on_third_chunk(batch):
+    def dies_on_third_chunk(batch, words):
         if len(calls) == 2:
             raise KeyboardInterrupt("killed")
         calls.append(batch[0][0])
-        return real(batch)
+        return real(batch, words)
 
     monkeypatch.setattr(bm25, "tokenize_chunk", dies_on_third_chunk)
     with pytest.raises(KeyboardInterrupt):
-        bm25.build_bm25_index(folder, passages, chunk_size=5)
+        bm25.build_bm25_index(folder, passages, BM25_WORDS, chunk_size=5)
     assert sorted(p.name for p in (folder / "chunks").iterdir()) == ["00000.npz", "00001.npz"]
     assert not (folder / "index").exists()
     # What a kill during a write leaves: a temporary chunk file and a half-saved index folder.
@@ -258,10 +269,10 @@ def test_killed_build_resumes(tmp_path, monkeypatch):
     (folder / ".index.xyz.tmp").mkdir()
 
     calls.clear()
-    monkeypatch.setattr(bm25, "tokenize_chunk", lambda batch: calls.append(batch[0][0]) or real(batch))
-    resumed = bm25.build_bm25_index(folder, passages, chunk_size=5)
+    monkeypatch.setattr(bm25, "tokenize_chunk", lambda batch, words: calls.append(batch[0][0]) or real(batch, words))
+    resumed = bm25.build_bm25_index(folder, passages, BM25_WORDS, chunk_size=5)
     assert calls == [f"evidence-{i}" for i in range(10, 37, 5)]  # the two finished chunks were skipped
-    assert_same_index(resumed, bm25.build_bm25_index(tmp_path / "whole", passages, chunk_size=5))
+    assert_same_index(resumed, bm25.build_bm25_index(tmp_path / "whole", passages, BM25_WORDS, chunk_size=5))
     assert sorted(p.name for p in folder.iterdir()) == ["index"]
 
 
@@ -272,15 +283,17 @@ def test_resume_refuses_another_corpus(tmp_path, monkeypatch):
     monkeypatch.setattr(
         bm25,
         "tokenize_chunk",
-        lambda batch: (_ for _ in ()).throw(KeyboardInterrupt()) if batch[0][0] == "evidence-5" else real(batch),
+        lambda batch, words: (
+            (_ for _ in ()).throw(KeyboardInterrupt()) if batch[0][0] == "evidence-5" else real(batch, words)
+        ),
     )
     with pytest.raises(KeyboardInterrupt):
-        bm25.build_bm25_index(folder, passages, chunk_size=5)
+        bm25.build_bm25_index(folder, passages, BM25_WORDS, chunk_size=5)
     monkeypatch.setattr(bm25, "tokenize_chunk", real)
     with pytest.raises(ValueError, match="other passages"):
-        bm25.build_bm25_index(folder, [("x", "ocean")] + passages, chunk_size=5)
+        bm25.build_bm25_index(folder, [("x", "ocean")] + passages, BM25_WORDS, chunk_size=5)
     with pytest.raises(ValueError, match="other passages"):
-        bm25.build_bm25_index(folder, passages, chunk_size=6)
+        bm25.build_bm25_index(folder, passages, BM25_WORDS, chunk_size=6)
 
 
 # --- files --------------------------------------------------------------------------------------------
@@ -289,9 +302,9 @@ def test_resume_refuses_another_corpus(tmp_path, monkeypatch):
 @pytest.mark.parametrize("mmap", [True, False])
 def test_save_load_round_trip(tmp_path, mmap):
     passages = _passages()
-    index = bm25.BM25Index.from_passages(passages)
+    index = bm25.BM25Index.from_passages(passages, BM25_WORDS)
     index.save(tmp_path / "index")
-    loaded = bm25.BM25Index.load(tmp_path / "index", mmap=mmap)
+    loaded = bm25.BM25Index.load(tmp_path / "index", BM25_WORDS, mmap=mmap)
     assert_same_index(loaded, index)
     claims = ["ocean warming", "melting ice sheets 2019", "", "été"]
     got, want = loaded.search(claims), index.search(claims)
@@ -302,9 +315,9 @@ def test_save_load_round_trip(tmp_path, mmap):
 
 def test_load_refuses_what_is_not_this_index(tmp_path):
     with pytest.raises(DataError, match="not a BM25 index"):
-        bm25.BM25Index.load(tmp_path)
-    bm25.BM25Index.from_passages(_passages()).save(tmp_path / "index")
+        bm25.BM25Index.load(tmp_path, BM25_WORDS)
+    bm25.BM25Index.from_passages(_passages(), BM25_WORDS).save(tmp_path / "index")
     meta = tmp_path / "index" / "passages.json"
     meta.write_text(meta.read_text(encoding="utf-8").replace('"k1": 1.2', '"k1": 0.9'), encoding="utf-8")
     with pytest.raises(DataError, match="other parameters"):
-        bm25.BM25Index.load(tmp_path / "index")
+        bm25.BM25Index.load(tmp_path / "index", BM25_WORDS)

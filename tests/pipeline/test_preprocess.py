@@ -19,18 +19,18 @@ from claimtrace.pipeline import preprocess as P
 from tests.conftest import run_oracle
 
 
-def test_claim_752_tags():
-    result = P.preprocess("[South Australia] has the most expensive electricity in the world.")
+def test_claim_752_tags(preprocessor):
+    result = preprocessor.preprocess("[South Australia] has the most expensive electricity in the world.")
     assert result.tokens == "south australia has the most expensive electricity in the world".split()
     assert result.kept == "south australia expensive electricity world".split()
     assert result.stems == "south australia expens electr world".split()
     assert result.tags() == "australia electr expens south world"
 
 
-def test_keep_stopwords_variant_example_line(data_dir):
+def test_keep_stopwords_variant_example_line(data_dir, preprocessor):
     gold = data.gold_passages(data_dir)
     doc = "[South Australia] has the most expensive electricity in the world." + " " + gold["evidence-67732"]
-    assert P.preprocess(doc, keep_stopwords=True).text() == (
+    assert preprocessor.preprocess(doc, keep_stopwords=True).text() == (
         "south australia ha the most expens electr in the world citat need south australia ha "
         "the highest retail price for electr in the countri"
     )
@@ -48,30 +48,44 @@ def test_keep_stopwords_variant_example_line(data_dir):
         ("isn't", ["is", "not"], []),
     ],
 )
-def test_tokenizer_cases(text, tokens, stems):
-    result = P.preprocess(text)
+def test_tokenizer_cases(text, tokens, stems, preprocessor):
+    result = preprocessor.preprocess(text)
     assert result.tokens == tokens
     assert result.stems == stems
 
 
-def test_contractions_index_error_keeps_text():
+def test_contractions_index_error_keeps_text(preprocessor):
     # contractions 0.1.73 raises IndexError when lower() changes the text's length ("İ").
     import contractions
 
     with pytest.raises(IndexError):
         contractions.fix("İstanbul isn't")
     assert P.expand_contractions("İstanbul isn't") == "İstanbul isn't"
-    assert P.preprocess("İstanbul isn't").tokens == ["i̇stanbul", "isn", "t"]
+    assert preprocessor.preprocess("İstanbul isn't").tokens == ["i̇stanbul", "isn", "t"]
 
 
-def test_stems_of_stems():
+def test_stems_of_stems(preprocessor):
     assert P.stem("increased") == "increas"
     assert P.stem(P.stem("increased")) == "increa"
+    assert preprocessor.stem(preprocessor.stem("increased")) == "increa"
 
 
-def test_stopwords_are_the_2024_list(data_dir):
-    words = P.stopwords(data_dir)
+def test_stopwords_are_the_2024_list(preprocessor):
+    words = preprocessor.stopwords
     assert len(words) == 179 and "shan't" in words and "has" in words
+
+
+def test_the_stem_cache_keeps_its_bound(preprocessor):
+    """A preprocessor's stem cache is emptied past its bound (and on demand, past a tighter one):
+    the stems are the same either way."""
+    small = P.Preprocessor(preprocessor.stopwords, stem_cache_words=3)
+    words = ["melting", "glaciers", "rising", "seas", "warmer", "oceans", "melting"]
+    assert [small.stem(w) for w in words] == [P.stem(w) for w in words]
+    assert small.cached_stems <= 3
+    assert small.preprocess(" ".join(words)).stems == preprocessor.preprocess(" ".join(words)).stems
+    assert small.cached_stems <= 3
+    small.bound_stem_cache(0)
+    assert small.cached_stems == 0
 
 
 def _stopwords_zip(folder: Path, member: str, content: bytes) -> Path:
@@ -86,10 +100,10 @@ def _stopwords_zip(folder: Path, member: str, content: bytes) -> Path:
 def test_changed_stopword_list_is_refused(tmp_path):
     _stopwords_zip(tmp_path, "stopwords/english", b"a\nthe\n")
     with pytest.raises(DataError, match="stopwords.zip: this is not the 2024 English stopword list"):
-        P.stopwords(tmp_path)
+        P.Preprocessor.of_data_dir(tmp_path)
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="stopwords.zip: file is missing"):
-        P.stopwords(tmp_path / "empty")
+        P.Preprocessor.of_data_dir(tmp_path / "empty")
 
 
 @pytest.mark.parametrize(
@@ -102,7 +116,7 @@ def test_changed_stopword_list_is_refused(tmp_path):
 def test_bad_stopword_archive_is_refused(tmp_path, member, content, message):
     path = _stopwords_zip(tmp_path, member, content)
     with pytest.raises(DataError) as caught:
-        P.stopwords(tmp_path)
+        P.Preprocessor.of_data_dir(tmp_path)
     assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value)
 
 
@@ -111,7 +125,7 @@ def test_garbage_stopwords_zip_is_refused(tmp_path):
     root.mkdir(parents=True)
     (root / "stopwords.zip").write_bytes(b"not a zip at all")
     with pytest.raises(DataError, match="stopwords.zip: not a readable zip archive"):
-        P.stopwords(tmp_path)
+        P.Preprocessor.of_data_dir(tmp_path)
 
 
 def test_unzipped_stopword_list_is_read(tmp_path, data_dir):
@@ -121,17 +135,17 @@ def test_unzipped_stopword_list_is_read(tmp_path, data_dir):
     unzipped.parent.mkdir(parents=True)
     unzipped.write_bytes(english)
     assert data.stopwords_file(tmp_path) == unzipped
-    assert P.stopwords(tmp_path) == P.stopwords(data_dir)
+    assert P.Preprocessor.of_data_dir(tmp_path).stopwords == P.Preprocessor.of_data_dir(data_dir).stopwords
 
 
-def test_stopwords_follow_the_chosen_data_folder(tmp_path, data_dir):
-    """Without an explicit folder, stopwords come from the folder use_data_dir chose (the CLI's
-    --data), and the choice ends with the block."""
+def test_each_preprocessor_reads_its_own_stopword_list(tmp_path, preprocessor):
+    """The stopword list is the preprocessor's, read from the folder it was made of (the CLI's
+    --data): a bad list there stops it, and another preprocessor is not touched."""
     _stopwords_zip(tmp_path, "stopwords/english", b"a\nthe")
-    with data.use_data_dir(tmp_path):
-        with pytest.raises(DataError, match=str(tmp_path)):
-            P.preprocess("Glaciers are melting")
-    assert P.preprocess("Glaciers are melting").stems == ["glacier", "melt"]
+    with pytest.raises(DataError, match=str(tmp_path)):
+        P.Preprocessor.of_data_dir(tmp_path)
+    assert preprocessor.preprocess("Glaciers are melting").stems == ["glacier", "melt"]
+    assert P.Preprocessor(frozenset({"glaciers"})).preprocess("Glaciers are melting").stems == ["are", "melt"]
 
 
 # After step 3 no '.', '?' or '!' is left, so punkt's sentence split (which only ever breaks
@@ -160,13 +174,13 @@ def test_sentence_split_cannot_change_tokens(text):
 
 
 @pytest.mark.oracle
-def test_every_passage_and_claim_matches_the_notebook_calls(data_dir):
+def test_every_passage_and_claim_matches_the_notebook_calls(data_dir, preprocessor):
     texts = list(data.demo_corpus(data_dir).values())
     for split in ("train", "dev", "test"):
         texts += [c.text for c in data.load_claims(split, data_dir).values()]
     texts += ["İstanbul isn't", "I cannot", "gonna y'all'd've", "“Zürich” 1855 sentence.abc"]
     expected = json.loads(run_oracle("preprocess_oracle.py", stdin=json.dumps(texts)))
-    ours = [[P.preprocess(t).stems, P.preprocess(t, keep_stopwords=True).stems] for t in texts]
+    ours = [[preprocessor.preprocess(t).stems, preprocessor.preprocess(t, keep_stopwords=True).stems] for t in texts]
     mismatches = [t for t, a, b in zip(texts, ours, expected) if a != b]
     assert not mismatches, mismatches[:5]
 
@@ -228,7 +242,9 @@ def test_nltk_is_imported_without_scipy_stats_or_scikit_learn():
         "assert preprocess.word_tokenize is nltk.tokenize.word_tokenize\n"
         "import scipy.stats, sklearn.feature_extraction.text\n"
         "assert scipy.stats.fisher_exact([[1, 2], [3, 4]])\n"
-        "print(preprocess.preprocess('Sea levels are rising faster, gonna say').stems)\n"
+        "from claimtrace.data.files import find_data_dir\n"
+        "preprocessor = preprocess.Preprocessor.of_data_dir(find_data_dir())\n"
+        "print(preprocessor.preprocess('Sea levels are rising faster, gonna say').stems)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

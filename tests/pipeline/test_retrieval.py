@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from claimtrace.data import files as data
 from claimtrace.lib import npsort
 from claimtrace.pipeline import retrieval as R
+from claimtrace.pipeline.tagging import Restemmer
 from tests.conftest import run_oracle
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -127,8 +128,8 @@ COLUMNS_FOR = 12  # dev claims whose whole columns are compared bit for bit
 
 
 @pytest.fixture(scope="module")
-def demo_inputs(demo_tags, all_claims, dev_claims):
-    tags_of = {cid: R.claim_input(c.text) for cid, c in all_claims.items()}
+def demo_inputs(demo_tags, all_claims, dev_claims, preprocessor):
+    tags_of = {cid: R.claim_input(c.text, preprocessor) for cid, c in all_claims.items()}
     return {
         "notebook": [(cid, tags_of[cid]) for cid in all_claims] + [NO_TAGS],
         "raw-claim-text": [(cid, dev_claims[cid].text) for cid in dev_claims],
@@ -157,9 +158,10 @@ def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims):
 
 
 @pytest.fixture(scope="module")
-def retrievers(demo_tags):
+def retrievers(demo_tags, demo_tagged):
     ids, padded, nopad = demo_tags
-    return {"padded": R.Retriever.fit(ids, padded), "unpadded": R.Retriever.fit(ids, nopad)}
+    restemmer = demo_tagged.restemmer
+    return {"padded": R.Retriever.fit(ids, padded, restemmer), "unpadded": R.Retriever.fit(ids, nopad, restemmer)}
 
 
 @pytest.mark.oracle
@@ -285,13 +287,13 @@ def test_no_tag_claim_gets_the_all_zero_fallback(retrievers):
     assert not result.score.any()
 
 
-def test_retrieve_all_records(dev_claims, retrievers):
+def test_retrieve_all_records(dev_claims, retrievers, preprocessor):
     records = R.retrieve_all(retrievers["padded"], dev_claims)
     json.dumps(records)
     assert [r["claim_id"] for r in records] == list(dev_claims)
     for record in records:
         claim = dev_claims[record["claim_id"]]
-        assert record["tags"] == R.claim_input(claim.text)
+        assert record["tags"] == R.claim_input(claim.text, preprocessor)
         assert 1 <= len(record["evidences"]) <= 6
         kept_ids = [row["id"] for row in record["kept"]]
         assert kept_ids[: len(record["evidences"])] == record["evidences"]
@@ -308,10 +310,10 @@ def test_retrieve_all_records(dev_claims, retrievers):
         R.retrieve_all(retrievers["padded"], dev_claims, "no-such-variant")
 
 
-def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
+def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers, preprocessor):
     record = retrievers["padded"].as_record(
         "claim-752",
-        retrievers["padded"].retrieve(R.claim_input(all_claims["claim-752"].text)),
+        retrievers["padded"].retrieve(R.claim_input(all_claims["claim-752"].text, preprocessor)),
         all_claims["claim-752"].evidences,
     )
     assert record["tags"] == "australia electr expens south world"
@@ -326,20 +328,20 @@ def test_claim_752_on_the_demo_corpus(demo_tags, all_claims, retrievers):
 def test_a_saved_retriever_loads_and_retrieves_the_same(tmp_path, dev_claims, retrievers):
     ours = retrievers["padded"]
     ours.save(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
-    loaded = R.Retriever.load(tmp_path / "vectorizer.npz", tmp_path / "index.npz")
+    loaded = R.Retriever.load(tmp_path / "vectorizer.npz", tmp_path / "index.npz", ours.restemmer)
     assert list(loaded.ids) == ours.ids and list(loaded.tags) == ours.tags and loaded.excluded == ours.excluded
     assert loaded.idf.tobytes() == ours.idf.tobytes()
     assert R.retrieve_all(loaded, dev_claims) == R.retrieve_all(ours, dev_claims)
     assert loaded.position(ours.ids[7]) == 7 and loaded.position("no-such-passage") is None
 
 
-def test_unknown_variant_and_bad_inputs():
+def test_unknown_variant_and_bad_inputs(preprocessor):
     with pytest.raises(ValueError, match="unknown retrieval variant"):
-        R.claim_input("x", "nope")
+        R.claim_input("x", preprocessor, "nope")
     with pytest.raises(ValueError, match="no passage has tags"):
-        R.Retriever.fit(["a", "b"], ["", "nan"])
+        R.Retriever.fit(["a", "b"], ["", "nan"], Restemmer(preprocessor))
     with pytest.raises(ValueError, match="passage ids"):
-        R.Retriever.fit(["a"], ["x", "y"])
+        R.Retriever.fit(["a"], ["x", "y"], Restemmer(preprocessor))
 
 
 # --- small random corpora full of ties ------------------------------------------------------------
@@ -397,9 +399,10 @@ def corpora(draw, min_passages=8, max_passages=40):
     return {"passages": passages, "claims": claims, "cosine_twice": draw(st.booleans())}
 
 
-def _retriever_or_error(case):
+def _retriever_or_error(case, preprocessor):
     try:
-        return R.Retriever.fit([p for p, _ in case["passages"]], [t for _, t in case["passages"]]), None
+        passages = case["passages"]
+        return R.Retriever.fit([p for p, _ in passages], [t for _, t in passages], Restemmer(preprocessor)), None
     except ValueError as error:
         return None, error
 
@@ -407,10 +410,10 @@ def _retriever_or_error(case):
 @pytest.mark.oracle
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(corpora(), min_size=30, max_size=30))
-def test_random_corpora_match_the_oracle(tmp_path_factory, cases):
+def test_random_corpora_match_the_oracle(tmp_path_factory, preprocessor, cases):
     expected_cases = _oracle(tmp_path_factory.mktemp("retrieval-random"), cases)
     for case, expected in zip(cases, expected_cases):
-        ours, error = _retriever_or_error(case)
+        ours, error = _retriever_or_error(case, preprocessor)
         if expected["error"]:
             # scikit-learn refused the fit (too few terms) and the notebook stopped there. We refuse
             # a corpus without tags; otherwise the vectorizer is fitted empty with scikit-learn's
@@ -428,8 +431,8 @@ def test_random_corpora_match_the_oracle(tmp_path_factory, cases):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(corpora())
-def test_fast_path_equals_dense_reference(case):
-    ours, error = _retriever_or_error(case)
+def test_fast_path_equals_dense_reference(preprocessor, case):
+    ours, error = _retriever_or_error(case, preprocessor)
     if error is not None:
         return
     weight = 2 if case["cosine_twice"] else 1

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from claimtrace.data import files as data
 from claimtrace.pipeline import tagging
-from claimtrace.pipeline.preprocess import preprocess
 from tests.conftest import run_oracle
 
 
@@ -43,8 +42,8 @@ def oracle_tagging(tmp_path_factory, data_dir, corpus):
 
 
 @pytest.mark.oracle
-def test_fit_corpus_equals_the_notebooks(oracle_tagging, claim_files, corpus):
-    assert list(tagging.fit_corpus(claim_files, corpus)) == oracle_tagging["fit_docs"].tolist()
+def test_fit_corpus_equals_the_notebooks(oracle_tagging, claim_files, corpus, preprocessor):
+    assert list(tagging.fit_corpus(claim_files, corpus, preprocessor)) == oracle_tagging["fit_docs"].tolist()
 
 
 @pytest.mark.oracle
@@ -59,9 +58,9 @@ def test_vectorizer_equals_scikit_learn_1_2_2(oracle_tagging, demo_tagged):
 
 
 @pytest.mark.oracle
-def test_weights_equal_term_for_term(oracle_tagging, demo_tagged, corpus):
+def test_weights_equal_term_for_term(oracle_tagging, demo_tagged, corpus, preprocessor):
     vectorizer = demo_tagged.tagging_vectorizer()
-    ours = vectorizer.transform(tagging.passage_documents(corpus.values()))
+    ours = vectorizer.transform(tagging.passage_documents(corpus.values(), preprocessor))
     theirs = sp.csr_matrix(
         (oracle_tagging["rows_data"], oracle_tagging["rows_indices"], oracle_tagging["rows_indptr"]), shape=ours.shape
     )
@@ -84,9 +83,41 @@ def test_padding_is_visible(demo_tagged):
     assert padded and all(set(r["nopad"]) < set(r["tags"]) for r in padded)
 
 
-def test_restem_equals_preprocessing_on_every_build_document(claim_files, corpus):
-    docs = list(tagging.fit_corpus(claim_files, corpus)) + list(tagging.passage_documents(corpus.values()))
-    assert [tagging.restem(d) for d in docs] == [tagging.final_stems(d) for d in docs]
+def test_restem_equals_preprocessing_on_every_build_document(claim_files, corpus, preprocessor):
+    docs = list(tagging.fit_corpus(claim_files, corpus, preprocessor))
+    docs += tagging.passage_documents(corpus.values(), preprocessor)
+    restem = tagging.Restemmer(preprocessor).restem
+    assert [restem(d) for d in docs] == [preprocessor.final_stems(d) for d in docs]
+
+
+def test_the_builds_table_holds_every_passage_and_tag_token(demo_tagged, corpus, preprocessor):
+    """tagging/restemmed.npz holds each token of the passages' stems and of the tags, each as
+    the token preprocessed alone: a reader's restemmer finds them all without preprocessing."""
+    table = tagging.RestemTable.load(demo_tagged.work.restemmed)
+    tokens = {t for text in tagging.passage_documents(corpus.values(), preprocessor) for t in text.split()}
+    tokens |= {t for row in demo_tagged.iter_tags() for t in row["tags"]}
+    assert tokens <= set(table.tokens) and list(table.tokens) == sorted(table.tokens)
+    assert all(table.get(t) == preprocessor.final_stems(t) for t in table.tokens)
+    assert table.get("no such token") is None and table.get("") is None
+
+
+def test_a_restemmer_with_a_table_preprocesses_only_what_the_table_lacks(tmp_path, preprocessor, monkeypatch):
+    table = tagging.RestemTable.of_tokens(["increas", "warm", "zz"], preprocessor.final_stems)
+    table.save(tmp_path / "restemmed.npz")
+    loaded = tagging.RestemTable.load(tmp_path / "restemmed.npz")
+    assert list(loaded.tokens) == ["increas", "warm", "zz"] and loaded.get("increas") == ["increa"]
+    restemmer = tagging.Restemmer(preprocessor, loaded)
+    seen = []
+    monkeypatch.setattr(preprocessor, "final_stems", lambda text: seen.append(text) or ["x"])
+    assert restemmer.restem("warm increas zz warm") == ["warm", "increa", "zz", "warm"] and seen == []
+    assert restemmer.restem("warm glacier glacier") == ["warm", "x", "x"] and seen == ["glacier"]
+
+
+def test_a_restemmer_forgets_past_its_bound(preprocessor):
+    restemmer = tagging.Restemmer(preprocessor, cache_words=2)
+    text = "increas warm glacier melt increas"
+    assert restemmer.restem(text) == preprocessor.final_stems(text)
+    assert len(restemmer._terms) <= 2
 
 
 _word = st.one_of(
@@ -117,12 +148,13 @@ _word = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_word, max_size=12))
-def test_restem_equals_preprocessing_on_token_sequences(words):
-    text = " ".join(preprocess(" ".join(words), keep_stopwords=True).stems)
-    assert tagging.restem(text) == tagging.final_stems(text)
+def test_restem_equals_preprocessing_on_token_sequences(preprocessor, words):
+    text = " ".join(preprocessor.preprocess(" ".join(words), keep_stopwords=True).stems)
+    assert tagging.Restemmer(preprocessor).restem(text) == preprocessor.final_stems(text)
 
 
-def test_leading_space_changes_nothing(corpus):
+def test_leading_space_changes_nothing(corpus, preprocessor):
+    preprocess = preprocessor.preprocess
     for text in list(corpus.values())[:2000]:
         assert preprocess(" " + text, keep_stopwords=True).stems == preprocess(text, keep_stopwords=True).stems
 

@@ -16,11 +16,12 @@ def demo_tags(demo_tagged):
     return ([r["id"] for r in rows], [" ".join(r["tags"]) for r in rows], [" ".join(r["nopad"]) for r in rows])
 
 
-def test_fit_counts_is_fit_then_counts(demo_tags):
+def test_fit_counts_is_fit_then_counts(demo_tags, demo_tagged):
     """The retriever fits and counts its tags in one tokenising pass: the same vocabulary, idf
     and counts as fitting, then counting (small batches, so that several are kept)."""
-    from claimtrace.pipeline.tagging import restem
     from claimtrace.pipeline.tfidf import NotebookTfidf
+
+    restem = demo_tagged.restemmer.restem
 
     _, padded, _ = demo_tags
     kept = [s for s in padded if s.split()]

@@ -23,7 +23,6 @@ from claimtrace.course import NOTEBOOK_URL, WALKTHROUGH_CLAIM
 from claimtrace.data.files import course_file
 from claimtrace.evaluation.scoreboard import scoreboard_rows
 from claimtrace.evaluation.scorer import evidence_f
-from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.app import create_app
 from claimtrace.web.render import ASSETS, LLM_SCRIPTS, STATIC
 from claimtrace.web.site_data import SiteData
@@ -135,7 +134,7 @@ def test_claim_json_has_every_stage_with_the_builds_numbers(web_client, demo_sit
         "label": claim.label,
         "gold": list(claim.evidences),
     }
-    pre = preprocess(claim.text)
+    pre = demo_build.preprocessor.preprocess(claim.text)
     assert (t["preprocess"]["tokens"], t["preprocess"]["kept"], t["preprocess"]["stems"]) == (
         pre.tokens,
         pre.kept,
@@ -312,10 +311,10 @@ def test_a_split_still_computing_answers_202_not_a_wait(demo_site_data):
 # --- live -----------------------------------------------------------------------------------------
 
 
-def test_live_trace_of_any_text(web_client):
+def test_live_trace_of_any_text(web_client, preprocessor):
     t = web_client.post("/api/trace", json={"text": "Arctic sea ice is not melting."}).json()
     assert t["claim"]["kind"] == "text" and t["claim"]["id"] is None
-    assert t["preprocess"]["stems"] == preprocess("Arctic sea ice is not melting.").stems
+    assert t["preprocess"]["stems"] == preprocessor.preprocess("Arctic sea ice is not melting.").stems
     assert t["retrieval"]["status"] == "ok" and 1 <= len(t["retrieval"]["evidences"]) <= constants.MAX_EVIDENCES
     assert t["retrieval"]["scores"] is None
     assert t["classifier"]["notebook"] is None and t["classifier"]["alone"]["verdict"] in constants.LABELS

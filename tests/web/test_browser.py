@@ -190,9 +190,7 @@ def test_the_pages_compute_gives_explain_inputs_numbers(page, web_server, demo_s
     assert not page.problems, page.problems
 
 
-def test_typing_a_claim_traces_it_through_the_server(page, web_server):
-    from claimtrace.pipeline.preprocess import preprocess
-
+def test_typing_a_claim_traces_it_through_the_server(page, web_server, preprocessor):
     text = 'Greenland is <b>gaining</b> ice & "cooling"'
     page.goto(web_server + "/live.html", wait_until="load")
     page.fill("#claim-text", text)
@@ -201,7 +199,7 @@ def test_typing_a_claim_traces_it_through_the_server(page, web_server):
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     assert page.locator(".live-trace .claim-text").inner_text() == '“Greenland is <b>gaining</b> ice & "cooling"”'
     assert page.locator(".live-trace section#filter").is_visible()
-    assert page.locator("#model-input").input_value().startswith(preprocess(text).text() + " ")
+    assert page.locator("#model-input").input_value().startswith(preprocessor.preprocess(text).text() + " ")
     _shot(page, "live-typed")
     assert not page.problems, page.problems
 

@@ -14,11 +14,11 @@ import contractions
 import numpy as np
 import pytest
 
-from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.pipeline.retrieval import kernels
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.typed_claims import STEM_CACHE_WORDS
 from claimtrace.web.views import walkthrough
+from claimtrace.workdir.reader import BuildReader
 
 CLAIM = "Sea levels rising because glaciers and polar ice sheets melt faster each decade."
 
@@ -50,9 +50,9 @@ def _typed_trace(web_client, text: str) -> dict:
     return response.json()
 
 
-def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, counted):
+def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, counted, preprocessor):
     calls, passes = counted
-    tags = preprocess(CLAIM).tags()
+    tags = preprocessor.preprocess(CLAIM).tags()
     for _ in range(2):  # the first trace also fills the caches of words and passages
         calls.clear(), passes.clear()
         trace = _typed_trace(web_client, CLAIM)
@@ -66,14 +66,16 @@ def test_a_typed_claim_is_preprocessed_once_and_retrieved_once(web_client, count
     assert set(calls) <= {CLAIM, tags, *passages}, set(calls) - {CLAIM, tags, *passages}
 
 
-def test_the_tag_terms_read_off_one_pass_are_each_tags_own(demo_site_data):
+def test_the_tag_terms_read_off_one_pass_are_each_tags_own(demo_site_data, preprocessor):
     """restem_tags reads each tag's terms off the one pass over the whole string: they are what
     the tag preprocessed alone gives (the original per-tag computation)."""
-    from claimtrace.pipeline.tagging import final_stems, restem_tags
+    from claimtrace.pipeline.tagging import Restemmer
+
+    restem_tags, final_stems = Restemmer(preprocessor).restem_tags, preprocessor.final_stems
 
     for split in ("dev", "test"):
         for claim in demo_site_data.claims(split).values():
-            tags = preprocess(claim.text).tags()
+            tags = preprocessor.preprocess(claim.text).tags()
             whole, per_tag = restem_tags(tags)
             assert whole == final_stems(tags.lower())
             assert per_tag == {tag: final_stems(tag.lower()) for tag in tags.split()}
@@ -111,7 +113,23 @@ def test_typed_claims_on_eight_threads_give_what_each_gives_alone(demo_build, mo
         assert json.dumps(at_once[text], sort_keys=True) == alone[text], text
 
 
-def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
+def test_a_fresh_readers_first_traces_preprocess_only_their_own_text(demo_build, counted):
+    """A fresh reader's first typed claim runs the preprocessing on its text and on its tag
+    string, and nothing else: every tag token a section stems again (the passages' tags, the
+    passages' stems under the tagging vectorizer) is read from the build's
+    tagging/restemmed.npz. So does a course claim's first trace."""
+    calls, _ = counted
+    site_data = SiteData(BuildReader(demo_build.root, demo_build.data_dir))
+    trace = site_data.typed_claims.trace_text(CLAIM)
+    assert trace["tagging"]["status"] == "ok" and trace["vectorisation"]["status"] == "ok"
+    assert trace["vectorisation"]["passage"]["tag_terms"], "the passage's tags were stemmed again"
+    assert 1 <= sum(calls.values()) <= 2, calls
+    calls.clear()
+    trace = site_data.trace("claim-752")
+    assert trace["vectorisation"]["passage"]["tag_terms"] and 1 <= sum(calls.values()) <= 2, calls
+
+
+def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted, preprocessor):
     """Every passage's stems (the tagging section's, the model input's, the padding example's)
     are read from the build's tagging/stems.npz: only the claim and its tag string are
     preprocessed."""
@@ -121,20 +139,21 @@ def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted):
     passages = {e["text"] for e in trace["retrieval"]["evidences"]}
     assert passages and trace["tagging"]["passage"]["text"] in passages
     assert not [p for p in passages if calls[p]], "no retrieved passage's text is preprocessed"
-    assert set(calls) <= {text, preprocess(text).tags()}, set(calls)
+    assert set(calls) <= {text, preprocessor.preprocess(text).tags()}, set(calls)
 
 
 def test_a_typed_claim_leaves_the_stem_cache_bounded(demo_site_data):
-    """Made-up words fill the stem cache; a server empties it past STEM_CACHE_WORDS."""
-    from claimtrace.pipeline import preprocess  # the module (the name is the function here)
-
+    """Made-up words fill the reader's stem cache; a server empties it past STEM_CACHE_WORDS."""
+    preprocessor = demo_site_data.build.preprocessor
     for word in (f"zq{i}x" for i in range(2000)):
-        preprocess.stem(word)
-    size = preprocess.stem.cache_info().currsize
-    preprocess.bound_stem_cache(size - 1)
-    assert preprocess.stem.cache_info().currsize == 0
+        preprocessor.stem(word)
+    size = preprocessor.cached_stems
+    preprocessor.bound_stem_cache(size - 1)
+    assert preprocessor.cached_stems == 0
+    for word in (f"zq{i}y" for i in range(STEM_CACHE_WORDS + 10)):
+        preprocessor.stem(word)
     demo_site_data.typed_claims.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
-    assert preprocess.stem.cache_info().currsize <= STEM_CACHE_WORDS
+    assert preprocessor.cached_stems <= STEM_CACHE_WORDS
 
 
 def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):

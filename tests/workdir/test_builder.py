@@ -67,12 +67,13 @@ def test_killed_build_resumes_without_redoing_chunks(tmp_path, data_dir, small_e
     assert _manifest_entries(killed) == _manifest_entries(whole)  # item counts of chunks written before the kill
 
 
-def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_reads(tmp_path, data_dir, small_evidence):
+def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_reads(
+    tmp_path, data_dir, small_evidence, preprocessor
+):
     """tagging/stems.npz gives each passage the stems its text preprocesses to (a duplicate text
     its first copy's); a build without it answers None (the trace preprocesses), and the next
     build writes it again, the same bytes."""
-    from claimtrace.pipeline.preprocess import preprocess
-
+    preprocess = preprocessor.preprocess
     root = tmp_path / "w"
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(root, data_dir, small_evidence, processes=1, until="tagging")
@@ -87,6 +88,32 @@ def test_passage_stems_are_the_builds_and_an_older_build_without_them_still_read
     with pytest.warns(errors.EvidenceChecksumWarning):
         build(root, data_dir, small_evidence, processes=1, until="tagging")
     assert (root / "tagging" / "stems.npz").read_bytes() == stored
+
+
+def test_a_build_without_its_restemmed_tokens_is_missing_them_until_its_next_run(tmp_path, data_dir, small_evidence):
+    """tagging/restemmed.npz is a stage file as any other: recorded in the manifest, checked by
+    verify; a build made without it (an older one) has its tagging vectorizer and retrieval
+    model missing, saying what to run, and the next build writes it, the same bytes."""
+    root = tmp_path / "w"
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="retrieval")
+    path = root / "tagging" / "restemmed.npz"
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    assert "tagging/restemmed.npz" in manifest["files"]
+    stored = path.read_bytes()
+    path.unlink()
+    del manifest["files"]["tagging/restemmed.npz"]  # as an older build's manifest: never written
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    older = BuildReader(root, data_dir)
+    for read in (older.tagging_vectorizer, older.retriever):
+        with pytest.raises(errors.Missing, match="restemmed.npz: not built yet: run `claimtrace build"):
+            read()
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="retrieval")
+    assert path.read_bytes() == stored
+    assert BuildReader(root, data_dir).file_problems(full=True) == {}
+    table = BuildReader(root, data_dir).retriever().restemmer.table
+    assert len(table) and table.get(table.tokens[-1]) is not None
 
 
 def test_a_summary_from_before_the_corpus_figures_gets_them_and_stays_verified(tmp_path, data_dir, small_evidence):

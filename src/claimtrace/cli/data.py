@@ -42,9 +42,9 @@ def data_demo_corpus(ctx: click.Context, out: str) -> None:
 @click.pass_context
 def preprocess_command(ctx: click.Context, text: str, keep_stopwords: bool, as_json: bool) -> None:
     """Run the notebook's preprocessing on TEXT."""
-    from claimtrace.pipeline.preprocess import preprocess
+    from claimtrace.pipeline.preprocess import Preprocessor
 
-    result = preprocess(text, keep_stopwords=keep_stopwords, data_dir=data_dir(ctx))
+    result = Preprocessor.of_data_dir(data_dir(ctx)).preprocess(text, keep_stopwords=keep_stopwords)
     if as_json:
         print_json({"tokens": result.tokens, "kept": result.kept, "stems": result.stems})
     else:
@@ -59,9 +59,11 @@ def preprocess_command(ctx: click.Context, text: str, keep_stopwords: bool, as_j
 def vocab_command(ctx: click.Context, as_json: bool) -> None:
     """The classifier's vocabulary, built from train claims and their gold passages."""
     from claimtrace.models.inputs import training_vocabulary  # nltk: the preprocessing
+    from claimtrace.pipeline.preprocess import Preprocessor
 
     folder = data_dir(ctx)
-    vocab = training_vocabulary(data_layer.load_claims("train", folder), data_layer.gold_passages(folder))
+    train, gold = data_layer.load_claims("train", folder), data_layer.gold_passages(folder)
+    vocab = training_vocabulary(train, gold, Preprocessor.of_data_dir(folder))
     if as_json:
         print_json({"size": len(vocab), "head": vocab.tokens[:20]})
     else:

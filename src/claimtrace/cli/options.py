@@ -74,11 +74,9 @@ class CommandGroup(click.Group):
 
 
 def data_dir(ctx: click.Context) -> Path:
-    """The data folder (``--data``, else the default), made the folder every stage finds
-    until the command ends: the preprocessing reads its stopword list there too."""
-    path = data_layer.find_data_dir(ctx.obj.get("data"))
-    ctx.with_resource(data_layer.use_data_dir(path))
-    return path
+    """The command's data folder (``--data``, else the default): the command passes it, or what
+    it reads there (the stopword list, in the preprocessing), to every stage."""
+    return data_layer.find_data_dir(ctx.obj.get("data"))
 
 
 def print_json(value: object) -> None:

@@ -158,12 +158,11 @@ def serve_command(
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     from claimtrace.compare.run_store import RunStore, store_beside
-    from claimtrace.pipeline.preprocess import stopwords
     from claimtrace.web.site_data import SiteData
     from claimtrace.web.typed_processes import TypedProcesses
 
     folder = data_dir(ctx)
-    stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
+    data_layer.load_stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
     if while_building:
         _check_port_free(port)  # said now, not after the build's first minute
         wait_for_verdicts(Workdir(Path(workdir)))

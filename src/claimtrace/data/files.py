@@ -22,8 +22,6 @@ import json
 import os
 import zipfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,21 +32,19 @@ from claimtrace.errors import DataError
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
-#: The data folder chosen for the running command (``--data``), see :func:`use_data_dir`.
-_chosen_data_dir: Path | None = None
-
 
 def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``explicit``, else the one chosen with :func:`use_data_dir`, else
-    ``$CLAIMTRACE_DATA``, else ``./data``, else ``../shared/data`` (beside the working
-    directory, then beside the repository)."""
+    """The data folder: ``explicit``, else ``$CLAIMTRACE_DATA``, else ``./data``, else
+    ``../shared/data`` (beside the working directory, then beside the repository).
+
+    Called where a command starts (the command line's ``--data``, a :class:`BuildReader`
+    opened without a folder, a script): from there the folder, or what was read from it, is
+    passed to whatever needs it."""
     if explicit is not None:
         path = Path(explicit)
         if not path.is_dir():
             raise DataError(f"{path}: data folder given with --data does not exist")
         return path
-    if _chosen_data_dir is not None:
-        return _chosen_data_dir
     env = os.environ.get("CLAIMTRACE_DATA")
     if env:
         path = Path(env)
@@ -64,36 +60,6 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         f"no data folder found (tried {tried}): pass --data DIR or set CLAIMTRACE_DATA "
         f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}"
     )
-
-
-def choose_data_dir(path: str | os.PathLike) -> Path:
-    """:func:`use_data_dir` for the rest of the process (a server's worker process, which lives
-    until it is stopped)."""
-    global _chosen_data_dir
-    _chosen_data_dir = Path(path)
-    return _chosen_data_dir
-
-
-@contextmanager
-def use_data_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Within the block, :func:`find_data_dir` without an argument returns ``path``.
-
-    The command line enters it with the folder of ``--data`` for the whole command, so the
-    stages that look the folder up themselves (the preprocessing's stopword list, reached from
-    tagging, retrieval and the classifier) read the same folder as the rest. Forked worker
-    processes inherit it. Restores the previous choice on exit.
-    """
-    global _chosen_data_dir
-    previous, _chosen_data_dir = _chosen_data_dir, Path(path)
-    try:
-        yield _chosen_data_dir
-    finally:
-        _chosen_data_dir = previous
-
-
-def chosen_data_dir() -> Path | None:
-    """The folder :func:`use_data_dir` chose, if a block of it is running."""
-    return _chosen_data_dir
 
 
 def course_file(data_dir: Path, split: str) -> Path:
@@ -192,10 +158,10 @@ def parse_claims(raw: object, source: str, labelled: bool) -> dict[str, Claim]:
     return claims
 
 
-def load_claims(split: str, data_dir: Path | None = None, check_md5: bool = True) -> dict[str, Claim]:
-    """Load and validate one course claim file; its md5 must be the course's."""
-    data_dir = find_data_dir(data_dir) if data_dir is None else Path(data_dir)
-    path = course_file(data_dir, split)
+def load_claims(split: str, data_dir: Path, check_md5: bool = True) -> dict[str, Claim]:
+    """Load and validate one course claim file of the data folder ``data_dir``; its md5 must be
+    the course's."""
+    path = course_file(Path(data_dir), split)
     raw = _read_json(path)
     claims = parse_claims(raw, str(path), labelled=split != "test")
     if check_md5:

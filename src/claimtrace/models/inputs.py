@@ -19,7 +19,7 @@ import numpy as np
 from claimtrace import constants
 from claimtrace.data.files import Claim
 from claimtrace.lib.build_files import write_atomic, write_npz
-from claimtrace.pipeline.preprocess import preprocess
+from claimtrace.pipeline.preprocess import Preprocessor
 
 #: Evidence as the classifier sees it: claim id -> passage texts, in order.
 EvidenceTexts = Mapping[str, Sequence[str]]
@@ -45,9 +45,10 @@ def gold_evidence(claims: Mapping[str, Claim], passages: PassageLookup) -> dict[
     return evidence_texts({cid: claim.evidences for cid, claim in claims.items()}, passages)
 
 
-def row_text(claim_text: str, passage_texts: Iterable[str]) -> str:
+def row_text(claim_text: str, passage_texts: Iterable[str], preprocessor: Preprocessor) -> str:
     """Claim stems joined, then each passage's stems joined, separated by spaces."""
-    return join_row(preprocess(claim_text).text(), (preprocess(text).text() for text in passage_texts))
+    stems_of = preprocessor.preprocess
+    return join_row(stems_of(claim_text).text(), (stems_of(text).text() for text in passage_texts))
 
 
 def join_row(claim_stems: str, passage_stems: Iterable[str]) -> str:
@@ -64,9 +65,13 @@ class Row:
     label: str | None
 
 
-def make_rows(claims: Mapping[str, Claim], evidence: EvidenceTexts) -> list[Row]:
-    """Classifier rows in file order, from any evidence source (gold or retrieved)."""
-    return [Row(cid, row_text(claim.text, evidence.get(cid, ())), claim.label) for cid, claim in claims.items()]
+def make_rows(claims: Mapping[str, Claim], evidence: EvidenceTexts, preprocessor: Preprocessor) -> list[Row]:
+    """Classifier rows in file order, from any evidence source (gold or retrieved), each text
+    preprocessed by ``preprocessor``."""
+    return [
+        Row(cid, row_text(claim.text, evidence.get(cid, ()), preprocessor), claim.label)
+        for cid, claim in claims.items()
+    ]
 
 
 class Vocabulary:
@@ -104,9 +109,11 @@ class Vocabulary:
         return [self.tokens[i] for i in ids]
 
 
-def training_vocabulary(train_claims: Mapping[str, Claim], gold: PassageLookup) -> Vocabulary:
+def training_vocabulary(
+    train_claims: Mapping[str, Claim], gold: PassageLookup, preprocessor: Preprocessor
+) -> Vocabulary:
     """The notebook's vocabulary: built from the training rows with gold evidence."""
-    return Vocabulary.fit(row.text for row in make_rows(train_claims, gold_evidence(train_claims, gold)))
+    return Vocabulary.fit(row.text for row in make_rows(train_claims, gold_evidence(train_claims, gold), preprocessor))
 
 
 def save_vocab(vocab: Vocabulary, path: Path) -> None:

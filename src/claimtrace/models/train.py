@@ -51,6 +51,7 @@ from claimtrace.models.transformer import (
     save_checkpoint,
     torch_threads,
 )
+from claimtrace.pipeline.preprocess import Preprocessor
 
 # --- Inputs ---------------------------------------------------------------------------------------
 
@@ -66,8 +67,9 @@ def training_data(data_dir: Path) -> TrainingData:
     """Train and dev with gold evidence, and the vocabulary built from the train rows."""
     passages = gold_passages(data_dir)
     train_claims, dev_claims = load_claims("train", data_dir), load_claims("dev", data_dir)
-    train_rows = make_rows(train_claims, gold_evidence(train_claims, passages))
-    dev_rows = make_rows(dev_claims, gold_evidence(dev_claims, passages))
+    preprocessor = Preprocessor.of_data_dir(data_dir)
+    train_rows = make_rows(train_claims, gold_evidence(train_claims, passages), preprocessor)
+    dev_rows = make_rows(dev_claims, gold_evidence(dev_claims, passages), preprocessor)
     vocab = Vocabulary.fit(row.text for row in train_rows)
     return TrainingData(vocab, encode(train_rows, vocab), encode(dev_rows, vocab))
 

@@ -50,9 +50,18 @@ import numpy as np
 from claimtrace.errors import DataError
 from claimtrace.lib import chunks
 from claimtrace.lib.build_files import atomic_folder, write_npz
-from claimtrace.pipeline.bm25_tokens import TOKENIZER, merge_chunks, tokenize, tokenize_chunk
+from claimtrace.pipeline.bm25_tokens import TOKENIZER, BM25Words, merge_chunks, tokenize, tokenize_chunk
 
-__all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]
+__all__ = [
+    "PARAMS",
+    "TOKENIZER",
+    "BM25Words",
+    "tokenize",
+    "tokenize_chunk",
+    "merge_chunks",
+    "BM25Index",
+    "build_bm25_index",
+]
 
 #: The BM25 parameters, all here. Lucene's variant (bm25s's default ``method``: the idf above,
 #: which is never negative, and no ``(k1 + 1)`` factor, which changes no ranking) with Lucene's
@@ -188,13 +197,15 @@ class BM25Index:
     """BM25 over one corpus: bm25s's weight matrix, the passage ids, a search with a fixed tie order.
 
     Build with :meth:`from_passages` (in memory) or :func:`build_bm25_index` (chunked, resumable),
-    or :meth:`load` a saved one. ``ids[p]`` is the id of the passage at corpus position ``p``.
+    or :meth:`load` a saved one. ``ids[p]`` is the id of the passage at corpus position ``p``;
+    ``words`` tokenises the claims searched (:class:`BM25Words`, as the passages were).
     :meth:`search` reuses work arrays: one index serves one thread at a time.
     """
 
-    def __init__(self, model: bm25s.BM25, ids: list[str]):
+    def __init__(self, model: bm25s.BM25, ids: list[str], words: BM25Words):
         self.model = model
         self.ids = ids
+        self.words = words
         n = len(ids)
         if model.scores["num_docs"] != n:
             raise ValueError(f"the index holds {model.scores['num_docs']} passages but {n} ids were given")
@@ -210,7 +221,7 @@ class BM25Index:
     # -- making one ------------------------------------------------------------------------------
 
     @classmethod
-    def from_chunk(cls, chunk: dict[str, np.ndarray]) -> BM25Index:
+    def from_chunk(cls, chunk: dict[str, np.ndarray], words: BM25Words) -> BM25Index:
         """The index of a merged chunk (:func:`merge_chunks`): bm25s computes the weights."""
         if len(chunk["ids"]) == 0:
             raise ValueError("no passages: nothing to index")
@@ -218,12 +229,12 @@ class BM25Index:
         model.index_counts(
             chunk["ptr"], chunk["terms"], chunk["counts"], {term: i for i, term in enumerate(chunk["vocab"].tolist())}
         )
-        return cls(model, chunk["ids"].tolist())
+        return cls(model, chunk["ids"].tolist(), words)
 
     @classmethod
-    def from_passages(cls, passages: Iterable[tuple[str, str]]) -> BM25Index:
+    def from_passages(cls, passages: Iterable[tuple[str, str]], words: BM25Words) -> BM25Index:
         """The index of ``(id, text)`` pairs, in memory, in one go (as a chunked build's)."""
-        return cls.from_chunk(tokenize_chunk(list(passages)))
+        return cls.from_chunk(tokenize_chunk(list(passages), words), words)
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -236,7 +247,7 @@ class BM25Index:
             (partial / "passages.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, folder: str | os.PathLike, mmap: bool = True) -> BM25Index:
+    def load(cls, folder: str | os.PathLike, words: BM25Words, mmap: bool = True) -> BM25Index:
         """An index written by :meth:`save`. ``mmap``: the weight arrays are memory-mapped
         (opening costs about nothing; pages are read as searches touch them).
 
@@ -253,13 +264,13 @@ class BM25Index:
                 f"({meta.get('params')}, {meta.get('tokenizer')!r}): delete it and rebuild"
             )
         model = bm25s.BM25.load(folder, mmap=mmap, show_progress=False)
-        return cls(model, meta["ids"])
+        return cls(model, meta["ids"], words)
 
     # -- search ----------------------------------------------------------------------------------
 
     def _query_terms(self, claim: str) -> np.ndarray:
         vocab = self.model.vocab_dict
-        return np.array([vocab[t] for t in tokenize(claim) if t in vocab], dtype=np.int64)
+        return np.array([vocab[t] for t in tokenize(claim, self.words) if t in vocab], dtype=np.int64)
 
     def search_positions(self, claim: str, k: int = 6) -> tuple[np.ndarray, np.ndarray]:
         """One claim's top ``k``: corpus positions (m,) int64 and scores (m,) float64, m <= k,
@@ -321,7 +332,12 @@ def _load_chunk(path: Path) -> dict[str, np.ndarray]:
 
 
 def build_bm25_index(
-    folder: str | os.PathLike, passages: Iterable[tuple[str, str]], *, chunk_size: int = CHUNK, processes: int = 1
+    folder: str | os.PathLike,
+    passages: Iterable[tuple[str, str]],
+    words: BM25Words,
+    *,
+    chunk_size: int = CHUNK,
+    processes: int = 1,
 ) -> BM25Index:
     """Build (or finish, or load) the BM25 index of a corpus in ``folder``, resumably::
 
@@ -339,6 +355,8 @@ def build_bm25_index(
         The build's folder (created).
     passages : iterable of (str, str)
         ``(id, text)`` in corpus order; the same corpus on every run of one folder.
+    words : BM25Words
+        What each word becomes (:func:`tokenize`).
     chunk_size : int
         Passages per chunk file; the same on every run of one folder.
     processes : int
@@ -355,7 +373,7 @@ def build_bm25_index(
     chunk_dir = folder / "chunks"
     if index_dir.is_dir():
         shutil.rmtree(chunk_dir, ignore_errors=True)  # left if a build was killed right after its index
-        return BM25Index.load(index_dir)
+        return BM25Index.load(index_dir, words)
     chunks.remove_partial_files(folder)  # a half-saved index folder
     items = passages if isinstance(passages, Sequence) else list(passages)
     chunk_spans = chunks.spans(len(items), chunk_size)
@@ -363,13 +381,13 @@ def build_bm25_index(
         chunk_dir,
         chunk_spans,
         ".npz",
-        lambda start, stop: tokenize_chunk(items[start:stop]),
+        lambda start, stop: tokenize_chunk(items[start:stop], words),
         lambda path, arrays: _write_chunk((path, arrays)),
         processes=processes,
         check=lambda path, start, stop: _check_chunk_ids(path, items[start:stop]),
     )
     merged = merge_chunks(_load_chunk(chunks.chunk_path(chunk_dir, i, ".npz")) for i in range(len(chunk_spans)))
-    index = BM25Index.from_chunk(merged)
+    index = BM25Index.from_chunk(merged, words)
     index.save(index_dir)
     shutil.rmtree(chunk_dir, ignore_errors=True)  # the index supersedes them
     return index

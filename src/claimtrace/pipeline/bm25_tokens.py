@@ -2,9 +2,9 @@
 as count arrays (:func:`tokenize_chunk`, a chunk file's content; :func:`merge_chunks`).
 
 Tokens: lowercase; words of two or more Unicode word characters (scikit-learn's and bm25s's
-default token pattern); the 2024 NLTK English stopword list that
-:mod:`claimtrace.pipeline.preprocess` loads, dropped before stemming; nltk's Porter stemmer, as
-preprocess stems (one implementation of each, and one stem cache).
+default token pattern); the 2024 NLTK English stopword list of the
+:class:`~claimtrace.pipeline.preprocess.Preprocessor`, dropped before stemming; nltk's Porter
+stemmer, as it stems (one implementation of each, and one stem cache): :class:`BM25Words`.
 
 The vocabulary of a chunk is numbered in order of first appearance, and merging renumbers it by
 first appearance over the whole sequence, so a chunked, resumed or parallel build gives the same
@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from claimtrace.pipeline.preprocess import stem, stopwords
+from claimtrace.pipeline.preprocess import STEM_CACHE_WORDS, Preprocessor
 
-__all__ = ["TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks"]
+__all__ = ["TOKENIZER", "BM25Words", "tokenize", "tokenize_chunk", "merge_chunks"]
 
 #: What :func:`tokenize` does, stored with an index so that a later change is not silently mixed
 #: with an old index (:meth:`claimtrace.pipeline.bm25.BM25Index.load` refuses it).
@@ -29,33 +29,40 @@ TOKENIZER = "lowercase; \\w\\w+ words; nltk 2024 English stopwords; nltk Porter 
 _WORD = re.compile(r"\w\w+")
 
 
-class _WordTable(dict):
-    """word -> its stem, or "" for a stopword; filled on first sight. One dict lookup per word
-    instead of a stopword test and a stem-cache call (tokenising is most of a build's time)."""
+class BM25Words(dict):
+    """word -> its stem, or "" for a stopword, as ``preprocessor`` has them; filled on first
+    sight, emptied past ``bound`` words. One dict lookup per word instead of a stopword test and
+    a stem-cache call (tokenising is most of a build's time)."""
+
+    def __init__(self, preprocessor: Preprocessor, bound: int = STEM_CACHE_WORDS):
+        super().__init__()
+        self.preprocessor = preprocessor
+        self.bound = bound
 
     def __missing__(self, word: str) -> str:
-        value = "" if word in stopwords() else stem(word)
+        if len(self) >= self.bound:
+            self.clear()
+        value = "" if word in self.preprocessor.stopwords else self.preprocessor.stem(word)
         self[word] = value
         return value
 
 
-_WORDS = _WordTable()
-
-
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, words: BM25Words) -> list[str]:
     """The BM25 tokens of a passage or a claim: lowercase ``\\w\\w+`` words, stopwords dropped,
     Porter stems (see the module docstring).
 
     Parameters
     ----------
     text : str
+    words : BM25Words
+        What each word becomes (the stopwords and stems of one preprocessor).
 
     Returns
     -------
     list of str
         The stems, in text order, repeats kept.
     """
-    return [token for token in map(_WORDS.__getitem__, _WORD.findall(text.lower())) if token]
+    return [token for token in map(words.__getitem__, _WORD.findall(text.lower())) if token]
 
 
 def _encode(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -75,13 +82,15 @@ def _encode(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np
     return list(vocab), np.asarray(ptr, np.int64), np.asarray(terms, np.int32), np.asarray(counts, np.int32)
 
 
-def tokenize_chunk(passages: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+def tokenize_chunk(passages: Sequence[tuple[str, str]], words: BM25Words) -> dict[str, np.ndarray]:
     """Tokenise one chunk of ``(id, text)`` pairs into count arrays (a chunk file's content).
 
     Parameters
     ----------
     passages : sequence of (str, str)
         ``n`` passages, in corpus order.
+    words : BM25Words
+        As :func:`tokenize`'s.
 
     Returns
     -------
@@ -91,7 +100,7 @@ def tokenize_chunk(passages: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]
         (in order of first appearance); ``terms`` (m,) int32, indices into ``vocab``;
         ``counts`` (m,) int32, each term's count in its passage.
     """
-    vocab, ptr, terms, counts = _encode(tokenize(text) for _, text in passages)
+    vocab, ptr, terms, counts = _encode(tokenize(text, words) for _, text in passages)
     return {
         "ids": np.array([pid for pid, _ in passages], dtype=str),
         "vocab": np.array(vocab, dtype=str),

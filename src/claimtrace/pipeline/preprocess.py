@@ -1,4 +1,6 @@
-"""Stage 1, preprocess: the notebook's text preprocessing, exactly (notebook.md section 1).
+"""Stage 1, preprocess: the notebook's text preprocessing, exactly (notebook.md section 1), as a
+:class:`Preprocessor`, which holds what it reads (the stopword list of the command's data folder)
+and the stems it has made (a cache with a bound).
 
 Two variants:
 
@@ -19,12 +21,11 @@ import re
 import string
 import sys
 from dataclasses import dataclass
-from functools import cache, lru_cache
 from pathlib import Path
 
 import contractions
 
-from claimtrace.data.files import chosen_data_dir, find_data_dir, load_stopwords
+from claimtrace.data.files import load_stopwords
 
 
 def _import_nltk_quickly():
@@ -103,38 +104,19 @@ def tokenize(normalised: str) -> list[str]:
     return word_tokenize(normalised, preserve_line=True)
 
 
-# --- Stopwords ------------------------------------------------------------------------------
-
-
-@cache
-def _stopwords_in(data_dir: str | Path | None) -> frozenset[str]:
-    return load_stopwords(find_data_dir(data_dir))
-
-
-def stopwords(data_dir: str | Path | None = None) -> frozenset[str]:
-    """The 179 English stopwords nltk's data served in 2024, checked against a pinned digest
-    (:func:`claimtrace.data.files.load_stopwords`), from ``data_dir``, else from the data folder the
-    command chose (``--data``), else the default one: the same folder as every other input."""
-    return _stopwords_in(data_dir if data_dir is not None else chosen_data_dir())
-
-
 # --- Stemming -------------------------------------------------------------------------------
 
-_STEMMER = PorterStemmer()  # NLTK_EXTENSIONS mode, as the notebook's default constructor
+_PORTER = PorterStemmer()  # NLTK_EXTENSIONS mode, as the notebook's default constructor; keeps no state
 
 
-@lru_cache(maxsize=1 << 20)
 def stem(word: str) -> str:
-    """Porter stem of one word (cached: the corpus repeats words millions of times)."""
-    return _STEMMER.stem(word)
+    """Porter stem of one word (not cached: :meth:`Preprocessor.stem` is, for the corpus)."""
+    return _PORTER.stem(word)
 
 
-def bound_stem_cache(words: int) -> None:
-    """Empty the stem cache when it holds more than ``words`` words. A server calls it after
-    each typed claim: made-up words would otherwise grow the cache (2^20 words, about 250 MB,
-    sized for a build's corpus) for as long as it runs; re-stemming a word costs microseconds."""
-    if stem.cache_info().currsize > words:
-        stem.cache_clear()
+#: At most how many words a :class:`Preprocessor`'s stem cache holds before it is emptied: sized
+#: for a build's corpus (a million passages use fewer distinct words).
+STEM_CACHE_WORDS = 1 << 20
 
 
 # --- The whole function ---------------------------------------------------------------------
@@ -157,24 +139,75 @@ class Preprocessed:
         return " ".join(sorted(self.stems))
 
 
-def preprocess(text: str, keep_stopwords: bool = False, data_dir: Path | None = None) -> Preprocessed:
-    """Run the notebook's preprocessing on one text (see the module docstring)."""
-    tokens = tokenize(normalise(text))
-    if keep_stopwords:
-        kept = [token for token in tokens if token.isalpha()]
-    else:
-        drop = stopwords(data_dir)
-        kept = [token for token in tokens if token not in drop and token.isalpha()]
-    return Preprocessed(tokens, kept, [stem(token) for token in kept])
+class Preprocessor:
+    """The notebook's preprocessing (see the module docstring) with what it reads: the stopword
+    list of a data folder, and the Porter stems it has made, kept while the corpus repeats its
+    words millions of times.
 
+    stopwords: the 179 English stopwords nltk's data served in 2024
+    (:func:`claimtrace.data.files.load_stopwords`; :meth:`of_data_dir` reads them from a data
+    folder). stem_cache_words: the bound of the stem cache, emptied when it would hold more
+    (a word stemmed again costs little); a server bounds it tighter after each typed claim
+    (:meth:`bound_stem_cache`), whose made-up words would otherwise grow it for as long as it runs.
+    """
 
-def preprocess_both(text: str, data_dir: Path | None = None) -> tuple[Preprocessed, Preprocessed]:
-    """Both variants of one text from a single tokenization: (keep-stopwords, final)."""
-    tokens = tokenize(normalise(text))
-    drop = stopwords(data_dir)
-    alphabetic = [token for token in tokens if token.isalpha()]
-    kept = [token for token in alphabetic if token not in drop]
-    return (
-        Preprocessed(tokens, alphabetic, [stem(token) for token in alphabetic]),
-        Preprocessed(tokens, kept, [stem(token) for token in kept]),
-    )
+    def __init__(self, stopwords: frozenset[str], stem_cache_words: int = STEM_CACHE_WORDS):
+        self.stopwords = frozenset(stopwords)
+        self.stem_cache_words = stem_cache_words
+        self._stems: dict[str, str] = {}
+
+    @classmethod
+    def of_data_dir(cls, data_dir: str | Path) -> Preprocessor:
+        """The preprocessing with the stopword list of the data folder ``data_dir`` (checked
+        against a pinned digest: a different list would silently change every tag)."""
+        return cls(load_stopwords(Path(data_dir)))
+
+    def stem(self, word: str) -> str:
+        """Porter stem of one word, cached."""
+        found = self._stems.get(word)
+        return found if found is not None else self._new_stem(word)
+
+    def _new_stem(self, word: str) -> str:
+        if len(self._stems) >= self.stem_cache_words:
+            self._stems.clear()
+        found = self._stems[word] = _PORTER.stem(word)
+        return found
+
+    @property
+    def cached_stems(self) -> int:
+        """How many words the stem cache holds."""
+        return len(self._stems)
+
+    def bound_stem_cache(self, words: int) -> None:
+        """Empty the stem cache when it holds more than ``words`` words."""
+        if len(self._stems) > words:
+            self._stems.clear()
+
+    def _stems_of(self, kept: list[str]) -> list[str]:
+        known = self._stems.get
+        return [known(token) or self._new_stem(token) for token in kept]
+
+    def preprocess(self, text: str, keep_stopwords: bool = False) -> Preprocessed:
+        """Run the notebook's preprocessing on one text (see the module docstring)."""
+        tokens = tokenize(normalise(text))
+        if keep_stopwords:
+            kept = [token for token in tokens if token.isalpha()]
+        else:
+            drop = self.stopwords
+            kept = [token for token in tokens if token not in drop and token.isalpha()]
+        return Preprocessed(tokens, kept, self._stems_of(kept))
+
+    def preprocess_both(self, text: str) -> tuple[Preprocessed, Preprocessed]:
+        """Both variants of one text from a single tokenization: (keep-stopwords, final)."""
+        tokens = tokenize(normalise(text))
+        drop = self.stopwords
+        alphabetic = [token for token in tokens if token.isalpha()]
+        kept = [token for token in alphabetic if token not in drop]
+        return (
+            Preprocessed(tokens, alphabetic, self._stems_of(alphabetic)),
+            Preprocessed(tokens, kept, self._stems_of(kept)),
+        )
+
+    def final_stems(self, text: str) -> list[str]:
+        """The vectorizers' tokenizer: the final preprocessing's stems."""
+        return self.preprocess(text).stems

@@ -12,7 +12,6 @@ import socket
 from fastapi import FastAPI
 
 from claimtrace.compare.run_store import DEFAULT_CAP_BYTES, RunStore
-from claimtrace.data.files import choose_data_dir
 from claimtrace.errors import DataError
 from claimtrace.web.app import create_app
 from claimtrace.web.middleware import SECURITY_HEADERS
@@ -238,7 +237,6 @@ def app_from_environment() -> FastAPI:
     names, with the run store every worker shares, warming up (and pre-rendering) as a
     one-process server does."""
     settings = WorkerSettings.from_environment()
-    choose_data_dir(settings.data_dir)  # the folder every stage finds, as the CLI sets it for a command
     site_data = SiteData(BuildReader(settings.workdir, settings.data_dir), settings.open_store())
     site_data.runs.give_all(settings.runs)
     return create_app(

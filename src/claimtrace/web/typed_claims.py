@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from claimtrace.constants import MAX_LEN
 from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
-from claimtrace.pipeline.preprocess import bound_stem_cache
 from claimtrace.web.memory import RELEASE_EVERY, release_memory
 from claimtrace.web.public_reasons import encode_public, public_reasons
 from claimtrace.web.views import walkthrough
@@ -101,7 +100,7 @@ class TypedClaimQueue:
         try:
             return trace(text)
         finally:
-            bound_stem_cache(STEM_CACHE_WORDS)
+            self.build.preprocessor.bound_stem_cache(STEM_CACHE_WORDS)
             self._traced += 1
             if self.release_every and self._traced % self.release_every == 0:
                 release_memory()

@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from claimtrace.data.files import choose_data_dir
 from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.encoding import encode
@@ -167,7 +166,6 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
     """A typed-claims process: warm, then one connection at a time, for ever."""
     threading.Thread(target=_end_with, args=(command,), name="typed-claims-command", daemon=True).start()
     pin_one_thread()  # N processes on N cores: no PyTorch thread competes with another process
-    choose_data_dir(data_dir)
     typed_claims = _warm_typed_claims(workdir, data_dir)
     # What is loaded now stays for the process's life: kept out of the collector's full passes,
     # which would otherwise walk it all every few hundred claims (a slow claim now and then).

@@ -1,6 +1,37 @@
 """A workdir's layout (:class:`Workdir` names every path a build writes) and its file manifest
-(``manifest.json``: what the build wrote, to be checked against what is there). The layout
-itself is described in :mod:`claimtrace.workdir.reader`."""
+(``manifest.json``: what the build wrote, to be checked against what is there).
+
+Layout of a workdir::
+
+    build.json                        what was built from what (corpus, checkpoint)
+    evidence.json                     the demo corpus (``--demo`` only)
+    corpus/texts.bin, corpus/index.npz  every passage's text, found by id and offset
+    tagging/stems/NNNNN.json          both preprocessing variants of each distinct passage text
+    tagging/stems.npz                 each distinct text's final stems; each passage's text number
+    tagging/restemmed.npz             each token of the passages' stems and of the tags, preprocessed again
+    tagging/vectorizer.npz            the fitted 20,000-feature tagging vectorizer
+    tagging/tags/NNNNN.jsonl          each passage's tags, in the canonical passage order
+    tagging/summary.json              figures of the tagging stage
+    retrieval/vectorizer.npz          the fitted 1,000-term tag vectorizer
+    retrieval/index.npz               the retrieval model's passages and posting lists
+    retrieval/<split>.jsonl           each claim's retrieval (train, dev, test), in file order
+    retrieval/summary.json            fallback shares, dev F, the per-variant F table
+    classifier/inputs/<split>-<source>.npz  the model inputs (gold, retrieved evidence)
+    classifier/<split>.json           per claim: {gold, retrieved} x {alone, notebook} logits, verdict
+    classifier/summary.json           accuracies and confusion matrices, the checkpoint used
+    bm25/index/, bm25/chunks/         the BM25 reference index (chunks while it is being built)
+    bm25/summary.json                 the BM25 row of the retrieval variants table, per-split figures
+    retrieval/bm25-<split>.jsonl      BM25's six passages per claim: {claim_id, evidences, scores}
+    retrieval/variants/<variant>-<split>.jsonl  each quirk variant's retrieval (dev, test)
+    classifier/inputs/<split>-<source>.npz  also bm25 and each quirk variant's evidence (dev, test)
+    classifier/more/<split>.json      per claim: {model: {source: {protocol: {logits, verdict}}}},
+                                      the verdicts classifier/<split>.json does not hold
+                                      (dev, test; empty entries for train)
+    scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
+    attribution/claims.jsonl          ``claimtrace attribute`` (not ``build``): each dev claim's attributions
+    attribution/lstm.jsonl            the LSTM's verdict of each dev claim attributed (no exact answer there)
+    attribution/grades.json           the methods' grades over the dev claims, with intervals
+"""
 
 from __future__ import annotations
 
@@ -165,6 +196,12 @@ class Workdir:
         """Each distinct passage text's final stems and each passage's distinct-text number:
         a trace reads a passage's stems here instead of preprocessing its text again."""
         return self.root / "tagging" / "stems.npz"
+
+    @property
+    def restemmed(self) -> Path:
+        """What each token of the passages' stems and of the tags becomes when preprocessed again
+        (the quirk "stems of stems"): a trace looks tokens up here instead of preprocessing them."""
+        return self.root / "tagging" / "restemmed.npz"
 
     @property
     def vectorizer(self) -> Path:

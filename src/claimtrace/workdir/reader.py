@@ -6,35 +6,7 @@ each reading what the earlier ones wrote through one :class:`BuildReader`); the 
 once, and never re-derive what a stage computed. No other module builds a workdir path:
 :class:`~claimtrace.workdir.layout.Workdir` names them all.
 
-Layout of a workdir::
-
-    build.json                        what was built from what (corpus, checkpoint)
-    evidence.json                     the demo corpus (``--demo`` only)
-    corpus/texts.bin, corpus/index.npz  every passage's text, found by id and offset
-    tagging/stems/NNNNN.json          both preprocessing variants of each distinct passage text
-    tagging/stems.npz                 each distinct text's final stems; each passage's text number
-    tagging/vectorizer.npz            the fitted 20,000-feature tagging vectorizer
-    tagging/tags/NNNNN.jsonl          each passage's tags, in the canonical passage order
-    tagging/summary.json              figures of the tagging stage
-    retrieval/vectorizer.npz          the fitted 1,000-term tag vectorizer
-    retrieval/index.npz               the retrieval model's passages and posting lists
-    retrieval/<split>.jsonl           each claim's retrieval (train, dev, test), in file order
-    retrieval/summary.json            fallback shares, dev F, the per-variant F table
-    classifier/inputs/<split>-<source>.npz  the model inputs (gold, retrieved evidence)
-    classifier/<split>.json           per claim: {gold, retrieved} x {alone, notebook} logits, verdict
-    classifier/summary.json           accuracies and confusion matrices, the checkpoint used
-    bm25/index/, bm25/chunks/         the BM25 reference index (chunks while it is being built)
-    bm25/summary.json                 the BM25 row of the retrieval variants table, per-split figures
-    retrieval/bm25-<split>.jsonl      BM25's six passages per claim: {claim_id, evidences, scores}
-    retrieval/variants/<variant>-<split>.jsonl  each quirk variant's retrieval (dev, test)
-    classifier/inputs/<split>-<source>.npz  also bm25 and each quirk variant's evidence (dev, test)
-    classifier/more/<split>.json      per claim: {model: {source: {protocol: {logits, verdict}}}},
-                                      the verdicts classifier/<split>.json does not hold
-                                      (dev, test; empty entries for train)
-    scoreboard.json                   dev F, A, HM of every retrieval x classifier x protocol row
-    attribution/claims.jsonl          ``claimtrace attribute`` (not ``build``): each dev claim's attributions
-    attribution/lstm.jsonl            the LSTM's verdict of each dev claim attributed (no exact answer there)
-    attribution/grades.json           the methods' grades over the dev claims, with intervals
+The layout of a workdir is :mod:`claimtrace.workdir.layout`'s (its docstring lists every file).
 """
 
 from __future__ import annotations
@@ -57,8 +29,10 @@ from claimtrace.lib import build_files
 from claimtrace.lib.build_files import read_json
 from claimtrace.models.inputs import Encoded
 from claimtrace.models.predict import load_classifier, protocol_figures
-from claimtrace.pipeline import tagging, tfidf
+from claimtrace.pipeline import tfidf
+from claimtrace.pipeline.preprocess import Preprocessor
 from claimtrace.pipeline.retrieval import Retriever
+from claimtrace.pipeline.tagging import Restemmer, RestemTable
 from claimtrace.workdir.layout import FileManifest, Workdir, chunk_spans
 from claimtrace.workdir.passages import PassageStore
 
@@ -113,8 +87,8 @@ class BuildReader:
     """A workdir, read lazily: each piece is opened once, on first use, and kept.
 
     root: a ``claimtrace build`` workdir. data_dir: the course data (default: found as the CLI
-    finds it). Every method raises :class:`Missing` (a :class:`DataError`) naming the file that
-    is not there and what to run.
+    finds it, once, on first use). Every method raises :class:`Missing` (a :class:`DataError`)
+    naming the file that is not there and what to run.
     """
 
     def __init__(self, root: str | os.PathLike, data_dir: str | os.PathLike | None = None):
@@ -229,6 +203,11 @@ class BuildReader:
 
     # -- the course data -------------------------------------------------------------------------
 
+    @property
+    def preprocessor(self) -> Preprocessor:
+        """The preprocessing, with the data folder's stopword list (every trace preprocesses)."""
+        return self.once("preprocessor", lambda: Preprocessor.of_data_dir(self.data_dir))
+
     def claims(self, split: str) -> dict[str, Claim]:
         return self.once(("claims", split), lambda: data_layer.load_claims(split, self.data_dir))
 
@@ -300,10 +279,20 @@ class BuildReader:
                 raise damaged_file(path, f"{len(rows)} passages, but its chunk holds {stop - start}")
             yield from rows
 
+    @property
+    def restemmer(self) -> Restemmer:
+        """The quirk "stems of stems" with the build's table of what each token of its passages'
+        stems and of its tags becomes (``tagging/restemmed.npz``): only other tokens are
+        preprocessed again."""
+        return self.once(
+            "restemmer",
+            lambda: Restemmer(self.preprocessor, self._load("tagging", self.work.restemmed, RestemTable.load)),
+        )
+
     def tagging_vectorizer(self):
         return self.once(
             "tagging_vectorizer",
-            lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, tagging.restem)),
+            lambda: self._load("tagging", self.work.vectorizer, lambda path: tfidf.load(path, self.restemmer.restem)),
         )
 
     def tagging_summary(self) -> dict:
@@ -318,7 +307,8 @@ class BuildReader:
         def load():
             self._require("retrieval", vectorizer)
             # Retriever.load reads both files: a failure names the pair
-            return self._load("retrieval", index, lambda path: Retriever.load(vectorizer, path))
+            restemmer = self.restemmer
+            return self._load("retrieval", index, lambda path: Retriever.load(vectorizer, path, restemmer))
 
         return self.once("retriever", load)
 

@@ -8,7 +8,6 @@ import pytest
 
 from claimtrace.constants import COSINE_THRESHOLD, OVERLAP_THRESHOLD, PROTOCOLS
 from claimtrace.explain.retrieval import filter_failures, passes_filter
-from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.web.views import walkthrough
 from claimtrace.web.views.walkthrough.claim import PassageStems, Section
 from claimtrace.web.views.walkthrough.classifier import ALL_UNKNOWN, classifier_section
@@ -31,10 +30,10 @@ def test_a_text_without_tags_gets_both_notes_in_the_pages_order(demo_build):
 
 
 def test_each_section_returns_its_own_notes(demo_build):
-    pre = preprocess("the and of", data_dir=demo_build.data_dir)
+    pre = demo_build.preprocessor.preprocess("the and of")
     section = preprocess_section(pre, set())
     assert isinstance(section, Section) and section.notes == (NO_TAGS,)
-    assert preprocess_section(preprocess("Glaciers melt.", data_dir=demo_build.data_dir), set()).notes == ()
+    assert preprocess_section(demo_build.preprocessor.preprocess("Glaciers melt."), set()).notes == ()
     # a typed claim has no fixes box, and says why
     assert fixes_section(demo_build, None, None) == Section({"status": "none", "reason": COURSE_CLAIMS_ONLY})
 
@@ -48,7 +47,7 @@ def test_a_model_input_of_unknown_words_says_so(demo_build):
 
 
 def test_the_classifier_section_waits_for_retrieval(demo_build):
-    pre = preprocess("Glaciers melt.", data_dir=demo_build.data_dir)
+    pre = demo_build.preprocessor.preprocess("Glaciers melt.")
     retrieval = {"status": "missing", "stage": "retrieval", "reason": "retrieval/index.npz is missing"}
     section = classifier_section(demo_build, pre, None, None, retrieval, PassageStems(demo_build))
     assert section.data["status"] == "missing" and section.data["stage"] == "retrieval"

@@ -108,6 +108,20 @@ QueryArrays = namedtuple("QueryArrays", ["terms", "weights", "tags", "n_tags"])
 Rules = namedtuple("Rules", ["cosine_in_score", "no_tags_overlap", "cosine", "overlap", "score"])
 
 
+def postings_of(t_ptr, t_doc, t_weight, g_ptr, g_doc, sizes) -> Postings:
+    """The :data:`Postings` in the dtypes the kernels are compiled for (tag set sizes as bytes
+    when they fit)."""
+    sizes = np.asarray(sizes)
+    return Postings(
+        np.asarray(t_ptr, np.int64),
+        np.asarray(t_doc, np.int64),
+        np.asarray(t_weight, np.float64),
+        np.asarray(g_ptr, np.int64),
+        np.asarray(g_doc, np.int64),
+        sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64),
+    )
+
+
 class Columns(NamedTuple):
     """The notebook's columns of some passages, aligned: frame positions (int64), cosine,
     overlap_rate, combined_score (float64) and max_match, the shared raw tags (int64)."""

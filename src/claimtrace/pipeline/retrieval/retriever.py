@@ -20,7 +20,7 @@ from claimtrace.pipeline.retrieval import kernels
 from claimtrace.pipeline.retrieval.kernels import BLOCK, Block, Columns, Found, Postings, QueryArrays, Rules
 from claimtrace.pipeline.retrieval.order import fallback_six, notebook_order
 from claimtrace.pipeline.retrieval.variants import Variant, as_variant, claim_input
-from claimtrace.pipeline.tagging import final_stems, restem
+from claimtrace.pipeline.tagging import Restemmer
 from claimtrace.pipeline.tfidf import NotebookTfidf
 from claimtrace.pipeline.tfidf import load as load_vectorizer
 from claimtrace.pipeline.tfidf import save as save_vectorizer
@@ -145,33 +145,21 @@ def _raw_tag_index(tags: Sequence[str]) -> tuple[dict[str, int], np.ndarray, sp.
     return tag_ids, sizes, tag_matrix
 
 
-def _postings(t_ptr, t_doc, t_weight, g_ptr, g_doc, sizes) -> Postings:
-    """The :data:`Postings` in the dtypes the kernels are compiled for (tag set sizes as bytes
-    when they fit)."""
-    sizes = np.asarray(sizes)
-    return Postings(
-        np.asarray(t_ptr, np.int64),
-        np.asarray(t_doc, np.int64),
-        np.asarray(t_weight, np.float64),
-        np.asarray(g_ptr, np.int64),
-        np.asarray(g_doc, np.int64),
-        sizes.astype(np.uint8) if sizes.max() < 256 else sizes.astype(np.int64),
-    )
-
-
 class Retriever:
     """The retrieval model over one set of passage tags, as an estimator: fit it
     (:meth:`fit`) or load a fitted one (:meth:`load`), then query it one claim at a time
     (:meth:`query`, :meth:`retrieve`, :meth:`scores`, :meth:`point_columns`).
 
     What it holds: the fitted retrieval vectorizer; the retrievable passages' ids and tag
-    strings (frame order); :attr:`excluded`, how many passages had no usable tag; and the
-    :data:`Postings` the kernels read (terms' and raw tags' posting lists, tag set sizes).
+    strings (frame order); :attr:`excluded`, how many passages had no usable tag; the
+    :data:`Postings` the kernels read (terms' and raw tags' posting lists, tag set sizes); and
+    :attr:`restemmer`, what its vectorizer reads tags and claims with (quirk "stems of stems").
     """
 
     def __init__(
         self,
         vectorizer: NotebookTfidf,
+        restemmer: Restemmer,
         ids: Sequence[str],
         tags: Sequence[str],
         excluded: int,
@@ -180,6 +168,7 @@ class Retriever:
         positions: StringIndex | None = None,
     ):
         self.vectorizer = vectorizer
+        self.restemmer = restemmer
         self.vocabulary = vectorizer.vocabulary_
         self.idf = vectorizer.idf_
         self.ids = ids
@@ -194,13 +183,14 @@ class Retriever:
         cls,
         passage_ids: Sequence[str],
         passage_tags: Sequence[str | Sequence[str]],
+        restemmer: Restemmer,
         *,
-        passage_tokenizer=None,
         vectorizer_params: Mapping | None = None,
     ) -> Retriever:
         """Fit the model on passage tags: ``passage_ids``, ``passage_tags`` aligned, in the
         canonical passage order; a tag entry is a space-separated string or a list of tags.
-        Passages whose tag string is empty or a pandas NA string are left out."""
+        Passages whose tag string is empty or a pandas NA string are left out. ``restemmer``:
+        the tags preprocessed again (:class:`~claimtrace.pipeline.tagging.Restemmer`)."""
         ids = list(passage_ids)
         strings = [_tag_string(t) for t in passage_tags]
         if len(ids) != len(strings):
@@ -211,11 +201,10 @@ class Retriever:
             raise ValueError("no passage has tags: nothing to retrieve from")
         # Tag strings are preprocessing output (alphabetic tokens), which restem tokenizes as
         # final_stems does, token by token (tests/pipeline/test_tagging.py proves it); any other text
-        # goes through final_stems whole. Claims always use final_stems.
-        if passage_tokenizer is None:
-            # every token alphabetic: each string without its whitespace is (no string is blank)
-            clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
-            passage_tokenizer = restem if clean else final_stems
+        # goes through final_stems whole (every token alphabetic: each string without its
+        # whitespace is; no string is blank). Claims always use final_stems.
+        clean = all("".join(s.lower().split()).isalpha() for s in kept_tags)
+        passage_tokenizer = restemmer.tokenizer("restem" if clean else "final_stems")
         params = {**constants.RETRIEVAL_VECTORIZER, **(vectorizer_params or {})}
         # A corpus too small for the notebook's settings (max_df=0.5 of the tagged passages below
         # min_df=3: fewer than six; or no term between them) made scikit-learn raise; here the
@@ -227,8 +216,10 @@ class Retriever:
         del counts
         weights.sort_indices()
         tag_ids, sizes, tag_matrix = _raw_tag_index(kept_tags)
-        index = _postings(weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes)
-        return cls(vectorizer, kept_ids, kept_tags, len(ids) - len(kept_ids), tag_ids, index)
+        index = kernels.postings_of(
+            weights.indptr, weights.indices, weights.data, tag_matrix.indptr, tag_matrix.indices, sizes
+        )
+        return cls(vectorizer, restemmer, kept_ids, kept_tags, len(ids) - len(kept_ids), tag_ids, index)
 
     # -- persistence (the build saves the fitted model; readers load it instead of refitting) ---
 
@@ -236,7 +227,7 @@ class Retriever:
         """Write the fitted model: the vectorizer (:func:`claimtrace.pipeline.tfidf.save`) and the index
         (passage ids and tag strings, posting lists, tag ids), each atomically."""
         save_vectorizer(self.vectorizer, vectorizer_path)
-        tokenizer = "restem" if self.vectorizer.tokenizer is restem else "final_stems"
+        tokenizer = "restem" if self.vectorizer.tokenizer == self.restemmer.restem else "final_stems"
         tags_by_id = sorted(self._tag_ids, key=self._tag_ids.__getitem__)
         # ids and tag strings packed (a reader maps two arrays instead of parsing 1.2M strings)
         ids_buffer, ids_offsets = PackedStrings.pack(self.ids)
@@ -261,14 +252,17 @@ class Retriever:
         )
 
     @classmethod
-    def load(cls, vectorizer_path, index_path) -> Retriever:
+    def load(cls, vectorizer_path, index_path, restemmer: Restemmer) -> Retriever:
         """A model written by :meth:`save`, ready to query (nothing is refitted)."""
         with load_npz(index_path) as stored:  # the large arrays memory-mapped, not read
             meta = json.loads(str(stored["meta"]))
-            tokenizer = restem if meta["tokenizer"] == "restem" else final_stems
-            index = _postings(*(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes")))
+            tokenizer = restemmer.tokenizer("restem" if meta["tokenizer"] == "restem" else "final_stems")
+            index = kernels.postings_of(
+                *(stored[name] for name in ("t_ptr", "t_doc", "t_weight", "g_ptr", "g_doc", "sizes"))
+            )
             return cls(
                 load_vectorizer(vectorizer_path, tokenizer),
+                restemmer,
                 PackedStrings(stored["ids_buffer"], stored["ids_offsets"]),
                 PackedStrings(stored["tags_buffer"], stored["tags_offsets"]),
                 int(meta["excluded"]),
@@ -290,7 +284,7 @@ class Retriever:
 
     def query(self, claim: str | Query, restemmed: list[str] | None = None) -> Query:
         """A claim string as this model reads it (:class:`Query`), once. ``restemmed``: its tokens
-        stemmed again, when the caller has them (:func:`claimtrace.pipeline.tagging.restem_tags`)."""
+        stemmed again, when the caller has them (:meth:`claimtrace.pipeline.tagging.Restemmer.restem_tags`)."""
         if isinstance(claim, Query):
             return claim
         if not isinstance(claim, str):
@@ -298,7 +292,7 @@ class Retriever:
         if restemmed is None:
             # The quirk "stems of stems": the tag string is preprocessed again, whole, by the
             # retrieval vectorizer's tokenizer (the claim's tags are stems already).
-            restemmed = final_stems(claim.lower())
+            restemmed = self.restemmer.preprocessor.final_stems(claim.lower())
         terms, weights = self._vector(restemmed)
         claim_tags = set(claim.split())
         tag_ids = np.array(sorted(self._tag_ids[t] for t in claim_tags if t in self._tag_ids), dtype=np.int64)
@@ -485,6 +479,7 @@ def retrieve_all(retriever: Retriever, claims: Mapping[str, Claim], variant: str
     out = []
     scratch = retriever.scratch()  # one claim after another: the work arrays are reused
     for claim_id, claim in claims.items():
-        result = retriever.retrieve(claim_input(claim.text, v), cosine_in_score=v.cosine_in_score, scratch=scratch)
+        text = claim_input(claim.text, retriever.restemmer.preprocessor, v)
+        result = retriever.retrieve(text, cosine_in_score=v.cosine_in_score, scratch=scratch)
         out.append(retriever.as_record(claim_id, result, claim.evidences))
     return out

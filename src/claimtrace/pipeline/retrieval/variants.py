@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from claimtrace.constants import COSINE_WEIGHT_IN_SCORE
-from claimtrace.pipeline.preprocess import preprocess
+from claimtrace.pipeline.preprocess import Preprocessor
 
 __all__ = ["Variant", "VARIANTS", "as_variant", "claim_input"]
 
@@ -18,7 +18,7 @@ class Variant:
 
     name: str
     description: str
-    #: "tags": the claim's sorted stems (``preprocess(text).tags()``), as cell JU-plzIGIzlH did;
+    #: "tags": the claim's sorted stems (``Preprocessor.preprocess(text).tags()``), as cell JU-plzIGIzlH did;
     #: "text": the raw claim text, as the notebook's final dev and test runs did (F = 0.011).
     claim_input: str = "tags"
     #: 2 = the quirk "cosine added twice"; 1 = score = cosine + overlap (the query's
@@ -50,7 +50,8 @@ def as_variant(variant: str | Variant) -> Variant:
         raise ValueError(f"unknown retrieval variant {variant!r}: expected one of {', '.join(VARIANTS)}") from None
 
 
-def claim_input(claim_text: str, variant: str | Variant = "notebook") -> str:
-    """The string handed to ``find_top_evidence`` for a claim: its tags, or its raw text."""
+def claim_input(claim_text: str, preprocessor: Preprocessor, variant: str | Variant = "notebook") -> str:
+    """The string handed to ``find_top_evidence`` for a claim: its tags (``preprocessor``'s
+    stems, sorted), or its raw text."""
     v = as_variant(variant)
-    return preprocess(claim_text).tags() if v.claim_input == "tags" else claim_text
+    return preprocessor.preprocess(claim_text).tags() if v.claim_input == "tags" else claim_text

@@ -31,7 +31,8 @@ def build_bm25(reader: BuildReader, passages: dict[str, str], processes: int = 2
     if bm25_done(reader):
         return read_json(work.bm25_summary)
     started = time.perf_counter()
-    index = bm25.build_bm25_index(work.bm25_dir, passages.items(), chunk_size=BM25_CHUNK, processes=processes)
+    words = bm25.BM25Words(reader.preprocessor)
+    index = bm25.build_bm25_index(work.bm25_dir, passages.items(), words, chunk_size=BM25_CHUNK, processes=processes)
     summary: dict = {"passages": len(index), "params": bm25.PARAMS, "tokenizer": bm25.TOKENIZER, "splits": {}}
     for split in SPLITS:
         _write_split_records(reader, index, split)

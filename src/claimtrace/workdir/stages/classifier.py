@@ -136,6 +136,6 @@ def source_inputs(reader: BuildReader, split: str, source: str, vocab) -> Encode
         ids = {cid: claim.evidences for cid, claim in claims.items()}
     else:
         ids = reader.evidence_ids(split, "notebook" if source == "retrieved" else source)
-    encoded = encode(make_rows(claims, evidence_texts(ids, reader.passage_text)), vocab)
+    encoded = encode(make_rows(claims, evidence_texts(ids, reader.passage_text), reader.preprocessor), vocab)
     encoded.save(path)
     return encoded

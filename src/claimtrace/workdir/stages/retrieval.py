@@ -91,8 +91,8 @@ def _padded_retriever(reader: BuildReader, ids: list[str], tags: list[str]) -> r
     """The notebook's retrieval model: the saved one, else fitted and saved."""
     work = reader.work
     if work.retrieval_index.is_file() and work.retrieval_vectorizer.is_file():
-        return retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index)
-    retriever = retrieval.Retriever.fit(ids, tags)  # both files are written again: the same bytes
+        return retrieval.Retriever.load(work.retrieval_vectorizer, work.retrieval_index, reader.restemmer)
+    retriever = retrieval.Retriever.fit(ids, tags, reader.restemmer)  # both files are written again: the same bytes
     retriever.save(work.retrieval_vectorizer, work.retrieval_index)
     return retriever
 
@@ -108,7 +108,7 @@ def _write_split_records(reader: BuildReader, retriever: retrieval.Retriever) ->
 def _unpadded_variants(reader: BuildReader, ids: list[str], nopad: list[str]) -> int:
     """Fit the retriever over the unpadded tags (the quirk variant's; never saved) and write the
     records of the variants that read it; returns how many passages it retrieves from."""
-    retriever = retrieval.Retriever.fit(ids, nopad)
+    retriever = retrieval.Retriever.fit(ids, nopad, reader.restemmer)
     _write_variant_records(reader, {"unpadded": retriever})
     return len(retriever)
 
@@ -140,7 +140,7 @@ def build_variant_records(reader: BuildReader) -> None:
     retrievers: dict = {"padded": reader.retriever()}
     if any(VARIANTS[name].passage_tags == "unpadded" for name, _ in todo):
         ids, _, nopad = _tag_strings(reader)  # the unpadded retriever: fitted only if needed
-        retrievers["unpadded"] = retrieval.Retriever.fit(ids, nopad)
+        retrievers["unpadded"] = retrieval.Retriever.fit(ids, nopad, reader.restemmer)
     _write_variant_records(reader, retrievers)
 
 

@@ -11,7 +11,6 @@ import json
 from claimtrace.evaluation.baselines import majority_label
 from claimtrace.evaluation.sweep import sweep
 from claimtrace.lib.build_files import read_json, write_atomic
-from claimtrace.pipeline.preprocess import preprocess
 from claimtrace.workdir.reader import BuildReader
 
 
@@ -23,6 +22,7 @@ def build_sweep(reader: BuildReader) -> dict:
     claims = reader.claims("dev")
     records = reader.retrieval("dev")
     classifier = reader.classifier()
+    preprocess = reader.preprocessor.preprocess
 
     def stems(passage_id: str) -> str:
         found = reader.passage_stems(passage_id)  # a build without stems.npz: the same stems, made again

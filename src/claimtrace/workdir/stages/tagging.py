@@ -1,10 +1,10 @@
 """The tagging stage: both preprocessing variants of each distinct passage text, the tagging
-vectorizer's fit, each passage's tags, and the stage's figures; every step resumable."""
+vectorizer's fit, what each token of the passages' stems and of the tags becomes when preprocessed
+again, each passage's tags, and the stage's figures; every step resumable."""
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -17,8 +17,10 @@ from claimtrace.constants import TAGS_PER_PASSAGE
 from claimtrace.data import files as data_layer
 from claimtrace.lib import chunks
 from claimtrace.lib.build_files import PackedStrings, read_json, write_atomic, write_npz
+from claimtrace.lib.forked_job import ForkedJob
 from claimtrace.pipeline import tagging, tfidf
-from claimtrace.pipeline.preprocess import preprocess_both
+from claimtrace.pipeline.preprocess import Preprocessor
+from claimtrace.pipeline.tagging import Restemmer, RestemTable
 from claimtrace.workdir.layout import Workdir, chunk_spans
 from claimtrace.workdir.reader import BuildReader
 
@@ -53,20 +55,37 @@ def stems_items(work: Workdir, distinct: int) -> dict[Path, int]:
 # --- the stems ----------------------------------------------------------------------------------
 
 
-def _stems_of(text: str) -> tuple[str, str]:
-    older, final = preprocess_both(text)
-    return older.text(), final.text()
+def _stems_of(preprocessor: Preprocessor, texts: list[str]) -> list[tuple[str, str]]:
+    """(older, final) stems of each text, joined."""
+    both = (preprocessor.preprocess_both(text) for text in texts)
+    return [(older.text(), final.text()) for older, final in both]
 
 
-def _stems_chunk(texts: list[str], processes: int) -> list[tuple[str, str]]:
+def _stems_chunk(preprocessor: Preprocessor, texts: list[str], processes: int) -> list[tuple[str, str]]:
+    """:func:`_stems_of` of a chunk's texts, cut in ``processes`` consecutive parts made at once:
+    the first here, the others in forked processes (which inherit the preprocessor and its stem
+    cache, and send back only their stems)."""
     if processes <= 1 or len(texts) < 2_000:
-        return [_stems_of(t) for t in texts]
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        return pool.map(_stems_of, texts, chunksize=500)
+        return _stems_of(preprocessor, texts)
+    parts = chunks.spans(len(texts), -(-len(texts) // processes))
+    jobs = [ForkedJob.start(_stems_of, preprocessor, texts[a:b]) for a, b in parts[1:]]
+    try:
+        made = _stems_of(preprocessor, texts[slice(*parts[0])])
+        for job in jobs:
+            made.extend(job.result())
+    finally:
+        for job in jobs:
+            job.cancel()  # a part that failed: the others stop (a collected one is left as it is)
+    return made
 
 
 def _passage_stems(
-    work: Workdir, passages: dict[str, str], distinct: list[str], text_index: dict[str, int], processes: int
+    work: Workdir,
+    passages: dict[str, str],
+    distinct: list[str],
+    text_index: dict[str, int],
+    preprocessor: Preprocessor,
+    processes: int,
 ) -> list[list[str]]:
     """(older, final) stems of each distinct text, made chunk by chunk (the chunks kept), and
     ``tagging/stems.npz`` written from them."""
@@ -74,7 +93,7 @@ def _passage_stems(
         work.stems_dir,
         len(distinct),
         ".json",
-        lambda a, b: json.dumps(_stems_chunk(distinct[a:b], processes), ensure_ascii=False),
+        lambda a, b: json.dumps(_stems_chunk(preprocessor, distinct[a:b], processes), ensure_ascii=False),
         "preprocess passages",
     )
     stems: list[list[str]] = []
@@ -100,21 +119,34 @@ def write_passage_stems(
 # --- the vectorizer and the tags ------------------------------------------------------------------
 
 
-def _tagging_vectorizer(reader: BuildReader, passages: dict[str, str], stems: list[list[str]]):
+def _tagging_vectorizer(reader: BuildReader, passages: dict[str, str], stems: list[list[str]], restemmer: Restemmer):
     """The saved tagging vectorizer, else fitted on the claims and the passages' older stems
-    and saved."""
+    and saved; its tokenizer is ``restemmer``'s."""
     work = reader.work
     if work.vectorizer.is_file():
-        return tfidf.load(work.vectorizer, tagging.restem)
+        return tfidf.load(work.vectorizer, restemmer.restem)
     claim_files = [
         data_layer.load_claims(s, reader.data_dir) for s in ("baseline", "dev", "train")
     ]  # the notebook's order
-    claim_docs = list(tagging.fit_corpus_claim_rows(claim_files, passages))
+    claim_docs = list(tagging.fit_corpus_claim_rows(claim_files, passages, reader.preprocessor))
     docs = claim_docs + [older for older, _ in stems]
-    vectorizer = tagging.tagging_vectorizer(tokenizer=tagging.restem)
+    vectorizer = tagging.tagging_vectorizer(restemmer.restem)
     vectorizer.fit(tqdm(docs, desc="fit tagging vectorizer", unit="doc", disable=None))
     tfidf.save(vectorizer, work.vectorizer)
     return vectorizer
+
+
+def write_restemmed(work: Workdir, vectorizer, stems: list[list[str]], restemmer: Restemmer) -> None:
+    """``tagging/restemmed.npz`` (:class:`~claimtrace.pipeline.tagging.RestemTable`): what every
+    distinct token of the passages' final stems (what a trace's tagging vectorizer reads) and
+    of the tagging vectorizer's alphabetic features (every tag a passage can have, which the
+    retrieval vectorizer reads) becomes when preprocessed again, so that a reader looks them up
+    instead. Written once (a build without it gets it on its next run)."""
+    if work.restemmed.is_file():
+        return
+    tokens = {token for _, final in stems for token in final.split()}
+    tokens.update(name for name in vectorizer.feature_names.tolist() if name.isalpha())
+    RestemTable.of_tokens(tokens, restemmer.terms).save(work.restemmed)
 
 
 def _write_tags(
@@ -158,14 +190,16 @@ def build_tagging(
     text_index = {text: i for i, text in enumerate(distinct)}
 
     started = time.perf_counter()
-    stems = _passage_stems(work, passages, distinct, text_index, processes)
+    stems = _passage_stems(work, passages, distinct, text_index, reader.preprocessor, processes)
     timings["preprocess_s"] = time.perf_counter() - started
     if preprocessed is not None:
         preprocessed()
 
     started = time.perf_counter()
-    vectorizer = _tagging_vectorizer(reader, passages, stems)
+    restemmer = Restemmer(reader.preprocessor)  # learns each token of the fit corpus once
+    vectorizer = _tagging_vectorizer(reader, passages, stems, restemmer)
     timings["fit_s"] = time.perf_counter() - started
+    write_restemmed(work, vectorizer, stems, restemmer)
 
     started = time.perf_counter()
     _write_tags(work, vectorizer, passages, text_index, stems, processes)

@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
-from claimtrace.pipeline.preprocess import preprocess, stopwords
 from claimtrace.web.views.attribution import claim_attribution
 from claimtrace.web.views.status import brief_build_info, missing
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
@@ -41,7 +40,7 @@ def assemble(
     build: BuildReader, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
 ) -> dict:
     """One claim (or any text) through every stage: the page's whole data."""
-    pre = preprocess(text, data_dir=build.data_dir)
+    pre = build.preprocessor.preprocess(text)
     gold = list(claim.evidences) if claim is not None and claim.label is not None else []
     try:
         found: ClaimRetrieval | dict = claim_retrieval(build, pre, claim, split)
@@ -53,7 +52,7 @@ def assemble(
     tagged = _tagged_passage(gold, retrieved)
     vectors = _vectors_passage(gold, retrieved)
     sections = {  # in the page's order, which is also the order of their notes
-        "preprocess": preprocess_section(pre, stopwords(build.data_dir)),
+        "preprocess": preprocess_section(pre, build.preprocessor.stopwords),
         "retrieval": retrieval,
         "tagging": tagging_section(build, tagged.passage_id, tagged.role, stems),
         "vectorisation": vectorisation_section(build, found, vectors.passage_id, vectors.role),

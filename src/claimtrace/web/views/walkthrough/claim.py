@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from claimtrace.data.files import Claim
-from claimtrace.pipeline.preprocess import Preprocessed, preprocess
+from claimtrace.pipeline.preprocess import Preprocessed
 from claimtrace.pipeline.retrieval import Query, Retriever, Scores
-from claimtrace.pipeline.tagging import restem_tags
 from claimtrace.workdir.reader import BuildReader
 
 
@@ -28,7 +27,7 @@ class ClaimRetrieval:
 
     ``record``: the build's retrieval record (a typed claim's is computed here, ``source``
     ``"computed"``); ``query``: its tag string as the retrieval model reads it, stemmed again
-    once (the quirk "stems of stems", :func:`claimtrace.pipeline.tagging.restem_tags`); ``tag_terms``:
+    once (the quirk "stems of stems", :meth:`claimtrace.pipeline.tagging.Restemmer.restem_tags`); ``tag_terms``:
     what each distinct tag became in that pass; ``scores``: every passage it touches, from the
     one kernel pass (:meth:`claimtrace.pipeline.retrieval.Retriever.retrieve_with_scores`)."""
 
@@ -45,7 +44,7 @@ def claim_retrieval(build: BuildReader, pre: Preprocessed, claim: Claim | None, 
     model run once for any other text. Missing before the retrieval stage."""
     retriever = build.retriever()
     tags = build.retrieval(split)[claim.id]["tags"] if claim is not None else pre.tags()
-    restemmed, tag_terms = restem_tags(tags)
+    restemmed, tag_terms = retriever.restemmer.restem_tags(tags)
     query = retriever.query(tags, restemmed)
     if claim is not None:
         record, source, scores = build.retrieval(split)[claim.id], "build", retriever.scores(query)
@@ -75,4 +74,4 @@ class PassageStems:
 def passage_stems(build: BuildReader, passage_id: str, text: str) -> str:
     """One passage's stems, joined: the build's, else its text preprocessed (the same stems)."""
     stored = build.passage_stems(passage_id)
-    return stored if stored is not None else preprocess(text, data_dir=build.data_dir).text()
+    return stored if stored is not None else build.preprocessor.preprocess(text).text()

@@ -3,15 +3,14 @@ model, and their cosine, overlap and score, so that each can be checked by hand.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from claimtrace.explain.retrieval import passes_filter
-from claimtrace.pipeline.tagging import restem_token
 from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
 from claimtrace.workdir.reader import BuildReader
 
 
-def tag_terms(
-    vocabulary, tags: list[str], shared: set[str], terms_of: dict[str, list[str]] | None = None
-) -> list[dict]:
+def tag_terms(vocabulary, tags: list[str], shared: set[str], terms_of: Callable[[str], list[str]]) -> list[dict]:
     """Each distinct tag as the retrieval model reads it, so overlap and cosine can be checked by
     hand: overlap counts the raw tags, cosine only the re-stemmed terms in the vocabulary.
 
@@ -23,9 +22,10 @@ def tag_terms(
         A tag string split on whitespace (duplicates are dropped: overlap uses sets).
     shared : set of str
         The tags the other side also has.
-    terms_of : dict, optional
-        tag -> its terms, when the tag string has been stemmed again already
-        (:func:`claimtrace.pipeline.tagging.restem_tags`); else each tag is (:func:`restem_token`).
+    terms_of : callable
+        tag -> its terms: read off the tag string stemmed again once
+        (:meth:`claimtrace.pipeline.tagging.Restemmer.restem_tags`), or each tag looked up in the
+        build's table (:meth:`claimtrace.pipeline.tagging.Restemmer.terms`).
 
     Returns
     -------
@@ -35,7 +35,7 @@ def tag_terms(
     """
     rows = []
     for tag in sorted(set(tags)):
-        terms = terms_of[tag] if terms_of is not None else restem_token(tag.lower())
+        terms = terms_of(tag)
         rows.append(
             {
                 "tag": tag,
@@ -66,7 +66,7 @@ def _claim_vector(found: ClaimRetrieval, claim_terms: dict[str, float], shared: 
         "restem_changes": changes,
         "out_of_vocabulary": [t for t in restemmed if t not in retriever.vocabulary],
         "terms": [{"term": k, "weight": v} for k, v in sorted(claim_terms.items())],
-        "tag_terms": tag_terms(retriever.vocabulary, tags, shared, found.tag_terms),
+        "tag_terms": tag_terms(retriever.vocabulary, tags, shared, found.tag_terms.__getitem__),
     }
 
 
@@ -122,7 +122,9 @@ def _passage_vector(found: ClaimRetrieval, claim_terms: dict[str, float], passag
         "in_build": True,
         "retrievable": position is not None,
         "tags": passage_tags,
-        "tag_terms": tag_terms(retriever.vocabulary, passage_tags, shared),
+        "tag_terms": tag_terms(
+            retriever.vocabulary, passage_tags, shared, lambda tag: retriever.restemmer.terms(tag.lower())
+        ),
         "terms": [{"term": k, "weight": v} for k, v in sorted(passage_terms.items())],
         "products": products,
         "cosine": cosine,
