@@ -33,7 +33,6 @@ from starlette.middleware.gzip import GZipMiddleware
 from claimtrace.constants import SPLITS
 from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
-from claimtrace.web.memory import collect_all_again, keep_out_of_collections, limit_malloc_arenas
 from claimtrace.web.middleware import (
     AnswerCache,
     BuildWatch,
@@ -43,6 +42,7 @@ from claimtrace.web.middleware import (
     SecurityHeaders,
 )
 from claimtrace.web.pages import CLAIM
+from claimtrace.web.process_settings import collect_all_again, keep_out_of_collections, limit_malloc_arenas
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response, unreadable_build, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
@@ -76,7 +76,7 @@ def create_app(
     beside the known providers' (``serve --llm-origin``). ``typed``: the way to the processes tracing typed
     claims that ``serve`` started (``web.typed_processes``; None: traced in turn in this one).
     ``freeze_when_warm`` (a server process of its own, as ``serve`` makes): once warm, what it
-    holds is kept out of the collector's full passes (:func:`~claimtrace.web.memory.keep_out_of_collections`).
+    holds is kept out of the collector's full passes (:func:`~claimtrace.web.process_settings.keep_out_of_collections`).
     """
     site_data = site_data or SiteData(build)
     renderer = Renderer(site_data, mode="server")

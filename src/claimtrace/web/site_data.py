@@ -28,7 +28,7 @@ from claimtrace.errors import Missing as StageMissing
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import bound_stem_cache
 from claimtrace.web.encoding import encode
-from claimtrace.web.memory import RELEASE_EVERY, release_memory
+from claimtrace.web.process_settings import RELEASE_EVERY, release_memory
 from claimtrace.web.runs import Runs
 from claimtrace.web.views import walkthrough
 from claimtrace.web.views.explore import explore as explore_split

@@ -40,7 +40,7 @@ from claimtrace.data.files import choose_data_dir
 from claimtrace.errors import DataError
 from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.encoding import encode
-from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST, keep_out_of_collections, release_memory
+from claimtrace.web.process_settings import RELEASE_EVERY, RELEASE_LATEST, keep_out_of_collections, release_memory
 from claimtrace.web.responses import text_problem, unreadable_build
 from claimtrace.web.site_data import MAX_TEXT_CHARS, BadText, SiteData, build_stamp
 from claimtrace.workdir.reader import BuildReader

@@ -1,4 +1,4 @@
-"""claimtrace.web.memory: typed claims give freed memory back to the system every so often."""
+"""claimtrace.web.process_settings: typed claims give freed memory back to the system every so often."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch):
     """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
     (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
-    from claimtrace.web import memory
+    from claimtrace.web import process_settings
     from claimtrace.web import site_data as site_data_module
 
     released = []
@@ -19,14 +19,14 @@ def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch
     for i in range(7):
         web_tracer.trace_text_json(f"sea level falling {i}")
     assert len(released) in (2, 3)
-    assert memory.limit_malloc_arenas(2) in (True, False)
-    memory.release_memory()  # the real call: harmless, and under 1 ms
+    assert process_settings.limit_malloc_arenas(2) in (True, False)
+    process_settings.release_memory()  # the real call: harmless, and under 1 ms
 
 
 def test_a_typed_claims_process_returns_memory_when_nobody_waits_or_at_the_latest():
     """Never before RELEASE_EVERY claims; after that, at the first moment no claim waits; and
     after RELEASE_LATEST claims even with claims waiting (a stream that never pauses)."""
-    from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST
+    from claimtrace.web.process_settings import RELEASE_EVERY, RELEASE_LATEST
     from claimtrace.web.typed_processes import release_due
 
     assert RELEASE_EVERY < RELEASE_LATEST
@@ -61,7 +61,7 @@ def test_a_warm_server_keeps_what_it_holds_out_of_full_collections():
     collect_all_again lets the collector see it again (a build read again)."""
     import gc
 
-    from claimtrace.web.memory import collect_all_again, keep_out_of_collections
+    from claimtrace.web.process_settings import collect_all_again, keep_out_of_collections
 
     try:
         keep_out_of_collections()
