@@ -1,6 +1,43 @@
-"""claimtrace.web.process_settings: typed claims give freed memory back to the system every so often."""
+"""claimtrace.web.process_settings: a server process's settings set at its start, typed claims
+giving freed memory back to the system every so often, and what a warm process holds kept out of
+the collector's full passes."""
 
 from __future__ import annotations
+
+import os
+import sys
+import types
+
+
+def test_a_server_process_starts_on_one_torch_thread_with_its_malloc_arenas_capped(monkeypatch):
+    """The one start-up function: the environment torch reads at import, torch told when it is
+    already imported, the arenas capped (each recorded here, nothing of this process changed)."""
+    from claimtrace.web import process_settings
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "8")  # restored after the test
+    threads, arenas = [], []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(set_num_threads=threads.append))
+    monkeypatch.setattr(process_settings, "limit_malloc_arenas", lambda: arenas.append(1) or True)
+    process_settings.configure_server_process()
+    assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
+    assert threads == [1] and arenas == [1]
+
+
+def test_an_app_leaves_its_process_settings_alone(demo_build, monkeypatch):
+    """A warm app (as serve makes) sets nothing for the process: each process serve runs does, at
+    its start; an app made in a test changes neither the environment nor torch's threads."""
+    from claimtrace.web.app import create_app
+    from claimtrace.web.site_data import SiteData
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "8")
+    environment, threads = dict(os.environ), []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(set_num_threads=threads.append))
+    site_data = SiteData(demo_build)
+    monkeypatch.setattr(site_data, "warm", lambda: None)
+    create_app(site_data=site_data, warm=True)
+    assert dict(os.environ) == environment and threads == []
 
 
 def test_typed_claims_return_freed_memory_every_so_often(web_tracer, monkeypatch):
