@@ -117,6 +117,20 @@ def test_tokenize_examples():
     assert bm25.tokenize("") == [] and bm25.tokenize("the of and") == []
 
 
+def test_the_word_table_is_kept_by_what_tokenises_not_by_the_module():
+    """A word table given is read and filled (a build's, across its passages); without one,
+    nothing is kept from one text to the next (a server's typed claims grow no table)."""
+    from claimtrace.pipeline import bm25_tokens
+
+    words = bm25_tokens.WordTable()
+    assert (
+        bm25.tokenize("The oceans are warming", words) == bm25.tokenize("The oceans are warming") == ["ocean", "warm"]
+    )
+    assert words == {"the": "", "oceans": "ocean", "are": "", "warming": "warm"}
+    assert bm25.tokenize_chunk([("a", "oceans warming")], words)["vocab"].tolist() == ["ocean", "warm"]
+    assert not [value for value in vars(bm25_tokens).values() if isinstance(value, dict) and "oceans" in value]
+
+
 @given(st.text(max_size=60) | texts)
 @settings(max_examples=300, deadline=None)
 def test_tokenize_is_lowercase_words_minus_stopwords_stemmed(text):
@@ -242,11 +256,11 @@ def test_killed_build_resumes(tmp_path, monkeypatch):
     real = bm25.tokenize_chunk
     calls: list[str] = []
 
-    def dies_on_third_chunk(batch):
+    def dies_on_third_chunk(batch, words):
         if len(calls) == 2:
             raise KeyboardInterrupt("killed")
         calls.append(batch[0][0])
-        return real(batch)
+        return real(batch, words)
 
     monkeypatch.setattr(bm25, "tokenize_chunk", dies_on_third_chunk)
     with pytest.raises(KeyboardInterrupt):
@@ -258,7 +272,7 @@ def test_killed_build_resumes(tmp_path, monkeypatch):
     (folder / ".index.xyz.tmp").mkdir()
 
     calls.clear()
-    monkeypatch.setattr(bm25, "tokenize_chunk", lambda batch: calls.append(batch[0][0]) or real(batch))
+    monkeypatch.setattr(bm25, "tokenize_chunk", lambda batch, words: calls.append(batch[0][0]) or real(batch, words))
     resumed = bm25.build_bm25_index(folder, passages, chunk_size=5)
     assert calls == [f"evidence-{i}" for i in range(10, 37, 5)]  # the two finished chunks were skipped
     assert_same_index(resumed, bm25.build_bm25_index(tmp_path / "whole", passages, chunk_size=5))
@@ -272,7 +286,7 @@ def test_resume_refuses_another_corpus(tmp_path, monkeypatch):
     monkeypatch.setattr(
         bm25,
         "tokenize_chunk",
-        lambda batch: (_ for _ in ()).throw(KeyboardInterrupt()) if batch[0][0] == "evidence-5" else real(batch),
+        lambda batch, words: (_ for _ in ()).throw(KeyboardInterrupt()) if batch[0][0] == "evidence-5" else real(batch),
     )
     with pytest.raises(KeyboardInterrupt):
         bm25.build_bm25_index(folder, passages, chunk_size=5)

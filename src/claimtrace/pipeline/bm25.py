@@ -50,7 +50,7 @@ import numpy as np
 from claimtrace.errors import DataError
 from claimtrace.lib import chunks
 from claimtrace.lib.build_files import atomic_folder, write_npz
-from claimtrace.pipeline.bm25_tokens import TOKENIZER, merge_chunks, tokenize, tokenize_chunk
+from claimtrace.pipeline.bm25_tokens import TOKENIZER, WordTable, merge_chunks, tokenize, tokenize_chunk
 
 __all__ = ["PARAMS", "TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks", "BM25Index", "build_bm25_index"]
 
@@ -358,11 +358,12 @@ def build_bm25_index(
     chunks.remove_partial_files(folder)  # a half-saved index folder
     items = passages if isinstance(passages, Sequence) else list(passages)
     chunk_spans = chunks.spans(len(items), chunk_size)
+    words = WordTable()  # the build's words, each stemmed once (a forked worker fills its own copy)
     chunks.run_chunks(
         chunk_dir,
         chunk_spans,
         ".npz",
-        lambda start, stop: tokenize_chunk(items[start:stop]),
+        lambda start, stop: tokenize_chunk(items[start:stop], words),
         lambda path, arrays: _write_chunk((path, arrays)),
         processes=processes,
         check=lambda path, start, stop: _check_chunk_ids(path, items[start:stop]),

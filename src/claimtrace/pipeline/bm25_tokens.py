@@ -20,7 +20,7 @@ import numpy as np
 
 from claimtrace.pipeline.preprocess import stem, stopwords
 
-__all__ = ["TOKENIZER", "tokenize", "tokenize_chunk", "merge_chunks"]
+__all__ = ["TOKENIZER", "WordTable", "tokenize", "tokenize_chunk", "merge_chunks"]
 
 #: What :func:`tokenize` does, stored with an index so that a later change is not silently mixed
 #: with an old index (:meth:`claimtrace.pipeline.bm25.BM25Index.load` refuses it).
@@ -29,9 +29,11 @@ TOKENIZER = "lowercase; \\w\\w+ words; nltk 2024 English stopwords; nltk Porter 
 _WORD = re.compile(r"\w\w+")
 
 
-class _WordTable(dict):
+class WordTable(dict):
     """word -> its stem, or "" for a stopword; filled on first sight. One dict lookup per word
-    instead of a stopword test and a stem-cache call (tokenising is most of a build's time)."""
+    instead of a stopword test and a stem-cache call (tokenising is most of a build's time).
+    Kept by what tokenises many texts, for as long as it does (a BM25 build: at most its
+    corpus's words); :func:`tokenize` alone makes one per text."""
 
     def __missing__(self, word: str) -> str:
         value = "" if word in stopwords() else stem(word)
@@ -39,23 +41,23 @@ class _WordTable(dict):
         return value
 
 
-_WORDS = _WordTable()
-
-
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, words: WordTable | None = None) -> list[str]:
     """The BM25 tokens of a passage or a claim: lowercase ``\\w\\w+`` words, stopwords dropped,
     Porter stems (see the module docstring).
 
     Parameters
     ----------
     text : str
+    words : WordTable, optional
+        The word table to read and fill (None: a new one, kept by nothing).
 
     Returns
     -------
     list of str
         The stems, in text order, repeats kept.
     """
-    return [token for token in map(_WORDS.__getitem__, _WORD.findall(text.lower())) if token]
+    table = WordTable() if words is None else words
+    return [token for token in map(table.__getitem__, _WORD.findall(text.lower())) if token]
 
 
 def _encode(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -75,13 +77,15 @@ def _encode(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np
     return list(vocab), np.asarray(ptr, np.int64), np.asarray(terms, np.int32), np.asarray(counts, np.int32)
 
 
-def tokenize_chunk(passages: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+def tokenize_chunk(passages: Sequence[tuple[str, str]], words: WordTable | None = None) -> dict[str, np.ndarray]:
     """Tokenise one chunk of ``(id, text)`` pairs into count arrays (a chunk file's content).
 
     Parameters
     ----------
     passages : sequence of (str, str)
         ``n`` passages, in corpus order.
+    words : WordTable, optional
+        The word table of the build (None: one for this chunk).
 
     Returns
     -------
@@ -91,7 +95,8 @@ def tokenize_chunk(passages: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]
         (in order of first appearance); ``terms`` (m,) int32, indices into ``vocab``;
         ``counts`` (m,) int32, each term's count in its passage.
     """
-    vocab, ptr, terms, counts = _encode(tokenize(text) for _, text in passages)
+    words = WordTable() if words is None else words
+    vocab, ptr, terms, counts = _encode(tokenize(text, words) for _, text in passages)
     return {
         "ids": np.array([pid for pid, _ in passages], dtype=str),
         "vocab": np.array(vocab, dtype=str),
