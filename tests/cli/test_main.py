@@ -259,3 +259,16 @@ def test_json_is_written_in_pieces_with_the_same_bytes():
     for value in values:
         for depth in (0, 1, 2, 3):
             assert "".join(json_pieces(value, depth)) == json.dumps(value, ensure_ascii=False)
+
+
+def test_every_command_sets_the_openmp_wait_policy_at_its_entry_keeping_a_value_given(monkeypatch):
+    """The one environment variable the command line sets (before any command may import torch);
+    a value already in the environment is the user's and stays."""
+    from claimtrace import constants
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert CliRunner().invoke(main, ["serve", "--help"]).exit_code == 0
+    assert os.environ["OMP_WAIT_POLICY"] == constants.OMP_WAIT_POLICY
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert CliRunner().invoke(main, ["serve", "--help"]).exit_code == 0
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -42,6 +42,44 @@ def test_cli_has_serve_and_site(tmp_path, demo_build, data_dir, demo_site_data, 
     assert (tmp_path / "s" / "explore" / "test.html").is_file()
 
 
+def test_worker_settings_travel_pickled_with_the_configuration(demo_build, data_dir, monkeypatch):
+    """uvicorn pickles a worker's configuration into the process it spawns: the app factory in it
+    carries the build to open, and the worker sets its process's settings before it makes the app
+    (the environment is not how the settings travel: this process's is left as it was)."""
+    import pickle
+
+    from claimtrace.cli.serve import WorkerSettings
+    from claimtrace.web import process_settings
+    from claimtrace.web.serving import server_config
+
+    configured = []
+    monkeypatch.setattr(process_settings, "configure_server_process", lambda: configured.append(1))
+    environment = dict(os.environ)
+    settings = WorkerSettings(demo_build.root, data_dir, False, store={"path": ""})
+    config = server_config(settings.factory(), 8000, factory=True, workers=2)
+    factory = pickle.loads(pickle.dumps(config)).app
+    assert dict(os.environ) == environment and configured == []
+    app = factory()
+    assert app.state.site_data.build.root == demo_build.root and configured == [1]
+
+
+def test_a_worker_unpickles_its_configuration_without_importing_the_site():
+    """A worker must answer its supervisor's health checks within seconds of starting, and it
+    unpickles its configuration before it can: what that imports stays light."""
+    heavy = ("fastapi", "torch", "nltk", "claimtrace.web.app", "claimtrace.web.site_data")
+    script = (
+        "import pickle, sys\n"
+        "from claimtrace.cli.serve import WorkerSettings\n"
+        "data = pickle.dumps(WorkerSettings('w', 'd', False).factory())\n"
+        "for name in [m for m in sys.modules if m.startswith('claimtrace')]: del sys.modules[name]\n"
+        "pickle.loads(data)\n"
+        f"print([name for name in {heavy!r} if name in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def _serving(command: list[str], port: int) -> tuple[subprocess.Popen, str]:
     """``claimtrace serve`` started as its own process, once it answers: the process and its URL."""
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

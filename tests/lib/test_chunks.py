@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from claimtrace.errors import DataError
 from claimtrace.lib import chunks
 from claimtrace.lib.build_files import write_atomic
 
@@ -77,3 +78,52 @@ def test_a_check_that_refuses_stops_before_any_chunk_is_made(tmp_path):
             check=refuse,
         )
     assert made == []
+
+
+def test_forked_workers_make_chunks_from_a_closure_and_leave_no_module_state(tmp_path):
+    """``make`` reaches the workers as their argument (a fork inherits it): a closure over what
+    cannot be pickled works, and the runner keeps nothing of it once done."""
+    import threading
+
+    lock = threading.Lock()  # cannot be pickled: only a fork's inheritance brings it to a worker
+
+    def make(start: int, stop: int) -> str:
+        with lock:
+            return _make(start, stop)
+
+    chunks.run_chunks(tmp_path, chunks.spans(23, 5), ".txt", make, write_atomic, processes=2)
+    assert "".join(p.read_text() for p in sorted(tmp_path.iterdir())) == _make(0, 23)
+    assert not [name for name, value in vars(chunks).items() if value is make]
+
+
+def test_an_error_in_a_worker_is_raised_by_the_run_after_the_chunks_before_it(tmp_path):
+    from claimtrace.errors import Missing
+
+    def fails_at_ten(start: int, stop: int) -> str:
+        if start == 10:
+            raise ValueError("item 10 is bad")
+        return _make(start, stop)
+
+    with pytest.raises(ValueError, match="item 10 is bad"):
+        chunks.run_chunks(tmp_path / "a", chunks.spans(23, 5), ".txt", fails_at_ten, write_atomic, processes=2)
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["00000.txt", "00001.txt"]
+
+    def missing(start: int, stop: int) -> str:  # an error whose pickle cannot be read back as it is
+        raise Missing("tagging", tmp_path / "tags.jsonl", "not built")
+
+    with pytest.raises(DataError, match="tags.jsonl"):
+        chunks.run_chunks(tmp_path / "b", chunks.spans(23, 5), ".txt", missing, write_atomic, processes=2)
+
+
+def test_a_worker_killed_ends_the_run_with_a_message_not_a_wait(tmp_path):
+    import os
+    import signal
+
+    def killed_at_five(start: int, stop: int) -> str:
+        if start == 5:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _make(start, stop)
+
+    with pytest.raises(RuntimeError, match="items 5-10 ended without them"):
+        chunks.run_chunks(tmp_path, chunks.spans(23, 5), ".txt", killed_at_five, write_atomic, processes=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000.txt"]

@@ -29,10 +29,15 @@ def test_the_forward_callable_is_the_claims_own_forward_call(classifier, claim):
 
 def test_distinct_rows_share_the_gradient_of_their_copies():
     x = torch.randn(4, 3, dtype=torch.float64)[torch.tensor([0, 1, 0, 2, 3, 3, 0])].requires_grad_(True)
-    rows, where = A._distinct(x)
+    rows, where = A._distinct(x, A.row_projection(3))
     assert len(rows) == 4 and torch.equal(rows[where], x)
     (rows[where] ** 3).sum().backward()
     torch.testing.assert_close(x.grad, 3 * x.detach() ** 2)
+
+
+def test_the_row_projection_is_the_same_on_every_call():
+    """Each forward callable makes its own (nothing kept between them), and every one keys rows alike."""
+    assert torch.equal(A.row_projection(256), A.row_projection(256)) and A.row_projection(256).dtype == torch.float64
 
 
 def test_exact_shares_add_up_to_the_lead_over_the_all_pad_input(classifier, claim):

@@ -1,11 +1,9 @@
-"""Serving the site (claimtrace.web.serving): worker settings through the environment, and
-uvicorn's deadlines (slowloris, slow bodies), the connection limit and the server layer's own
+"""Serving the site (claimtrace.web.serving): uvicorn's deadlines (slowloris, slow bodies), the connection limit and the server layer's own
 answers, each with the security headers (docs/web.md, "Security and limits"; docs/benchmarks.md,
 "Capacity": the load itself is measured by bench/bench_load.py, not here)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -14,22 +12,6 @@ import pytest
 
 from claimtrace.web.app import create_app
 from claimtrace.web.serving import server_config
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
-def test_worker_settings_travel_through_the_environment(demo_build, data_dir, monkeypatch):
-    from claimtrace.web.serving import WorkerSettings, app_from_environment
-
-    for name in WorkerSettings._VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    from claimtrace.errors import DataError
-
-    with pytest.raises(DataError, match="CLAIMTRACE_SERVE_WORKDIR"):
-        app_from_environment()
-    WorkerSettings(demo_build.root, data_dir, False).export()
-    app = app_from_environment()
-    assert app.state.site_data.build.root == demo_build.root
-
 
 # --- slowloris -------------------------------------------------------------------------------------
 

@@ -33,16 +33,19 @@ def main(ctx: click.Context, data: str | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["data"] = data
     warnings.showwarning = _show_warning
-    _before_torch()
+    _set_openmp_wait_policy()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     click.echo(f"claimtrace: warning: {message}", err=True)
 
 
-def _before_torch() -> None:
-    """Let torch's OpenMP threads sleep at barriers instead of spinning (constants.OMP_WAIT_POLICY):
-    much faster on a shared CPU, same numbers. Only effective before torch is first imported."""
+def _set_openmp_wait_policy() -> None:
+    """The one environment variable the command line sets, for every command, at its entry:
+    ``OMP_WAIT_POLICY``, so that torch's OpenMP threads sleep at barriers instead of spinning
+    (:data:`claimtrace.constants.OMP_WAIT_POLICY`: much faster on a shared CPU, the same numbers).
+    OpenMP reads it once, when torch is first imported, which any command may do: so it is set
+    here, before a command runs, rather than where torch is used. A value already set is kept."""
     os.environ.setdefault("OMP_WAIT_POLICY", constants.OMP_WAIT_POLICY)
 
 

@@ -1,12 +1,14 @@
-"""The explainer site for a build: served (``serve``) or written as static files (``site``),
-with the runs to set beside it."""
+"""The explainer site for a build: served (``serve``, its worker processes' settings
+:class:`WorkerSettings`) or written as static files (``site``), with the runs to set beside it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +19,11 @@ from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 from claimtrace.web.policy import origin_of
 from claimtrace.workdir.layout import Workdir
+
+if TYPE_CHECKING:  # the annotations only
+    from fastapi import FastAPI
+
+    from claimtrace.compare.run_store import RunStore
 
 #: Seconds ``serve --while-building`` waits for a build to start writing the workdir (``make demo``
 #: starts both at once; the build takes its lock once its imports are done).
@@ -158,9 +165,11 @@ def serve_command(
 ) -> None:
     """Serve the explainer site for a build on http://127.0.0.1:PORT/."""
     from claimtrace.compare.run_store import RunStore, store_beside
+    from claimtrace.web.process_settings import configure_server_process
     from claimtrace.web.site_data import SiteData
     from claimtrace.web.typed_processes import TypedProcesses
 
+    configure_server_process()  # this process's settings, first; the processes it starts inherit the environment
     folder = data_dir(ctx)
     data_layer.load_stopwords(folder)  # every trace preprocesses: a bad stopword list stops the server now
     if while_building:
@@ -215,7 +224,7 @@ def _run_server(build, folder, port, workers, site_data, prerender, runs, store,
     import uvicorn
 
     from claimtrace.web.app import create_app
-    from claimtrace.web.serving import WorkerSettings, server_config
+    from claimtrace.web.serving import server_config
 
     if workers == 1:
         client = typed.client() if typed is not None else None
@@ -229,14 +238,83 @@ def _run_server(build, folder, port, workers, site_data, prerender, runs, store,
         )
         uvicorn.Server(server_config(app, port)).run()
         return
-    # Several processes: uvicorn starts each worker from an import string; the worker reads
-    # which build to open from the environment it inherits.
+    # Several processes: uvicorn starts each worker afresh from its configuration, pickled; the
+    # app factory in it carries which build to open.
     from uvicorn.supervisors import Multiprocess
 
     shared = {"socket": str(typed.socket_path), "processes": typed.processes} if typed is not None else {}
-    WorkerSettings(build.root, folder, prerender, runs, store, origins, shared).export()
-    config = server_config(WorkerSettings.FACTORY, port, factory=True, workers=workers)
+    settings = WorkerSettings(build.root, folder, prerender, runs, store, origins, shared)
+    config = server_config(settings.factory(), port, factory=True, workers=workers)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
+
+
+class WorkerSettings:
+    """What a worker process of ``serve --workers N`` opens: the build and the course data,
+    whether it pre-renders, the runs it is given, the run store, the LLM origins and the
+    typed-claims processes.
+
+    uvicorn starts each worker afresh (``spawn``) from its configuration, pickled, whose app is
+    :meth:`factory`: the settings travel with it, not through the environment. A worker
+    unpickles its configuration before it answers its supervisor's health checks (within 5 s,
+    else it is killed and started again), so what that imports stays light: this module, which
+    imports no stage at its top (the site is imported when :func:`worker_app` runs)."""
+
+    def __init__(
+        self,
+        workdir,
+        data_dir,
+        prerender: bool,
+        runs=(),
+        store: dict | None = None,
+        llm_origins=(),
+        typed: dict | None = None,
+    ):
+        self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
+        #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
+        self.runs = [(str(path), name) for path, name in runs]
+        #: the run store every worker opens: ``{"path", "cap_bytes"}`` (``serve --store``)
+        self.store = dict(store or {})
+        #: the provider origins the LLM pages may connect to (serve --llm-origin)
+        self.llm_origins = tuple(llm_origins)
+        #: the processes tracing typed claims for every worker: ``{"socket", "processes"}``
+        #: (serve --typed-processes; empty: each worker traces its own, in turn)
+        self.typed = dict(typed or {})
+
+    def factory(self) -> Callable[[], FastAPI]:
+        """uvicorn's app factory for the workers (``factory=True``): :func:`worker_app` of these
+        settings, which pickles (this module's function and these plain fields)."""
+        return functools.partial(worker_app, self)
+
+    def open_store(self) -> RunStore | None:
+        """The run store the server was told (None: each process keeps its runs in memory)."""
+        from claimtrace.compare.run_store import RunStore
+
+        if not self.store.get("path"):
+            return None
+        return RunStore(self.store["path"], self.store.get("cap_bytes", DEFAULT_CAP_BYTES))
+
+
+def worker_app(settings: WorkerSettings) -> FastAPI:
+    """A worker process's app, made in the worker: its process-wide settings set first (a process
+    of its own, started afresh), then the app over the build ``settings`` name, with the run
+    store every worker shares, warming up (and pre-rendering) as a one-process server does."""
+    from claimtrace.web.app import create_app
+    from claimtrace.web.process_settings import configure_server_process
+    from claimtrace.web.site_data import SiteData
+    from claimtrace.web.typed_processes import TypedClient
+    from claimtrace.workdir.reader import BuildReader
+
+    configure_server_process()
+    site_data = SiteData(BuildReader(settings.workdir, settings.data_dir), settings.open_store())
+    site_data.runs.give_all(settings.runs)
+    return create_app(
+        site_data=site_data,
+        warm=True,
+        prerender=settings.prerender,
+        llm_origins=settings.llm_origins,
+        typed=TypedClient(settings.typed["socket"], settings.typed["processes"]) if settings.typed else None,
+        freeze_when_warm=True,  # a worker process of its own
+    )
 
 
 def _check_port_free(port: int) -> None:

@@ -22,10 +22,10 @@ that a page can say a run was evicted rather than that it never existed.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import sqlite3
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +39,8 @@ BUSY_SECONDS = 30.0
 #: The stored files' total size past which the oldest runs are evicted: thousands of dev
 #: predictions files (their size: docs/benchmarks.md, "A class: `claimtrace compare --class`").
 DEFAULT_CAP_BYTES = 256 * 1024 * 1024
-#: What an in-memory store's name starts with (tests, and a server without a file).
+#: An in-memory store's name (tests, and a server without a file), made its own by a random part.
 _MEMORY = "file:claimtrace-runs-{}?mode=memory&cache=shared"
-_memory_ids = itertools.count()
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -97,7 +96,7 @@ class RunStore:
         self.path = None if path is None else Path(path)
         self.cap_bytes = int(cap_bytes)
         self._local = threading.local()
-        self._uri = _MEMORY.format(next(_memory_ids)) if path is None else None
+        self._uri = _MEMORY.format(uuid.uuid4().hex) if path is None else None
         # An in-memory database lives while a connection to it is open: this one keeps it.
         self._keeper = self._connect() if self._uri else None
         if self.path is not None:

@@ -13,12 +13,15 @@ killed step leaves the same whole files as one process would.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from claimtrace.errors import DataError
 
 __all__ = ["chunk_path", "spans", "run_chunks", "remove_partial_files"]
 
@@ -94,23 +97,73 @@ def run_chunks(
             bar.update(chunk_spans[index][1] - chunk_spans[index][0])
 
 
-#: The chunk maker forked workers call (set just before the pool starts: a closure is not pickled).
-_CHUNK_MAKER: Callable[[int, int], Any] | None = None
-
-
-def _make_chunk(span: tuple[int, int]) -> Any:
-    return _CHUNK_MAKER(*span)
-
-
 def _made_chunks(make: Callable[[int, int], Any], todo: list[tuple[int, int]], processes: int) -> Iterator[Any]:
-    """``make(start, stop)`` of each span, in order: here, or in forked workers."""
-    global _CHUNK_MAKER
+    """``make(start, stop)`` of each span, in order: here, or in forked workers.
+
+    Worker ``w`` of ``n`` makes spans ``w, w + n, ...`` and sends each chunk back on a pipe of its
+    own, in order, so this process reads them in span order from the workers in turn. ``make`` is
+    given to each worker as its process's target argument, which a fork inherits (a closure, and
+    what it reads, are not pickled); only the chunks come back pickled. A worker's send waits while
+    its pipe is full (a chunk is larger than the pipe's buffer), so a worker runs at most about a
+    chunk ahead of this process's writing.
+    """
     if processes <= 1 or len(todo) < 2:
         yield from (make(start, stop) for start, stop in todo)
         return
-    _CHUNK_MAKER = make
+    context = multiprocessing.get_context("fork")
+    n = min(processes, len(todo))
+    workers, pipes = [], []
     try:
-        with multiprocessing.get_context("fork").Pool(min(processes, len(todo))) as pool:
-            yield from pool.imap(_make_chunk, todo)
+        for w in range(n):
+            receiver, sender = context.Pipe(duplex=False)
+            worker = context.Process(target=_chunk_worker, args=(make, todo[w::n], sender), daemon=True)
+            worker.start()
+            sender.close()  # the worker holds the sending end: its exit ends the pipe
+            workers.append(worker)
+            pipes.append(receiver)
+        for i, (start, stop) in enumerate(todo):
+            yield _received(pipes[i % n], start, stop)
     finally:
-        _CHUNK_MAKER = None
+        for worker in workers:  # made every chunk, or this process stopped reading (an error, a kill)
+            worker.terminate()
+        for worker in workers:
+            worker.join()
+        for receiver in pipes:
+            receiver.close()
+
+
+def _chunk_worker(make: Callable[[int, int], Any], worker_spans: list[tuple[int, int]], sender) -> None:
+    """A forked worker: each span's chunk sent back in order, or the error that stopped it."""
+    try:
+        for start, stop in worker_spans:
+            sender.send(("chunk", make(start, stop)))
+    except Exception as error:  # noqa: BLE001 - every failure goes back to the process reading the chunks
+        sender.send(("error", _sendable(error)))
+    finally:
+        sender.close()
+
+
+def _sendable(error: Exception) -> Exception:
+    """``error`` if the reading process can rebuild it from its pickle; else a DataError with its
+    message (a bad input still ends the command in one line naming the file), or any other's text."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - whatever pickling an arbitrary exception raises
+        return (
+            DataError(str(error)) if isinstance(error, DataError) else RuntimeError(f"{type(error).__name__}: {error}")
+        )
+
+
+def _received(receiver, start: int, stop: int) -> Any:
+    """The next chunk a worker sent, or what it raised raised here."""
+    try:
+        kind, value = receiver.recv()
+    except EOFError:
+        raise RuntimeError(
+            f"the worker process making items {start}-{stop} ended without them (killed: often the system out of "
+            "memory): run the same command again to resume"
+        ) from None
+    if kind == "error":
+        raise value
+    return value

@@ -119,12 +119,13 @@ def transformer_alone(model) -> Forward:
     if model.config.fixed:
         raise ValueError("transformer_alone: the intended model attends across positions; it has no per-position form")
     model.eval()
+    projection = row_projection(model.config.d_model)
 
     def forward(embedded: torch.Tensor) -> torch.Tensor:
         n, length, d = embedded.shape
         # Quirk "x sqrt(128)" and quirk "pe by batch position" (a claim alone gets pe[0]).
         x = embedded * math.sqrt(length) + model.pos_encoder.pe[ALONE_PE_ROW]
-        rows, where = _distinct(x.reshape(n * length, d))
+        rows, where = _distinct(x.reshape(n * length, d), projection)
         # A claim's own call runs the encoder on its 128 rows; on some CPUs (AVX-512) PyTorch's
         # matrix products take another path, with other float32 roundings, for fewer than 16
         # rows. A few distinct rows are run among copies of the first up to 128, as the claim's
@@ -138,11 +139,12 @@ def transformer_alone(model) -> Forward:
     return forward
 
 
-def _distinct(x):
+def _distinct(x, projection):
     """The distinct rows of ``x`` (N, d) and where each row of ``x`` is among them.
 
-    Rows are told apart by a fixed random projection (``torch.unique(dim=0)`` sorts whole rows,
-    10x slower), and the result is checked row for row: a collision falls back to the sort.
+    Rows are told apart by their dot product with ``projection`` (:func:`row_projection`;
+    ``torch.unique(dim=0)`` sorts whole rows, 10x slower), and the result is checked row for row:
+    a collision falls back to the sort.
     With gradients, each distinct row's gradient is shared equally among the rows it stands
     for: every copy reaches the output through the same function with the same weight (1/128
     of its own input's mean), so each copy's true gradient is that share.
@@ -151,7 +153,7 @@ def _distinct(x):
 
     with torch.no_grad():
         flat = x.detach()
-        keys = flat.double() @ _projection(flat.shape[1])
+        keys = flat.double() @ projection
         _, where, counts = torch.unique(keys, return_inverse=True, return_counts=True)
         first = torch.full((len(counts),), len(flat), dtype=torch.long).scatter_reduce(
             0, where, torch.arange(len(flat)), reduce="amin"
@@ -166,16 +168,12 @@ def _distinct(x):
     return rows + (summed - summed.detach()) / counts.unsqueeze(1).to(x.dtype), where
 
 
-_PROJECTIONS: dict = {}
-
-
-def _projection(d: int):
-    """A fixed random (d,) float64 vector: a row's key is its dot product with it."""
+def row_projection(d: int):
+    """A fixed random (d,) float64 vector, the same on every call (seeded with :data:`SEED`): a
+    row's key in :func:`_distinct` is its dot product with it. A forward callable makes it once."""
     import torch
 
-    if d not in _PROJECTIONS:
-        _PROJECTIONS[d] = torch.randn(d, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
-    return _PROJECTIONS[d]
+    return torch.randn(d, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
 
 
 def attribute(

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,18 +45,6 @@ _BUFFERS = frozenset({"pos_encoder.pe"})
 #: docs/benchmarks.md, "The build"). Each call is the same single-threaded computation whatever
 #: runs beside it, so no logit depends on this number.
 FORWARD_WORKERS = 2
-
-
-def pin_one_thread() -> None:
-    """Put this process's PyTorch on one CPU thread for good: a server calls it at start. Its
-    forward calls are batches of one, which gain nothing from a second thread; with the count
-    fixed, :meth:`Classifier.forward_alone` need not set it and put it back around each call
-    (the count is the process's), which made every typed claim's calls wait for each other's.
-    Before torch is imported (a server imports it on its first typed claim), the environment
-    says it, which torch and MKL read at import; after, torch is told."""
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
 
 
 def run_calls(call: Callable, inputs: Sequence, workers: int = FORWARD_WORKERS) -> list:
@@ -168,8 +154,9 @@ class Classifier:
         model = self.model
         claim = torch.tensor([[int(i) for i in ids]])
         if torch.get_num_threads() == 1:
-            # A server's process is on one thread for good (pin_one_thread): calls on several
-            # request threads run side by side, each on its own thread, the same sums.
+            # A server's process is on one thread for good (its start-up settings,
+            # web.process_settings): calls on several request threads run side by side, each on
+            # its own thread, the same sums.
             return alone_logits(model, claim)[0].double().numpy()
         # One call at a time: the thread count is the process's, and a call made while another
         # restores it could run on more threads (and sum in another order).

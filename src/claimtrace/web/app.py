@@ -32,8 +32,6 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from claimtrace.constants import SPLITS
 from claimtrace.errors import DataError
-from claimtrace.models.predict import pin_one_thread
-from claimtrace.web.memory import collect_all_again, keep_out_of_collections, limit_malloc_arenas
 from claimtrace.web.middleware import (
     AnswerCache,
     BuildWatch,
@@ -43,6 +41,7 @@ from claimtrace.web.middleware import (
     SecurityHeaders,
 )
 from claimtrace.web.pages import CLAIM
+from claimtrace.web.process_settings import collect_all_again, keep_out_of_collections
 from claimtrace.web.render import Renderer
 from claimtrace.web.responses import error_response, unreadable_build, utf8
 from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
@@ -77,7 +76,9 @@ def create_app(
     beside the known providers' (``serve --llm-origin``). ``typed``: the way to the processes tracing typed
     claims that ``serve`` started (``web.typed_processes``; None: traced in turn in this one).
     ``freeze_when_warm`` (a server process of its own, as ``serve`` makes): once warm, what it
-    holds is kept out of the collector's full passes (:func:`~claimtrace.web.memory.keep_out_of_collections`).
+    holds is kept out of the collector's full passes (:func:`~claimtrace.web.process_settings.keep_out_of_collections`).
+    The process's own settings are not the app's: each process ``serve`` runs sets them at its
+    start (:func:`~claimtrace.web.process_settings.configure_server_process`).
     """
     site_data = site_data or SiteData(build)
     renderer = Renderer(site_data, mode="server")
@@ -100,8 +101,6 @@ def create_app(
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         site_data.typed_claims.processes = typed
-        limit_malloc_arenas()
-        pin_one_thread()  # typed claims' forward calls then run side by side (models/predict.py)
         threading.Thread(
             target=warm_up, args=(app, answers, prerender, freeze_when_warm), name="claimtrace-warm", daemon=True
         ).start()

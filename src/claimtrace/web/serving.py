@@ -1,23 +1,12 @@
 """Serving the site: uvicorn's HTTP protocol with deadlines for each request's headers and body
 (slowloris, slow bodies), the connection limit (a prompt 503 past it), the server layer's own
-answers with the security headers, and the worker processes of ``claimtrace serve --workers N``
-(each opens the build its environment names)."""
+answers with the security headers."""
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 
-from fastapi import FastAPI
-
-from claimtrace.compare.run_store import DEFAULT_CAP_BYTES, RunStore
-from claimtrace.errors import DataError
-from claimtrace.web.app import create_app
 from claimtrace.web.middleware import SECURITY_HEADERS
-from claimtrace.web.site_data import SiteData
-from claimtrace.web.typed_processes import TypedClient
-from claimtrace.workdir.reader import BuildReader
 
 #: A connection must deliver a request's headers within this many seconds of opening, or of its
 #: previous answer, else it is closed: a slowloris client (headers a byte at a time) holds no
@@ -166,101 +155,18 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class WorkerSettings:
-    """What a worker process of ``claimtrace serve --workers N`` opens, passed through the
-    environment it inherits (uvicorn starts each worker from an import string, :attr:`FACTORY`)."""
-
-    FACTORY = "claimtrace.web.serving:app_from_environment"
-    _VARIABLES = (
-        "CLAIMTRACE_SERVE_WORKDIR",
-        "CLAIMTRACE_SERVE_DATA",
-        "CLAIMTRACE_SERVE_PRERENDER",
-        "CLAIMTRACE_SERVE_RUNS",
-        "CLAIMTRACE_SERVE_STORE",
-        "CLAIMTRACE_SERVE_LLM_ORIGINS",
-        "CLAIMTRACE_SERVE_TYPED",
-    )
-
-    def __init__(
-        self,
-        workdir,
-        data_dir,
-        prerender: bool,
-        runs=(),
-        store: dict | None = None,
-        llm_origins=(),
-        typed: dict | None = None,
-    ):
-        self.workdir, self.data_dir, self.prerender = str(workdir), str(data_dir), bool(prerender)
-        #: (predictions file, name or None) pairs, each worker loads them (serve --predictions)
-        self.runs = [(str(path), name) for path, name in runs]
-        #: the run store every worker opens: ``{"path", "cap_bytes"}`` (``serve --store``)
-        self.store = dict(store or {})
-        #: the provider origins the LLM pages may connect to (serve --llm-origin)
-        self.llm_origins = tuple(llm_origins)
-        #: the processes tracing typed claims for every worker: ``{"socket", "processes"}``
-        #: (serve --typed-processes; empty: each worker traces its own, in turn)
-        self.typed = dict(typed or {})
-
-    def export(self) -> None:
-        values = (
-            self.workdir,
-            self.data_dir,
-            "1" if self.prerender else "",
-            json.dumps(self.runs),
-            json.dumps(self.store),
-            json.dumps(self.llm_origins),
-            json.dumps(self.typed),
-        )
-        os.environ.update(dict(zip(self._VARIABLES, values)))
-
-    @classmethod
-    def from_environment(cls) -> WorkerSettings:
-        missing = [name for name in cls._VARIABLES[:2] if not os.environ.get(name)]
-        if missing:
-            raise DataError(f"{', '.join(missing)}: not set (start workers with `claimtrace serve --workers N`)")
-        workdir, data_dir, prerender, runs, store, origins, typed = (
-            os.environ.get(name, "") for name in cls._VARIABLES
-        )
-        runs, store, origins = json.loads(runs or "[]"), json.loads(store or "{}"), json.loads(origins or "[]")
-        return cls(workdir, data_dir, prerender == "1", runs, store, origins, json.loads(typed or "{}"))
-
-    def open_store(self) -> RunStore | None:
-        """The run store the server was told (None: each process keeps its runs in memory)."""
-        if not self.store.get("path"):
-            return None
-        return RunStore(self.store["path"], self.store.get("cap_bytes", DEFAULT_CAP_BYTES))
-
-
-def app_from_environment() -> FastAPI:
-    """uvicorn's factory in each worker process: the app over the build :class:`WorkerSettings`
-    names, with the run store every worker shares, warming up (and pre-rendering) as a
-    one-process server does."""
-    settings = WorkerSettings.from_environment()
-    site_data = SiteData(BuildReader(settings.workdir, settings.data_dir), settings.open_store())
-    site_data.runs.give_all(settings.runs)
-    return create_app(
-        site_data=site_data,
-        warm=True,
-        prerender=settings.prerender,
-        llm_origins=settings.llm_origins,
-        typed=TypedClient(settings.typed["socket"], settings.typed["processes"]) if settings.typed else None,
-        freeze_when_warm=True,  # a worker process of its own
-    )
-
-
 def server_config(app, port: int, **options):
     """The uvicorn settings the site is served with: 127.0.0.1 only, the header deadline, the
     keep-alive and connection limits above; ``options`` add to or override them. ``app`` is
-    the app, or an import string (``factory=True`` for :func:`app_from_environment`); with an
-    import string the protocol is named by import string too (a worker process imports it)."""
+    the app, or an app factory (``factory=True``: :meth:`claimtrace.cli.serve.WorkerSettings.factory`). The protocol
+    is named by import string, so that the settings pickle (a worker process imports it)."""
     import uvicorn
 
     settings = {
         "host": "127.0.0.1",
         "port": port,
         "log_level": "warning",
-        "http": f"{__name__}:HeaderDeadline" if isinstance(app, str) else _header_deadline_protocol(),
+        "http": f"{__name__}:HeaderDeadline",
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         # uvicorn's own limit answers 503 without the site's headers: it stays as a backstop
         # above the protocol's (MAX_CONNECTIONS), which answers first.

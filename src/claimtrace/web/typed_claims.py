@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from claimtrace.constants import MAX_LEN
 from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
-from claimtrace.web.memory import RELEASE_EVERY, release_memory
+from claimtrace.web.process_settings import RELEASE_EVERY, release_memory
 from claimtrace.web.public_reasons import encode_public, public_reasons
 from claimtrace.web.views import walkthrough
 from claimtrace.workdir.reader import BuildReader

@@ -38,9 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from claimtrace.errors import DataError
-from claimtrace.models.predict import pin_one_thread
 from claimtrace.web.encoding import encode
-from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST, keep_out_of_collections, release_memory
+from claimtrace.web.process_settings import (
+    RELEASE_EVERY,
+    RELEASE_LATEST,
+    configure_server_process,
+    keep_out_of_collections,
+    release_memory,
+)
 from claimtrace.web.responses import text_problem, unreadable_build
 from claimtrace.web.site_data import build_stamp
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS, BadText, TypedClaimQueue
@@ -164,8 +169,8 @@ class TypedProcesses:
 
 def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: str, command: int) -> None:
     """A typed-claims process: warm, then one connection at a time, for ever."""
+    configure_server_process()  # a process of its own, started afresh: the server's settings
     threading.Thread(target=_end_with, args=(command,), name="typed-claims-command", daemon=True).start()
-    pin_one_thread()  # N processes on N cores: no PyTorch thread competes with another process
     typed_claims = _warm_typed_claims(workdir, data_dir)
     # What is loaded now stays for the process's life: kept out of the collector's full passes,
     # which would otherwise walk it all every few hundred claims (a slow claim now and then).

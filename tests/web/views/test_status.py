@@ -103,3 +103,22 @@ def test_public_paths_keeps_names_and_relative_paths():
     assert public_paths("/srv/work/demo/classifier/dev.json: damaged", root) == "classifier/dev.json: damaged"
     assert public_paths({"x": ["/home/me/ckpt/classifier.safetensors"]}, root) == {"x": ["classifier.safetensors"]}
     assert public_paths("and/or 3/4", root) == "and/or 3/4"
+
+
+def test_the_brief_info_is_made_at_most_once_a_second_per_reader_and_kept_by_it(demo_build, monkeypatch):
+    """Every page carries the brief info: a reader makes it again only after BRIEF_EVERY_SECONDS,
+    each caller gets its own copy, and another reader (a build read again) makes its own."""
+    from claimtrace.web.views import status
+
+    clock, made = [100.0], []
+    monkeypatch.setattr(status.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(status, "build_info", lambda build, brief: made.append(build) or {"stages": {}})
+    reader = BuildReader(demo_build.root, demo_build.data_dir)
+    first = status.brief_build_info(reader)
+    first["stages"]["x"] = 1  # a caller's copy: the kept info is not changed
+    assert status.brief_build_info(reader) == {"stages": {}} and made == [reader]
+    clock[0] += status.BRIEF_EVERY_SECONDS
+    status.brief_build_info(reader)
+    other = BuildReader(demo_build.root, demo_build.data_dir)
+    status.brief_build_info(other)
+    assert made == [reader, reader, other]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import re
 import time
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -119,17 +118,25 @@ def _or_none(read):
 #: (about a third of a typed claim's trace, all of it holding Python's lock), and a file damaged
 #: meanwhile is still reported within the second.
 BRIEF_EVERY_SECONDS = 1.0
-_briefs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class BriefBuildInfo:
+    """A reader's latest brief build info and when it was made, ``(monotonic seconds, info)``:
+    one per reader, kept by it (:meth:`~claimtrace.workdir.reader.BuildReader.once`), so that it
+    lives and goes with the reader."""
+
+    def __init__(self):
+        self.latest: tuple[float, dict] | None = None
 
 
 def brief_build_info(build: BuildReader) -> dict:
     """:func:`build_info` ``(build, brief=True)``, what every page carries, made at most once per
     :data:`BRIEF_EVERY_SECONDS` for a reader (each caller gets its own copy)."""
-    now = time.monotonic()
-    kept = _briefs.get(build)
-    if kept is None or now - kept[0] >= BRIEF_EVERY_SECONDS:
-        kept = _briefs[build] = (now, build_info(build, brief=True))
-    return copy.deepcopy(kept[1])
+    kept = build.once(("web", "brief_build_info"), BriefBuildInfo)
+    now, latest = time.monotonic(), kept.latest
+    if latest is None or now - latest[0] >= BRIEF_EVERY_SECONDS:
+        latest = kept.latest = (now, build_info(build, brief=True))
+    return copy.deepcopy(latest[1])
 
 
 def build_info(build: BuildReader, brief: bool = False) -> dict:

@@ -1,12 +1,49 @@
-"""claimtrace.web.memory: typed claims give freed memory back to the system every so often."""
+"""claimtrace.web.process_settings: a server process's settings set at its start, typed claims
+giving freed memory back to the system every so often, and what a warm process holds kept out of
+the collector's full passes."""
 
 from __future__ import annotations
+
+import os
+import sys
+import types
+
+
+def test_a_server_process_starts_on_one_torch_thread_with_its_malloc_arenas_capped(monkeypatch):
+    """The one start-up function: the environment torch reads at import, torch told when it is
+    already imported, the arenas capped (each recorded here, nothing of this process changed)."""
+    from claimtrace.web import process_settings
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "8")  # restored after the test
+    threads, arenas = [], []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(set_num_threads=threads.append))
+    monkeypatch.setattr(process_settings, "limit_malloc_arenas", lambda: arenas.append(1) or True)
+    process_settings.configure_server_process()
+    assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
+    assert threads == [1] and arenas == [1]
+
+
+def test_an_app_leaves_its_process_settings_alone(demo_build, monkeypatch):
+    """A warm app (as serve makes) sets nothing for the process: each process serve runs does, at
+    its start; an app made in a test changes neither the environment nor torch's threads."""
+    from claimtrace.web.app import create_app
+    from claimtrace.web.site_data import SiteData
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "8")
+    environment, threads = dict(os.environ), []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(set_num_threads=threads.append))
+    site_data = SiteData(demo_build)
+    monkeypatch.setattr(site_data, "warm", lambda: None)
+    create_app(site_data=site_data, warm=True)
+    assert dict(os.environ) == environment and threads == []
 
 
 def test_typed_claims_return_freed_memory_every_so_often(demo_site_data, monkeypatch):
     """Every RELEASE_EVERY typed claims the server returns freed heap memory to the system
     (glibc keeps it otherwise: the resident memory climbed by about 100 KB a typed claim)."""
-    from claimtrace.web import memory
+    from claimtrace.web import process_settings
     from claimtrace.web import typed_claims as typed_claims_module
 
     typed_claims = demo_site_data.typed_claims
@@ -20,14 +57,14 @@ def test_typed_claims_return_freed_memory_every_so_often(demo_site_data, monkeyp
     for i in range(7):
         typed_claims.trace_text_json(f"sea level falling {i}")
     assert len(released) in (2, 3)
-    assert memory.limit_malloc_arenas(2) in (True, False)
-    memory.release_memory()  # the real call: harmless, and under 1 ms
+    assert process_settings.limit_malloc_arenas(2) in (True, False)
+    process_settings.release_memory()  # the real call: harmless, and under 1 ms
 
 
 def test_a_typed_claims_process_returns_memory_when_nobody_waits_or_at_the_latest():
     """Never before RELEASE_EVERY claims; after that, at the first moment no claim waits; and
     after RELEASE_LATEST claims even with claims waiting (a stream that never pauses)."""
-    from claimtrace.web.memory import RELEASE_EVERY, RELEASE_LATEST
+    from claimtrace.web.process_settings import RELEASE_EVERY, RELEASE_LATEST
     from claimtrace.web.typed_processes import release_due
 
     assert RELEASE_EVERY < RELEASE_LATEST
@@ -62,7 +99,7 @@ def test_a_warm_server_keeps_what_it_holds_out_of_full_collections():
     collect_all_again lets the collector see it again (a build read again)."""
     import gc
 
-    from claimtrace.web.memory import collect_all_again, keep_out_of_collections
+    from claimtrace.web.process_settings import collect_all_again, keep_out_of_collections
 
     try:
         keep_out_of_collections()

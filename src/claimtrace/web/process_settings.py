@@ -1,6 +1,14 @@
-"""A server process's memory: glibc's malloc arenas capped, and freed heap memory returned to
-the system every so often, so that the resident memory levels off under a stream of typed claims
-(docs/benchmarks.md, "Capacity")."""
+"""The process-wide settings of a server process, every one of them: what ``claimtrace serve``
+changes for a whole process (the environment, PyTorch's thread count, glibc's malloc, Python's
+garbage collector). Nothing else in the package changes them.
+
+Every process ``serve`` runs calls :func:`configure_server_process` first: ``serve``'s own, each
+worker of ``--workers N`` and each typed-claims process (both started afresh, by ``spawn``). Two
+settings can only come later, and come from here too: what a warm process holds is kept out of
+the collector's full passes once it is loaded (:func:`keep_out_of_collections`), and freed heap
+memory is returned to the system every so many typed claims (:func:`release_memory`), so that
+the resident memory levels off under a stream of typed claims (docs/benchmarks.md, "Capacity").
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,11 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import os
+import sys
 
+#: PyTorch threads in a server process (:func:`configure_server_process`).
+TORCH_THREADS = 1
 #: Typed claims between two returns of freed heap memory to the system (:func:`release_memory`).
 RELEASE_EVERY = 32
 #: Where a process can wait for a moment nobody waits on it (the typed-claims processes), the
@@ -18,6 +30,26 @@ RELEASE_LATEST = 4 * RELEASE_EVERY
 #: glibc malloc arenas a server process may use (glibc's default is 8 per core): each request
 #: thread would otherwise keep its own arena's freed memory.
 MALLOC_ARENAS = 2
+
+
+def configure_server_process() -> None:
+    """Set what a server process sets for its whole life, at its start:
+
+    * PyTorch on :data:`TORCH_THREADS` CPU thread for good: ``OMP_NUM_THREADS`` and
+      ``MKL_NUM_THREADS`` in the environment, which torch and MKL read when torch is imported (a
+      server imports it on its first typed claim; the processes it starts inherit the
+      environment), and ``torch.set_num_threads`` when torch is already imported. A server's
+      forward calls are batches of one, which gain nothing from a second thread; with the count
+      fixed, :meth:`~claimtrace.models.predict.Classifier.forward_alone` need not set it and put
+      it back around each call (the count is the process's), which made every typed claim's calls
+      wait for each other's; and N typed-claims processes on N cores do not compete for them.
+    * glibc's malloc arenas capped at :data:`MALLOC_ARENAS` (:func:`limit_malloc_arenas`): each
+      request thread would otherwise keep its own arena's freed memory.
+    """
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(TORCH_THREADS)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(TORCH_THREADS)
+    limit_malloc_arenas()
 
 
 @functools.cache
@@ -30,7 +62,7 @@ def _libc():
 
 def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     """Cap glibc's malloc arenas for the rest of the process (``mallopt(M_ARENA_MAX)``); False
-    where the C library is not glibc. A server calls it at start."""
+    where the C library is not glibc."""
     try:
         libc = _libc()
         return bool(libc is not None and libc.mallopt(-8, arenas))  # -8: M_ARENA_MAX in malloc.h
