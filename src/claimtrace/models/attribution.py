@@ -143,7 +143,7 @@ def _distinct(x, projection):
     """The distinct rows of ``x`` (N, d) and where each row of ``x`` is among them.
 
     Rows are told apart by their dot product with ``projection`` (:func:`row_projection`;
-    ``torch.unique(dim=0)`` sorts whole rows, 10x slower), and the result is checked row for row:
+    ``torch.unique(dim=0)`` sorts whole rows, far slower), and the result is checked row for row:
     a collision falls back to the sort.
     With gradients, each distinct row's gradient is shared equally among the rows it stands
     for: every copy reaches the output through the same function with the same weight (1/128

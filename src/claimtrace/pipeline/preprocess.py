@@ -33,7 +33,8 @@ def _import_nltk_quickly():
 
     Importing anything from nltk runs its package ``__init__``, which imports most of nltk; that
     pulls in scipy.stats (for one statistic of the collocation finder) and scikit-learn (for two
-    optional wrappers), about 1 s of the site's start. nltk imports both inside
+    optional wrappers), much of the site's start (docs/benchmarks.md, "The site over a course-scale
+    build"). nltk imports both inside
     ``try/except ImportError`` and falls back; hiding them for the duration of this import takes
     those fallbacks. The tokenizer and stemmer are the same code either way, and scipy.stats and
     scikit-learn import normally afterwards (the entries hidden here are put back as they were).

@@ -24,8 +24,9 @@ TORCH_THREADS = 1
 #: Typed claims between two returns of freed heap memory to the system (:func:`release_memory`).
 RELEASE_EVERY = 32
 #: Where a process can wait for a moment nobody waits on it (the typed-claims processes), the
-#: most typed claims it lets pass before it returns freed memory anyway: it takes about 1.3 ms, so
-#: done in turn it was the slowest 3% of a stream's claims, and delayed those queued behind it.
+#: most typed claims it lets pass before it returns freed memory anyway: done in turn it was among
+#: the slowest of a stream's claims, and delayed those queued behind it (docs/benchmarks.md,
+#: "Typed claims under concurrent load").
 RELEASE_LATEST = 4 * RELEASE_EVERY
 #: glibc malloc arenas a server process may use (glibc's default is 8 per core): each request
 #: thread would otherwise keep its own arena's freed memory.
@@ -71,10 +72,10 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
 
 def release_memory() -> None:
-    """Return freed heap memory to the system (glibc's ``malloc_trim``; well under 1 ms). A trace
-    allocates and frees tens of MB of small arrays and PyTorch tensors; glibc keeps what was freed
-    for reuse, and under a stream of typed claims the server's resident memory climbed by 100 KB a
-    claim without it (docs/benchmarks.md, "Capacity"), though nothing live grew."""
+    """Return freed heap memory to the system (glibc's ``malloc_trim``). A trace allocates and
+    frees many small arrays and PyTorch tensors; glibc keeps what was freed for reuse, and under a
+    stream of typed claims the server's resident memory climbed claim after claim without it
+    (docs/benchmarks.md, "Capacity"), though nothing live grew."""
     try:
         libc = _libc()
         if libc is not None:
@@ -86,10 +87,10 @@ def release_memory() -> None:
 def keep_out_of_collections() -> None:
     """Keep what the process holds now out of the collector's full passes (``gc.freeze``, after
     one last collection). A warm server holds millions of objects (the build, every Explore, the
-    pages kept whole); a full pass walked them all, 207 ms measured under a stream of typed claims,
-    every request on that process waiting, about once in 10 s at 550 claims/s (p99 125 to 147
-    ms against 41 with this; docs/benchmarks.md). Objects made later are collected as before; a
-    frozen one no longer referenced is still freed by its count."""
+    pages kept whole); a full pass walked them all while every request on that process waited, the
+    slowest answers of a stream of typed claims (docs/benchmarks.md, "Typed claims under concurrent
+    load"). Objects made later are collected as before; a frozen one no longer referenced is still
+    freed by its count."""
     gc.collect()
     gc.freeze()
 

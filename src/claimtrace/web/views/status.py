@@ -115,7 +115,7 @@ def _or_none(read):
 
 
 #: A page's brief build status is made again at most this often: it looks at every build file
-#: (about a third of a typed claim's trace, all of it holding Python's lock), and a file damaged
+#: (a good part of a typed claim's trace, all of it holding Python's lock), and a file damaged
 #: meanwhile is still reported within the second.
 BRIEF_EVERY_SECONDS = 1.0
 
