@@ -63,14 +63,6 @@ def pytest_sessionstart(session) -> None:
             reporter.write_line(line)
 
 
-def pytest_collection_modifyitems(session, config, items) -> None:
-    """The tests that need no demo build first, then those that do, each in collection order.
-    ``make test`` runs two processes, and each starts with its half of this order: one goes
-    through the tests without a build while the other builds it, where both would otherwise
-    start by waiting for the one build (``demo_build_lock``)."""
-    items.sort(key=lambda item: "demo_root" in getattr(item, "fixturenames", ()))
-
-
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return find_data_dir()
