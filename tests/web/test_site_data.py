@@ -16,7 +16,7 @@ import pytest
 
 from claimtrace.pipeline.retrieval import kernels
 from claimtrace.web.site_data import SiteData
-from claimtrace.web.typed_claims import STEM_CACHE_WORDS
+from claimtrace.web.typed_claims import SERVER_STEM_CACHE_WORDS
 from claimtrace.web.views import walkthrough
 from claimtrace.workdir.reader import BuildReader
 
@@ -143,17 +143,17 @@ def test_a_typed_claims_trace_preprocesses_no_passage_text(web_client, counted, 
 
 
 def test_a_typed_claim_leaves_the_stem_cache_bounded(demo_site_data):
-    """Made-up words fill the reader's stem cache; a server empties it past STEM_CACHE_WORDS."""
+    """Made-up words fill the reader's stem cache; a server empties it past SERVER_STEM_CACHE_WORDS."""
     preprocessor = demo_site_data.build.preprocessor
     for word in (f"zq{i}x" for i in range(2000)):
         preprocessor.stem(word)
     size = preprocessor.cached_stems
     preprocessor.bound_stem_cache(size - 1)
     assert preprocessor.cached_stems == 0
-    for word in (f"zq{i}y" for i in range(STEM_CACHE_WORDS + 10)):
+    for word in (f"zq{i}y" for i in range(SERVER_STEM_CACHE_WORDS + 10)):
         preprocessor.stem(word)
     demo_site_data.typed_claims.trace_text("sea levels rising " + " ".join(f"qq{i}zz" for i in range(50)))
-    assert preprocessor.cached_stems <= STEM_CACHE_WORDS
+    assert preprocessor.cached_stems <= SERVER_STEM_CACHE_WORDS
 
 
 def test_one_forward_call_per_distinct_input(demo_build, monkeypatch):

@@ -30,9 +30,9 @@ from claimtrace.workdir.reader import BuildReader
 MAX_TEXT_CHARS = 20_000
 #: Words the stem cache may hold in a server before it is emptied (typed claims bring new words;
 #: every course claim's words fit many times over).
-STEM_CACHE_WORDS = 1 << 16
+SERVER_STEM_CACHE_WORDS = 1 << 16
 
-__all__ = ["TypedClaimQueue", "BadText", "MAX_TEXT_CHARS", "STEM_CACHE_WORDS"]
+__all__ = ["TypedClaimQueue", "BadText", "MAX_TEXT_CHARS", "SERVER_STEM_CACHE_WORDS"]
 
 
 class BadText(ValueError):
@@ -100,7 +100,7 @@ class TypedClaimQueue:
         try:
             return trace(text)
         finally:
-            self.build.preprocessor.bound_stem_cache(STEM_CACHE_WORDS)
+            self.build.preprocessor.bound_stem_cache(SERVER_STEM_CACHE_WORDS)
             self._traced += 1
             if self.release_every and self._traced % self.release_every == 0:
                 release_memory()
