@@ -30,7 +30,7 @@ __all__ = ["Build", "Trace", "open_build", "data_folder"]
 class Build:
     """A finished (or partly finished) ``claimtrace build`` folder.
 
-    ``claim(claim_id)`` and ``trace(text)`` give a :class:`~claimtrace.api.trace.Trace`;
+    ``claim(claim_id)`` and ``trace(text)`` give a :class:`Trace`;
     ``root`` is the folder, ``data_dir`` the data folder it is read with; ``reader`` is the
     build reader every command and page reads it through."""
 
@@ -51,7 +51,7 @@ class Build:
         """The site's renderer in notebook mode, over this build."""
         return notebook_renderer(self.site_data)
 
-    def claim(self, claim_id: str):
+    def claim(self, claim_id: str) -> Trace:
         """A course claim (train, dev or test) through every stage: the claim page's trace."""
         if not isinstance(claim_id, str):
             raise DataError(f"claim_id: a claim id such as 'claim-752', not {type(claim_id).__name__}")
@@ -61,7 +61,7 @@ class Build:
             raise DataError(f"{claim_id}: no such claim in the train, dev or test claims of {self.data_dir}") from None
         return Trace(self, data)
 
-    def trace(self, text: str):
+    def trace(self, text: str) -> Trace:
         """Any text traced as a new claim (no gold, no batch): the live page's trace of it."""
         try:
             data = self.site_data.typed_claims.trace_text(text)
