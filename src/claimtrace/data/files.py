@@ -30,7 +30,14 @@ from claimtrace.errors import DataError
 
 # --- Finding the data -------------------------------------------------------------------------
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The repository a source checkout runs from: src/claimtrace/data/files.py is four levels down.
+#: An installed package has no repository above it (site-packages holds no pyproject.toml).
+_CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def _repo_root() -> Path | None:
+    """The repository claimtrace runs from, when it runs from a source checkout."""
+    return _CHECKOUT if (_CHECKOUT / "pyproject.toml").is_file() else None
 
 
 def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -51,14 +58,18 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         if not path.is_dir():
             raise DataError(f"{path}: $CLAIMTRACE_DATA names no folder")
         return path
-    candidates = [Path("data"), Path("../shared/data"), _REPO_ROOT.parent / "shared" / "data"]
+    candidates = [Path("data"), Path("../shared/data")]
+    repo = _repo_root()
+    if repo is not None:
+        candidates.append(repo.parent / "shared" / "data")
     for path in candidates:
         if (path / constants.COURSE_DIR).is_dir():
             return path
     tried = ", ".join(str(p) for p in candidates)
     raise DataError(
         f"no data folder found (tried {tried}): pass --data DIR or set CLAIMTRACE_DATA "
-        f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}"
+        f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}, "
+        f"or run `claimtrace data fetch` to download them into ./data"
     )
 
 
