@@ -18,8 +18,11 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 ## Beside them, the modules the build and the site import get their bytecode written once
 ## (scripts/compile_bytecode.py: uv writes none, and where PYTHONDONTWRITEBYTECODE is set no
 ## process would, each compiling them from source at every start).
+## Where no data folder is found, the course's files are downloaded into ./data first (claimtrace
+## data fetch: pinned addresses and digests; without a network it says what to download by hand).
 PORT ?= 8000
 demo: $(VENV)/.installed
+	@$(PY) -c 'from claimtrace.data.files import find_data_dir; find_data_dir()' 2>/dev/null || $(VENV)/bin/claimtrace data fetch
 	$(PY) scripts/compile_bytecode.py & bytecode=$$!; \
 	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT) & build=$$!; \
 	trap 'kill $$build $$bytecode 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
