@@ -44,11 +44,11 @@ test: chromium $(VENV)/.installed-test $(ORACLE)/.installed $(AXE)
 chromium:
 	@scripts/ensure-chromium
 
-## make test-fast: everything but the oracle, browser and cross-platform tests, in two processes
-## (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
+## make test-fast: everything but the oracle, browser, cross-platform and package tests, in two
+## processes (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
 ## One stage's tests alone: .venv/bin/python -m pytest tests/pipeline/test_tagging.py -m "not oracle"
 test-fast: $(VENV)/.installed-test
-	$(PYTEST) -m "not oracle and not browser and not platform"
+	$(PYTEST) -m "not oracle and not browser and not platform and not package"
 
 ## make lint: ruff's lint rules and its format check (pyproject.toml); make format rewrites.
 lint: $(VENV)/.installed-test
