@@ -43,6 +43,7 @@ def test_fetch_through_a_mirror_writes_a_folder_data_check_accepts(tmp_path, ser
     with DataMirror(served) as mirror:
         result = _fetch("--data", str(folder), "--mirror", mirror.url)
     assert result.exit_code == 0, result.output
+    assert "%|" not in result.output  # no progress bar where stderr is not a terminal
     assert sorted(path for path, _ in mirror.requests) == sorted(served)
     assert "ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: 3443" in data.check(folder)
     assert not list(folder.rglob("*.part"))
