@@ -119,10 +119,14 @@ def json_value(text: str, where: str, line: bool = False) -> object:
         raise DataError(f"{where}{is_} not JSON this reader accepts ({str(err).split(';')[0]})") from None
 
 
+#: What a missing file of the data folder's error adds: the command that downloads it.
+FETCH_HINT = "`claimtrace data fetch` downloads it"
+
+
 def _read_json(path: Path) -> object:
-    """The JSON value of a whole (small) file; DataError for anything unreadable."""
+    """The JSON value of a whole (small) course file; DataError for anything unreadable."""
     if not path.is_file():
-        raise DataError(f"{path}: file is missing")
+        raise DataError(f"{path}: file is missing ({FETCH_HINT})")
     return json_from_bytes(path.read_bytes(), str(path))
 
 
@@ -214,7 +218,7 @@ def load_stopwords(data_dir: Path) -> frozenset[str]:
     if not path.is_file():
         raise DataError(
             f"{path}: file is missing: the preprocessing reads NLTK's English stopword list from the "
-            f"data folder; put the 2024 stopwords.zip there (../shared/data has it; nltk's "
+            f"data folder; put the 2024 stopwords.zip there ({FETCH_HINT}; nltk's "
             f"downloader leaves one in its nltk_data/corpora/)"
         )
     raw = _stopword_bytes(path)
@@ -265,7 +269,7 @@ def load_climate_fever(data_dir: Path) -> dict[str, dict]:
     """
     path = Path(data_dir) / constants.CLIMATE_FEVER_FILE
     if not path.is_file():
-        raise DataError(f"{path}: file is missing")
+        raise DataError(f"{path}: file is missing ({FETCH_HINT})")
     claims: dict[str, dict] = {}
     with open(path, "rb") as handle:  # bytes: a bad line is named, not a traceback
         for line_number, raw in enumerate(handle, 1):
