@@ -118,3 +118,32 @@ def test_a_missing_file_on_the_mirror_is_named(tmp_path, served):
         result = _fetch("--data", str(tmp_path), "--mirror", mirror.url)
     assert result.exit_code == 2
     assert f"{tmp_path / DEV}: {mirror.url}/{DEV} answered 404" in result.output
+
+
+def test_a_whole_partial_file_is_checked_and_renamed(tmp_path, served):
+    """Killed between the last byte and the rename: the mirror answers 416, nothing is sent."""
+    target = tmp_path / CLIMATE_FEVER
+    target.parent.mkdir(parents=True)
+    fetch.partial_path(target).write_bytes(served[CLIMATE_FEVER])
+    source = next(s for s in fetch.sources() if s.path == CLIMATE_FEVER)
+    with DataMirror(served) as mirror:
+        fetch.fetch_one(source, target, mirror.url)
+    assert mirror.requests == [(CLIMATE_FEVER, f"bytes={len(served[CLIMATE_FEVER])}-")]
+    assert target.read_bytes() == served[CLIMATE_FEVER] and not fetch.partial_path(target).exists()
+
+
+def test_where_it_writes(tmp_path, monkeypatch, data_dir):
+    monkeypatch.setenv("CLAIMTRACE_DATA", str(tmp_path / "env"))
+    assert fetch.default_target(tmp_path / "given") == tmp_path / "given"
+    assert fetch.default_target(None) == tmp_path / "env"
+    monkeypatch.delenv("CLAIMTRACE_DATA")
+    (tmp_path / "shared" / "data" / "comp90042-2024").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert fetch.default_target(None) == Path("../shared/data")  # the folder found fills in
+
+    def nothing_found():
+        raise DataError("no data folder found")
+
+    monkeypatch.setattr(fetch, "find_data_dir", nothing_found)
+    assert fetch.default_target(None) == Path("data")  # none found: ./data
