@@ -23,7 +23,6 @@ pytestmark = pytest.mark.package
 
 REPO = Path(__file__).resolve().parents[1]
 UV = REPO / ".venv" / "installer" / "bin" / "uv"
-PACKAGE = REPO / "src" / "claimtrace"
 
 
 def _uv(*args: str, cwd: Path) -> None:
@@ -33,40 +32,33 @@ def _uv(*args: str, cwd: Path) -> None:
     assert done.returncode == 0, f"uv {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def _build(dist: Path) -> Path:
     """The wheel ``uv build`` makes from the sdist it makes first (the source tree is left alone)."""
-    if not UV.is_file():
-        pytest.skip(f"{UV} is missing: make env installs it")
-    dist = tmp_path_factory.mktemp("dist")
     _uv("build", "--offline", "--quiet", "--out-dir", str(dist), str(REPO), cwd=dist)
     assert len(list(dist.glob("claimtrace-*.tar.gz"))) == 1
     (found,) = dist.glob("claimtrace-*-py3-none-any.whl")
     return found
 
 
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
+def _install(wheel: Path, venv: Path) -> None:
     """A fresh environment holding requirements.lock's versions and the wheel (not editable)."""
-    venv = tmp_path_factory.mktemp("venv") / "env"
     _uv("venv", "--offline", "--quiet", "--python", sys.executable, str(venv), cwd=venv.parent)
     python = venv / "bin" / "python"
     _uv(
         "pip", "install", "--offline", "--quiet", "--no-deps", "--python", str(python),
         "-r", str(REPO / "requirements.lock"), str(wheel), cwd=venv.parent,
     )  # fmt: skip
-    return venv
 
 
-def test_the_wheel_holds_every_file_the_package_reads(wheel):
+def _check_wheel(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         metadata = archive.read("claimtrace-0.1.0.dist-info/METADATA").decode("utf-8")
-    wanted = {
-        "claimtrace/" + path.relative_to(PACKAGE).as_posix()
-        for path in PACKAGE.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts
-    }
+    tracked = subprocess.run(
+        ["git", "ls-files", "src/claimtrace"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    wanted = {path.removeprefix("src/") for path in tracked}
+    assert len(wanted) > 100
     assert wanted - names == set()
     for folder in ("assets", "web/templates", "web/static", "web/static/tour", "web/content"):
         assert any(name.startswith(f"claimtrace/{folder}/") and not name.endswith(".py") for name in names), folder
@@ -90,19 +82,28 @@ def _claimtrace(venv: Path, cwd: Path, data_dir: Path, *args: str) -> str:
     return done.stdout
 
 
-def test_the_installed_command_runs_outside_the_repository(installed, tmp_path, data_dir):
+def test_the_wheel_installed_runs_outside_the_repository(tmp_path, data_dir):
+    """One test, not one per step: the two processes of make test would each build the wheel."""
+    if not UV.is_file():
+        pytest.skip(f"{UV} is missing: make env installs it")
+    (tmp_path / "dist").mkdir()
+    wheel = _build(tmp_path / "dist")
+    _check_wheel(wheel)
+    installed = tmp_path / "env"
+    _install(wheel, installed)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
     where = subprocess.run(
         [str(installed / "bin" / "python"), "-c", "import claimtrace; print(claimtrace.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=outside, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert Path(where.strip()).is_relative_to(installed) and REPO not in Path(where.strip()).parents
 
-    assert "data" in _claimtrace(installed, tmp_path, data_dir, "--help")
-    assert "ok  demo corpus: 5240 distinct sentences" in _claimtrace(installed, tmp_path, data_dir, "data", "check")
-    _claimtrace(installed, tmp_path, data_dir, "build", "--demo", "--workdir", "build", "--until", "tagging")
-    assert (tmp_path / "build" / "manifest.json").is_file()
+    assert "data" in _claimtrace(installed, outside, data_dir, "--help")
+    assert "ok  demo corpus: 5240 distinct sentences" in _claimtrace(installed, outside, data_dir, "data", "check")
+    _claimtrace(installed, outside, data_dir, "build", "--demo", "--workdir", "build", "--until", "tagging")
+    assert (outside / "build" / "manifest.json").is_file()
     baseline = Path(data_dir).resolve() / "comp90042-2024" / "dev-claims-baseline.json"
-    report = json.loads(
-        _claimtrace(installed, tmp_path, data_dir, "evaluate", "--predictions", str(baseline), "--json")
-    )
+    report = json.loads(_claimtrace(installed, outside, data_dir, "evaluate", "--predictions", str(baseline), "--json"))
     assert round(report["HM"], 4) == 0.3441
