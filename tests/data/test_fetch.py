@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from claimtrace.cli.main import main
 from claimtrace.data import fetch
-from claimtrace.data import files as data
 from claimtrace.errors import DataError
 from tests.support.data_mirror import DataMirror
 
@@ -45,7 +44,8 @@ def test_fetch_through_a_mirror_writes_a_folder_data_check_accepts(tmp_path, ser
     assert result.exit_code == 0, result.output
     assert "%|" not in result.output  # no progress bar where stderr is not a terminal
     assert sorted(path for path, _ in mirror.requests) == sorted(served)
-    assert "ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: 3443" in data.check(folder)
+    check = CliRunner().invoke(main, ["--data", str(folder), "data", "check"])
+    assert check.exit_code == 0 and "ok  gold passages (train+dev) rebuilt from CLIMATE-FEVER: 3443" in check.stdout
     assert not list(folder.rglob("*.part"))
     # Fetched again, nothing is asked of the mirror: every file is there with its digest.
     with DataMirror(served) as mirror:
