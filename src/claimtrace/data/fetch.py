@@ -175,7 +175,7 @@ def _download(url: str, part: Path, target: Path, progress: ProgressFactory) -> 
     have = part.stat().st_size if part.is_file() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT)  # noqa: S310 - https or the user's mirror
+        response = urllib.request.urlopen(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as err:
         if err.code == 416 and have:  # nothing past the end: the partial file is whole
             return
