@@ -105,6 +105,7 @@ class OracleServer:
             stderr=subprocess.PIPE,
             text=True,
             cwd=REPO,
+            start_new_session=True,  # its forks in its process group: stopped with it
         )
 
     def __call__(self, script: str, *args: str, stdin: str | None = None, timeout: float = 600) -> str:
@@ -124,7 +125,7 @@ class OracleServer:
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         line = self.process.stdout.readline() if ready else ""
         if not line:
-            self.process.kill()
+            self.kill()
             pytest.fail(f"oracle/{script}: no answer within {timeout} s:\n{self.process.stderr.read()[-4000:]}")
         returncode = json.loads(line)["returncode"]
         if returncode != 0:
@@ -132,9 +133,22 @@ class OracleServer:
             pytest.fail(f"oracle/{script} failed ({returncode}):\n{stderr[-4000:]}")
         return streams["stdout"].read_text(encoding="utf-8")
 
-    def close(self) -> None:
-        self.process.stdin.close()
+    def kill(self) -> None:
+        """The server and the script it is running (a fork of it, in its process group)."""
+        import signal
+
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=30)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.kill()
 
 
 @pytest.fixture(scope="session")
