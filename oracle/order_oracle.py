@@ -1,5 +1,6 @@
-"""Oracle for the canonical passage order: argv[1] = n; prints the row positions of
-pandas 2.0.3's DataFrame.sample(frac=1, random_state=42) as JSON."""
+"""Oracle for the canonical passage order: argv[1:] = one or more n; prints, for each n, the row
+positions of pandas 2.0.3's DataFrame.sample(frac=1, random_state=42), as one JSON list of lists
+(several n in one process: each start imports pandas)."""
 
 import json
 import sys
@@ -9,5 +10,6 @@ import reference_platform
 
 reference_platform.require()  # numpy's generic path on every CPU
 
-n = int(sys.argv[1])
-print(json.dumps(pd.DataFrame({"i": range(n)}).sample(frac=1, random_state=42)["i"].tolist()))
+print(
+    json.dumps([pd.DataFrame({"i": range(int(n))}).sample(frac=1, random_state=42)["i"].tolist() for n in sys.argv[1:]])
+)

@@ -3,5 +3,5 @@
 Every folder is a package (it has an ``__init__.py``), so that pytest imports each test file by
 its dotted path (``tests.pipeline.test_retrieval``, ``tests.evaluation.test_retrieval``): two
 layers may each have a module of one name, and their tests keep the module's name. Shared code
-is imported the same way: ``from tests.conftest import run_oracle``.
+is imported the same way: ``from tests.conftest import REPO``.
 """

@@ -2,7 +2,8 @@
 
 Oracle tests run scripts from ``oracle/`` under ``.venv-oracle`` (numpy 1.24.4,
 scikit-learn 1.2.2, pandas 2.0.3, nltk 3.8.1: ``make oracle-env``), exchanging inputs and
-outputs through files. A missing oracle environment fails these tests loudly: it is never a
+outputs through files; each test process starts that interpreter once and runs every script in a
+fork of it (``oracle/fork_server.py``). A missing oracle environment fails these tests loudly: it is never a
 silent skip.
 """
 
@@ -89,32 +90,76 @@ def small_evidence(tmp_path, data_dir):
     return path
 
 
-def run_oracle(script: str, *args: str, stdin: str | None = None, timeout: float = 600) -> str:
-    """Run ``oracle/<script>`` in the 2024 environment; return its stdout."""
-    if not ORACLE_PYTHON.exists():
-        pytest.fail(f"{ORACLE_PYTHON} is missing: run `make oracle-env` (the README's test command does)")
-    done = subprocess.run(
-        [str(ORACLE_PYTHON), str(REPO / "oracle" / script), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"oracle/{script} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
+class OracleServer:
+    """``oracle/fork_server.py`` under the 2024 environment, for one test process: each call runs
+    a script in a fork of it, with the reference libraries already imported, and returns its
+    stdout, as ``python oracle/SCRIPT ARGS < stdin`` would print it."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.calls = 0
+        self.process = subprocess.Popen(
+            [str(ORACLE_PYTHON), str(REPO / "oracle" / "fork_server.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            start_new_session=True,  # its forks in its process group: stopped with it
+        )
+
+    def __call__(self, script: str, *args: str, stdin: str | None = None, timeout: float = 600) -> str:
+        import select
+
+        self.calls += 1
+        streams = {name: self.folder / f"{self.calls}.{name}" for name in ("stdin", "stdout", "stderr")}
+        streams["stdin"].write_text(stdin or "", encoding="utf-8")
+        for name in ("stdout", "stderr"):
+            streams[name].write_bytes(b"")
+        request = {"script": script, "args": list(args), **{k: str(v) for k, v in streams.items()}}
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pytest.fail(f"oracle/fork_server.py has stopped:\n{self.process.stderr.read()[-4000:]}")
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.kill()
+            pytest.fail(f"oracle/{script}: no answer within {timeout} s:\n{self.process.stderr.read()[-4000:]}")
+        returncode = json.loads(line)["returncode"]
+        if returncode != 0:
+            stderr = streams["stderr"].read_text(encoding="utf-8")
+            pytest.fail(f"oracle/{script} failed ({returncode}):\n{stderr[-4000:]}")
+        return streams["stdout"].read_text(encoding="utf-8")
+
+    def kill(self) -> None:
+        """The server and the script it is running (a fork of it, in its process group)."""
+        import signal
+
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=30)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.kill()
 
 
 @pytest.fixture(scope="session")
-def oracle():
-    """``oracle(script, *args, stdin=None)`` -> stdout of the script under the 2024 environment."""
-    return run_oracle
-
-
-def run_oracle_json(script: str, *args: str, payload: object | None = None) -> object:
-    out = run_oracle(script, *args, stdin=None if payload is None else json.dumps(payload))
-    return json.loads(out)
+def oracle(tmp_path_factory):
+    """``oracle(script, *args, stdin=None)`` -> stdout of the script under the 2024 environment:
+    one oracle process per test process, each script run in a fork of it (oracle/fork_server.py)."""
+    if not ORACLE_PYTHON.exists():
+        pytest.fail(f"{ORACLE_PYTHON} is missing: run `make oracle-env` (the README's test command does)")
+    server = OracleServer(tmp_path_factory.mktemp("oracle-streams"))
+    yield server
+    server.close()
 
 
 # --- the demo build, stage by stage -------------------------------------------------------------

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from claimtrace.lib import npsort
 from claimtrace.lib.npsort import introsort
-from tests.conftest import run_oracle
 
 SEED = 20240517
 WIDTH = 20_000  # the tagging TF-IDF's max_features
@@ -322,7 +321,7 @@ def build_row_batches(seed: int = SEED) -> list[RowBatch]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(tmp_path_factory, oracle):
     floats, ints = build_flat_cases()
     killers = build_killers()
     floats += [(name, a) for name, a in killers if a.dtype == np.float64]
@@ -339,7 +338,7 @@ def reference(tmp_path_factory):
         payload[f"{b.name}__shape"] = np.array([b.X.shape[0], b.X.shape[1], b.k])
     folder = tmp_path_factory.mktemp("npsort_oracle")
     np.savez(folder / "in.npz", **payload)
-    run_oracle("npsort_oracle.py", str(folder / "in.npz"), str(folder / "out.npz"))
+    oracle("npsort_oracle.py", str(folder / "in.npz"), str(folder / "out.npz"))
     out = dict(np.load(folder / "out.npz"))
     flat = {}
     for tag, cases in (("f", floats), ("i", ints)):

@@ -16,7 +16,6 @@ from nltk.tokenize.punkt import PunktLanguageVars
 from claimtrace.data import files as data
 from claimtrace.errors import DataError
 from claimtrace.pipeline import preprocess as P
-from tests.conftest import run_oracle
 
 
 def test_claim_752_tags(preprocessor):
@@ -174,12 +173,12 @@ def test_sentence_split_cannot_change_tokens(text):
 
 
 @pytest.mark.oracle
-def test_every_passage_and_claim_matches_the_notebook_calls(data_dir, preprocessor):
+def test_every_passage_and_claim_matches_the_notebook_calls(data_dir, preprocessor, oracle):
     texts = list(data.demo_corpus(data_dir).values())
     for split in ("train", "dev", "test"):
         texts += [c.text for c in data.load_claims(split, data_dir).values()]
     texts += ["İstanbul isn't", "I cannot", "gonna y'all'd've", "“Zürich” 1855 sentence.abc"]
-    expected = json.loads(run_oracle("preprocess_oracle.py", stdin=json.dumps(texts)))
+    expected = json.loads(oracle("preprocess_oracle.py", stdin=json.dumps(texts)))
     ours = [[preprocessor.preprocess(t).stems, preprocessor.preprocess(t, keep_stopwords=True).stems] for t in texts]
     mismatches = [t for t, a, b in zip(texts, ours, expected) if a != b]
     assert not mismatches, mismatches[:5]

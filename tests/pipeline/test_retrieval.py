@@ -16,16 +16,15 @@ from claimtrace.data import files as data
 from claimtrace.lib import npsort
 from claimtrace.pipeline import retrieval as R
 from claimtrace.pipeline.tagging import Restemmer
-from tests.conftest import run_oracle
 
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def _oracle(tmp_path, cases):
+def _oracle(oracle, tmp_path, cases):
     spec = tmp_path / "retrieval-spec.json"
     out = tmp_path / "retrieval-out.json"
     spec.write_text(json.dumps({"cases": cases}, ensure_ascii=False), encoding="utf-8")
-    run_oracle("retrieval_oracle.py", str(spec), str(out))
+    oracle("retrieval_oracle.py", str(spec), str(out))
     return json.loads(out.read_text(encoding="utf-8"))["cases"]
 
 
@@ -139,7 +138,7 @@ def demo_inputs(demo_tags, all_claims, dev_claims, preprocessor):
 
 
 @pytest.fixture(scope="module")
-def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims):
+def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims, oracle):
     """Every demo case through the notebook's calls, in one run of the 2024 environment."""
     ids, padded, nopad = demo_tags
     cases = []
@@ -154,7 +153,7 @@ def oracle_demo(tmp_path_factory, demo_tags, demo_inputs, dev_claims):
         if name == "notebook":
             case["columns_for"] = list(dev_claims)[:COLUMNS_FOR] + [NO_TAGS[0]]
         cases.append(case)
-    return dict(zip(demo_inputs, _oracle(tmp_path_factory.mktemp("retrieval-oracle"), cases)))
+    return dict(zip(demo_inputs, _oracle(oracle, tmp_path_factory.mktemp("retrieval-oracle"), cases)))
 
 
 @pytest.fixture(scope="module")
@@ -410,8 +409,8 @@ def _retriever_or_error(case, preprocessor):
 @pytest.mark.oracle
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(corpora(), min_size=30, max_size=30))
-def test_random_corpora_match_the_oracle(tmp_path_factory, preprocessor, cases):
-    expected_cases = _oracle(tmp_path_factory.mktemp("retrieval-random"), cases)
+def test_random_corpora_match_the_oracle(tmp_path_factory, preprocessor, oracle, cases):
+    expected_cases = _oracle(oracle, tmp_path_factory.mktemp("retrieval-random"), cases)
     for case, expected in zip(cases, expected_cases):
         ours, error = _retriever_or_error(case, preprocessor)
         if expected["error"]:

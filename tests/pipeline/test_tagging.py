@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from claimtrace.data import files as data
 from claimtrace.pipeline import tagging
-from tests.conftest import run_oracle
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def claim_files(data_dir):
 
 
 @pytest.fixture(scope="module")
-def oracle_tagging(tmp_path_factory, data_dir, corpus):
+def oracle_tagging(tmp_path_factory, data_dir, corpus, oracle):
     """The notebook's calls on the demo corpus, run once in the 2024 environment."""
     folder = tmp_path_factory.mktemp("tagging-oracle")
     raw = {
@@ -36,7 +35,7 @@ def oracle_tagging(tmp_path_factory, data_dir, corpus):
     ids = list(corpus)
     spec = {"claim_files": [[s, raw[s]] for s in raw], "evidence": corpus, "tag_ids": ids, "weights_for": ids}
     (folder / "spec.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-    run_oracle("tagging_oracle.py", str(folder / "spec.json"), str(folder / "out.npz"))
+    oracle("tagging_oracle.py", str(folder / "spec.json"), str(folder / "out.npz"))
     with np.load(folder / "out.npz") as out:
         return {key: out[key] for key in out.files}
 
@@ -160,9 +159,12 @@ def test_leading_space_changes_nothing(corpus, preprocessor):
 
 
 @pytest.mark.oracle
-def test_canonical_order_is_pandas_sample():
-    for n in (0, 1, 7, 5240):
-        assert tagging.canonical_order(n).tolist() == json.loads(run_oracle("order_oracle.py", str(n)))
+def test_canonical_order_is_pandas_sample(oracle):
+    sizes = (0, 1, 7, 5240)
+    expected = json.loads(oracle("order_oracle.py", *map(str, sizes)))  # one run for all
+    assert len(expected) == len(sizes)
+    for n, order in zip(sizes, expected):
+        assert tagging.canonical_order(n).tolist() == order, n
 
 
 def test_zero_weight_padding_example():

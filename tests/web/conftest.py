@@ -32,8 +32,10 @@ CHROMIUM_ARGS = [
 ARTIFACTS = REPO / "test-artifacts"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
+    """One Chromium per test process, shared by every page test it runs (each test opens its
+    own page or context and closes it), rather than a launch per module."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
     from playwright.sync_api import sync_playwright
