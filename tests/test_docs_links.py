@@ -32,9 +32,7 @@ def test_relative_links_reader():
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
 def test_every_relative_link_resolves(document):
     broken = [
-        link
-        for link in relative_links(document.read_text(encoding="utf-8"))
-        if not (document.parent / link).exists()
+        link for link in relative_links(document.read_text(encoding="utf-8")) if not (document.parent / link).exists()
     ]
     assert not broken, f"{document.name}: links to nothing: {broken}"
 

@@ -48,7 +48,9 @@ def reference_commands(text: str) -> dict[str, set[str]]:
 
 
 def test_reference_reader_finds_sections_and_rows():
-    text = "## `claimtrace a`\n\n| option | d | m |\n| --- | --- | --- |\n| `--x` | off | x |\n\n## `claimtrace b` (g)\n"
+    text = (
+        "## `claimtrace a`\n\n| option | d | m |\n| --- | --- | --- |\n| `--x` | off | x |\n\n## `claimtrace b` (g)\n"
+    )
     assert reference_commands(text) == {"claimtrace a": {"--x"}, "claimtrace b": set()}
 
 
