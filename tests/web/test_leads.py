@@ -93,7 +93,7 @@ def test_every_page_opens_with_a_short_plain_lead_the_same_served_and_exported(
         served = lead_client.get("/" + path)
         assert served.status_code == 200, path
         lead = lead_of(served.text)
-        assert lead, f"{path}: no <p class=\"lead\"> right under the h1"
+        assert lead, f'{path}: no <p class="lead"> right under the h1'
         assert words(lead) <= LEAD_WORDS, f"{path}: a lead of {words(lead)} words: {lead}"
         long = [s for s in sentences(lead) if words(s) > SENTENCE_WORDS]
         assert not long, f"{path}: a sentence over {SENTENCE_WORDS} words: {long}"
