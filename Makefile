@@ -18,8 +18,11 @@ AXE := tests/axe/node_modules/axe-core/axe.min.js
 ## Beside them, the modules the build and the site import get their bytecode written once
 ## (scripts/compile_bytecode.py: uv writes none, and where PYTHONDONTWRITEBYTECODE is set no
 ## process would, each compiling them from source at every start).
+## Where no data folder is found, the course's files are downloaded into ./data first (claimtrace
+## data fetch: pinned addresses and digests; without a network it says what to download by hand).
 PORT ?= 8000
 demo: $(VENV)/.installed
+	@$(PY) -c 'from claimtrace.data.files import find_data_dir; find_data_dir()' 2>/dev/null || $(VENV)/bin/claimtrace data fetch
 	$(PY) scripts/compile_bytecode.py & bytecode=$$!; \
 	$(VENV)/bin/claimtrace build --demo --workdir $(WORKDIR) --port $(PORT) & build=$$!; \
 	trap 'kill $$build $$bytecode 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
@@ -41,11 +44,11 @@ test: chromium $(VENV)/.installed-test $(ORACLE)/.installed $(AXE)
 chromium:
 	@scripts/ensure-chromium
 
-## make test-fast: everything but the oracle, browser and cross-platform tests, in two processes
-## (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
+## make test-fast: everything but the oracle, browser, cross-platform and package tests, in two
+## processes (pytest-xdist: both cores; about 1.5 minutes with the demo build kept).
 ## One stage's tests alone: .venv/bin/python -m pytest tests/pipeline/test_tagging.py -m "not oracle"
 test-fast: $(VENV)/.installed-test
-	$(PYTEST) -m "not oracle and not browser and not platform"
+	$(PYTEST) -m "not oracle and not browser and not platform and not package"
 
 ## make lint: ruff's lint rules and its format check (pyproject.toml); make format rewrites.
 lint: $(VENV)/.installed-test

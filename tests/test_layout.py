@@ -12,12 +12,14 @@ from tests.layering import LAYERS, PACKAGE, closure, graph, imports, layer_of, m
 
 #: What a function may import locally: heavy libraries a command or page may never need (torch
 #: and safetensors' torch half, captum with its matplotlib, uvicorn, nltk imported without its
-#: scipy and scikit-learn), and the package's modules that import torch.
+#: scipy and scikit-learn, pandas, which the Python API uses only where it is installed), and the
+#: package's modules that import torch.
 DEFERRED = (
     "torch",
     "captum",
     "safetensors",
     "uvicorn",
+    "pandas",
     "nltk",
     "claimtrace.models.transformer",
     "claimtrace.models.intended",
@@ -100,12 +102,21 @@ def test_local_imports_only_defer_heavy_ones():
     known = modules()
     wrong = []
     for name, path in known.items():
-        if name == "claimtrace.web" or name.startswith("claimtrace.cli"):  # the package's lazy names; a command's stage
+        if name in ("claimtrace", "claimtrace.web", "claimtrace.api") or name.startswith("claimtrace.cli"):
+            # the packages' lazy names; a command's stage
             continue
         for target, local, line in imports(name, path, known):
             if local and not target.startswith(DEFERRED):
                 wrong.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {target}")
     assert not wrong, wrong
+
+
+def test_the_package_loads_its_public_names_from_the_api_alone_and_lazily():
+    """``import claimtrace`` imports nothing of the package; its public names come from
+    ``claimtrace.api`` when first asked for (tests/layering.py, ``PUBLIC_NAMES``)."""
+    known = modules()
+    found = [hit for hit in imports("claimtrace", known["claimtrace"], known) if hit[0].startswith("claimtrace")]
+    assert found and all(target == "claimtrace.api" and local for target, local, _ in found), found
 
 
 def test_the_build_is_made_of_the_layers_below_explain():

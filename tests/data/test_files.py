@@ -49,3 +49,14 @@ def test_data_dir_precedence(tmp_path, monkeypatch, data_dir):
     monkeypatch.setenv("CLAIMTRACE_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(errors.DataError, match="CLAIMTRACE_DATA"):
         data.find_data_dir()
+
+
+def test_the_repository_guess_is_the_checkout_not_its_src(tmp_path, monkeypatch):
+    repo = data._repo_root()
+    assert repo is not None and (repo / "pyproject.toml").is_file() and (repo / "src" / "claimtrace").is_dir()
+    shared = repo.parent / "shared" / "data"
+    if not (shared / "comp90042-2024").is_dir():
+        pytest.skip(f"no data folder beside the repository ({shared})")
+    monkeypatch.delenv("CLAIMTRACE_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)  # neither ./data nor ../shared/data here
+    assert data.find_data_dir() == shared

@@ -61,7 +61,7 @@ def violations(browser, url: str, axe_source: str, width: int, scheme: str = "li
     try:
         page = context.new_page()
         page.goto(url, wait_until="load")
-        if page.locator("body[data-page=live]").count():
+        if page.locator("body[data-page=live]:not([data-mode=notebook])").count():  # a notebook output runs no editor
             page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
         if page.locator(".static-charts").count():
             page.wait_for_selector("body[data-charts=ready]", timeout=30_000)

@@ -8,9 +8,6 @@ import click
 from claimtrace.cli.options import ANY_SPLIT, data_dir, open_build, print_json, workdir_option
 from claimtrace.errors import DataError
 
-#: The splits in the order a tie between them is settled.
-PREFERRED = ("dev", "test", "train")
-
 
 @click.command("compare")
 @click.option(
@@ -81,7 +78,7 @@ def _read_runs(ctx, predictions, names, class_dir, split) -> tuple[list, list[di
     """Every file read as the course's scorer reads it, in the split asked for or the one most
     files are of; the others set aside with why (a class, :func:`claimtrace.compare.runs.read_class`),
     or refused (files named one by one)."""
-    from claimtrace.compare.runs import load_run, read_class
+    from claimtrace.compare.runs import chosen_split, load_run, read_class
     from claimtrace.evaluation.audit import course_context
 
     context = course_context(data_dir(ctx))
@@ -96,7 +93,7 @@ def _read_runs(ctx, predictions, names, class_dir, split) -> tuple[list, list[di
         runs += more
     if not runs:
         raise DataError(f"{class_dir}: no predictions file the course's scorer can score")
-    chosen = split or max(PREFERRED, key=lambda s: sum(run.split == s for run in runs))  # ties: dev first
+    chosen = chosen_split(runs, split)
     for run in [run for run in runs if run.split != chosen]:
         if class_dir is None:
             raise DataError(f"{run.name}: holds {run.split} claims, the others {chosen}: compare one split at a time")

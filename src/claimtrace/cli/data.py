@@ -4,6 +4,8 @@ preprocessing on a text, build the classifier's vocabulary."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import click
 
@@ -14,7 +16,7 @@ from claimtrace.lib import build_files
 
 @click.group(cls=CommandGroup)
 def data() -> None:
-    """Check the course files; write the demo corpus."""
+    """Fetch and check the course files; write the demo corpus."""
 
 
 @data.command("check")
@@ -23,6 +25,52 @@ def data_check(ctx: click.Context) -> None:
     """Check every course file (presence, JSON, shape, md5) and the gold reconstruction."""
     for line in data_layer.check(data_dir(ctx)):
         click.echo(line)
+
+
+@data.command("fetch")
+@click.option(
+    "--data",
+    "target",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The folder to fill (default: claimtrace's --data, $CLAIMTRACE_DATA, the data folder found, else ./data).",
+)
+@click.option(
+    "--mirror",
+    default=None,
+    metavar="URL",
+    help="A base address serving the data folder's layout, in place of the public hosts "
+    "(default: $CLAIMTRACE_DATA_MIRROR).",
+)
+@click.pass_context
+def data_fetch(ctx: click.Context, target: str | None, mirror: str | None) -> None:
+    """Download the course's files, CLIMATE-FEVER and NLTK's stopword list, each from a pinned
+    commit, checked against a pinned digest; a partial download resumes. evidence.json is yours
+    to bring (claimtrace build --evidence)."""
+    from claimtrace.data import fetch
+
+    folder = fetch.default_target(target if target is not None else ctx.obj.get("data"))
+    mirror = mirror or os.environ.get(fetch.MIRROR_ENV) or None
+    for source, done in fetch.fetch_all(folder, mirror, _progress_bar):
+        click.echo(f"{done:13} {folder / source.path}")
+    click.echo(f"data folder: {folder} (check it with `claimtrace --data {folder} data check`)", err=True)
+
+
+def _progress_bar(label: str, total: int | None, initial: int):
+    """A download's bar on stderr, shown only on a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=label,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        leave=False,
+    )
 
 
 @data.command("demo-corpus")

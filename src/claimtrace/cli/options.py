@@ -16,6 +16,7 @@ from claimtrace.constants import SPLITS
 from claimtrace.data import files as data_layer
 from claimtrace.errors import DataError
 from claimtrace.lib.forked_job import ForkedJobDied
+from claimtrace.workdir.location import default_workdir
 
 
 def _os_error_message(err: OSError) -> str:
@@ -115,20 +116,13 @@ def json_pieces(value: object, depth: int):
 
 # --- the two folder options: one meaning each --------------------------------------------------
 
-#: Where a build lives when --workdir is not given: $CLAIMTRACE_WORKDIR, else this.
-DEFAULT_WORKDIR = "work/demo"
-
-
-def _default_workdir() -> str:
-    return os.environ.get("CLAIMTRACE_WORKDIR") or DEFAULT_WORKDIR
-
 
 def workdir_option(help_text: str = "The build (default: $CLAIMTRACE_WORKDIR, else ./work/demo).") -> Callable:
     """``--workdir DIR``: always a ``claimtrace build`` folder."""
     return click.option(
         "--workdir",
         type=click.Path(file_okay=False),
-        default=_default_workdir,
+        default=default_workdir,  # read when the command runs: the rule in workdir.location
         show_default="$CLAIMTRACE_WORKDIR or work/demo",
         help=help_text,
     )

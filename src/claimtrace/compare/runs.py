@@ -43,7 +43,7 @@ from claimtrace.evaluation.submission import strict_note, strict_score
 from claimtrace.explain.retrieval import RetrievalView
 from claimtrace.workdir.reader import BuildReader
 
-__all__ = ["Run", "read_run", "run_from_json", "load_run", "read_class", "compare"]
+__all__ = ["Run", "read_run", "run_from_json", "load_run", "read_class", "chosen_split", "compare"]
 
 #: The protocols the notebook's model is run under, in the order pages show them.
 PROTOCOLS = ("notebook", "alone")
@@ -156,6 +156,15 @@ def read_class(
         seen[run.digest] = path.name
         runs.append(run)
     return runs, set_aside
+
+
+#: The splits in the order a tie between them is settled (the split most runs are of is compared).
+PREFERRED = ("dev", "test", "train")
+
+
+def chosen_split(runs: Sequence[Run], split: str | None = None) -> str:
+    """``split``, else the split most runs are of (a tie: dev, then test, then train)."""
+    return split or max(PREFERRED, key=lambda s: sum(run.split == s for run in runs))
 
 
 def _unique_names(runs: Sequence[Run]) -> None:

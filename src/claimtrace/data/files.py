@@ -30,7 +30,14 @@ from claimtrace.errors import DataError
 
 # --- Finding the data -------------------------------------------------------------------------
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The repository a source checkout runs from: src/claimtrace/data/files.py is four levels down.
+#: An installed package has no repository above it (site-packages holds no pyproject.toml).
+_CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def _repo_root() -> Path | None:
+    """The repository claimtrace runs from, when it runs from a source checkout."""
+    return _CHECKOUT if (_CHECKOUT / "pyproject.toml").is_file() else None
 
 
 def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -51,14 +58,18 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         if not path.is_dir():
             raise DataError(f"{path}: $CLAIMTRACE_DATA names no folder")
         return path
-    candidates = [Path("data"), Path("../shared/data"), _REPO_ROOT.parent / "shared" / "data"]
+    candidates = [Path("data"), Path("../shared/data")]
+    repo = _repo_root()
+    if repo is not None:
+        candidates.append(repo.parent / "shared" / "data")
     for path in candidates:
         if (path / constants.COURSE_DIR).is_dir():
             return path
     tried = ", ".join(str(p) for p in candidates)
     raise DataError(
         f"no data folder found (tried {tried}): pass --data DIR or set CLAIMTRACE_DATA "
-        f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}"
+        f"to a folder holding {constants.COURSE_DIR}/ and {constants.CLIMATE_FEVER_FILE}, "
+        f"or run `claimtrace data fetch` to download them into ./data"
     )
 
 
@@ -108,10 +119,14 @@ def json_value(text: str, where: str, line: bool = False) -> object:
         raise DataError(f"{where}{is_} not JSON this reader accepts ({str(err).split(';')[0]})") from None
 
 
+#: What a missing file of the data folder's error adds: the command that downloads it.
+FETCH_HINT = "`claimtrace data fetch` downloads it"
+
+
 def _read_json(path: Path) -> object:
-    """The JSON value of a whole (small) file; DataError for anything unreadable."""
+    """The JSON value of a whole (small) course file; DataError for anything unreadable."""
     if not path.is_file():
-        raise DataError(f"{path}: file is missing")
+        raise DataError(f"{path}: file is missing ({FETCH_HINT})")
     return json_from_bytes(path.read_bytes(), str(path))
 
 
@@ -203,7 +218,7 @@ def load_stopwords(data_dir: Path) -> frozenset[str]:
     if not path.is_file():
         raise DataError(
             f"{path}: file is missing: the preprocessing reads NLTK's English stopword list from the "
-            f"data folder; put the 2024 stopwords.zip there (../shared/data has it; nltk's "
+            f"data folder; put the 2024 stopwords.zip there ({FETCH_HINT}; nltk's "
             f"downloader leaves one in its nltk_data/corpora/)"
         )
     raw = _stopword_bytes(path)
@@ -254,7 +269,7 @@ def load_climate_fever(data_dir: Path) -> dict[str, dict]:
     """
     path = Path(data_dir) / constants.CLIMATE_FEVER_FILE
     if not path.is_file():
-        raise DataError(f"{path}: file is missing")
+        raise DataError(f"{path}: file is missing ({FETCH_HINT})")
     claims: dict[str, dict] = {}
     with open(path, "rb") as handle:  # bytes: a bad line is named, not a traceback
         for line_number, raw in enumerate(handle, 1):

@@ -67,6 +67,14 @@ def _hashed(name: str) -> str:
 ASSETS = {name: _hashed(name) for name in STATIC_FILES}
 
 
+def inline_static(name: str) -> Markup:
+    """One of the site's static files as text, for a page that carries its style inside it (a
+    notebook's output, ``Renderer(mode="notebook")``): the site's own file, never a copy."""
+    if name not in STATIC_FILES:
+        raise KeyError(name)
+    return Markup((STATIC / name).read_text(encoding="utf-8"))
+
+
 def json_for_script(value: Any) -> Markup:
     """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``
     or line separators survive literally, so no text can close the script element."""
@@ -265,6 +273,7 @@ def make_env() -> Environment:
         live_bucket=live_bucket,
         bar=_bar,
         asset=ASSETS.__getitem__,
+        inline_static=inline_static,
         claims_table=claims_table,
         stems_of_stems=stems_of_stems,
         second_opinion=second_opinion_data,
@@ -331,7 +340,9 @@ def evaluation_context(renderer: Renderer, data: dict) -> dict:
 
 
 class Renderer:
-    """Renders the site's pages from a :class:`SiteData`. ``mode``: ``"server"`` or ``"static"``."""
+    """Renders the site's pages from a :class:`SiteData`. ``mode``: ``"server"``, ``"static"`` or
+    ``"notebook"`` (a page as a notebook's output: style inlined, no site header, script or form;
+    :mod:`claimtrace.web.notebook`)."""
 
     #: Rendered claim and Explore pages kept (a trace never changes once computed: Page.kept).
     PAGE_CACHE = 64  # the server keeps whole answers (web.app.Guard); this serves the static export
@@ -374,6 +385,11 @@ class Renderer:
             return make()
         boxes = tuple(box["digest"] for box in context.get("run_boxes", ()))
         return self._cached((page.template, title, root, id(data), boxes), make)
+
+    def view(self, template: str, title: str, **context) -> str:
+        """A template that is no page of the registry, in the site's frame (a notebook's own
+        views: a file's scores, a preprocessed text)."""
+        return self._render(template, "", page="notebook", title=title, **context)
 
     def computing_page(self, root: str, split: str, progress: dict) -> str:
         return self._render(

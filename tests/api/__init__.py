@@ -1,0 +1,1 @@
+"""Tests of claimtrace.api, the Python API."""
