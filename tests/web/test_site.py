@@ -163,5 +163,5 @@ def test_full_static_export_stays_within_its_size_target(tmp_path, demo_site_dat
     projected_mib = (sum(map(disk, others)) + COURSE_CLAIMS * per_claim) / 2**20
     assert len(pages) == 300
     assert projected_mib <= EXPORT_TARGET_MIB, f"the full export would be about {projected_mib:.1f} MiB"
-    # a claim page's own bytes (18 KB on average today, 37 KB before its repeated parts were shared)
+    # a claim page's own bytes: 19,799 on average (docs/benchmarks.md, "The static export's size")
     assert sum(p.stat().st_size for p in pages) / len(pages) <= 20_000

@@ -150,8 +150,9 @@ def test_a_whole_file_says_whether_the_difference_survives_with_welchs_p(demo_bu
         assert by_key[key]["conclusion"] == "the difference does not survive the seed spread."
     said = _text(_html(demo_build, page))
     assert "Every planned seed of each model is trained." in said and "continues where" not in said
-    for panel in page["panels"]:
-        assert _text(panel["lead"] + panel["conclusion"]).strip() in said
+    for panel in page["panels"]:  # the verdict first, the figures and tests under it in small print
+        assert _text(panel["conclusion"]).strip() in said
+        assert _text(panel["lead"]).strip().rstrip(":") + "." in said
 
 
 def test_every_panel_spans_the_same_accuracy_and_holds_every_mark(demo_build, seed_file):
