@@ -435,7 +435,8 @@ def _sweep_grid(axes: dict[str, _Axis], series: Sequence[tuple[str, str]], left:
                 f'<line x1="{left}" x2="{SWEEP_WIDTH - SWEEP_MARGINS[1]}" y1="{_f(axis.y(value))}" y2="{_f(axis.y(value))}" class="grid"/>'
             )
             body.append(svg_text(left - 4, axis.y(value) + 4, f"{value:g}", "end", "tick"))
-        names = " and ".join(name for key, name in series if key in keys)
+        shown = [name for key, name in series if key in keys]
+        names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 2 else shown)
         body.append(svg_text(left + 4, y0 - 4, f"{names}, 0 to {axis.high:g}", cls="tick"))
     return body
 

@@ -11,8 +11,8 @@ from claimtrace.web.views.training import training_logs
 #: The curves of every chart, in the readout's order: (key in a point, what it is called).
 SERIES = (
     ("F", "F"),
-    ("P", "evidence precision"),
-    ("R", "evidence recall"),
+    ("P", "precision"),
+    ("R", "recall"),
     ("A", "A"),
     ("HM", "HM"),
     ("fallback", "fallback share"),
