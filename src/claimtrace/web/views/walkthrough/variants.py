@@ -6,7 +6,7 @@ claim's gold passages they hold, and the course's per-claim precision, recall an
 from __future__ import annotations
 
 from claimtrace.data.files import Claim
-from claimtrace.errors import Missing
+from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation.scorer import evidence_scores
 from claimtrace.web.views.status import missing
 from claimtrace.workdir.reader import BuildReader
@@ -19,7 +19,7 @@ def variants_section(build: BuildReader, claim: Claim | None, split: str | None)
     """``{"status": "ok", "gold_total", "rows": [{"variant", "description", "reference",
     "returned", "gold_retrieved", "precision", "recall", "F", "fallback"}]}`` for a dev claim;
     ``{"status": "none"}`` for a typed text, an unlabelled claim or a train claim; missing while
-    the retrieval stage (or BM25's) is not built."""
+    the retrieval stage (or BM25's) is not built; damaged when one of their files is."""
     if claim is None or claim.label is None or split not in VARIANT_SPLITS:
         return {"status": "none"}
     gold = list(claim.evidences)
@@ -46,4 +46,6 @@ def variants_section(build: BuildReader, claim: Claim | None, split: str | None)
             )
     except Missing as err:
         return missing(err.stage, err.reason)
+    except DataError as err:  # a damaged variant's file: this section says so, the others still show
+        return {"status": "damaged", "stage": "retrieval", "reason": str(err)}
     return {"status": "ok", "gold_total": len(gold), "rows": rows}
