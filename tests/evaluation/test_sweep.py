@@ -7,20 +7,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from claimtrace.evaluation.scorer import evidence_f
-from claimtrace.evaluation.sweep import NOTEBOOK, RULES, ClaimColumns, settings
+from claimtrace.evaluation.scorer import evidence_scores
+from claimtrace.evaluation.sweep import NOTEBOOK, RULES, SCORE_GRID, ClaimColumns, settings
 from claimtrace.pipeline.retrieval import Thresholds, fallback_six
 
-#: Three points off the notebook's setting, one per sweep: each compared with a full retrieval.
-CHECKED = (("cosine", 0.3), ("overlap", 0.2), ("top_n", 3))
+#: Four points off the notebook's setting, one per sweep: each compared with a full retrieval.
+CHECKED = (("cosine", 0.3), ("overlap", 0.2), ("top_n", 3), ("score", 1.2))
 
 
 def test_grid_holds_the_notebook_setting_once_per_sweep():
     points = settings()
-    assert len(points) == 21 + 21 + 10
+    assert len(points) == 21 + 21 + 10 + 31
     for parameter in ("cosine", "overlap", "top_n"):
         marked = [v for p, v, s in points if p == parameter and s == NOTEBOOK]
         assert marked == [NOTEBOOK._asdict()[parameter]]
+    # the score threshold's sweep holds each rule's own threshold once (the rule's notebook setting)
+    scores = [v for p, v, s in points if p == "score"]
+    assert scores == list(SCORE_GRID) and SCORE_GRID[0] == 0.0 and SCORE_GRID[-1] == 3.0
+    for rule in RULES:
+        assert scores.count(rule.score_threshold) == 1
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +47,25 @@ def test_points_equal_a_full_retrieval(demo_build, sweep_file, rule):
     records = demo_build.retrieval("dev")
     for parameter, value in CHECKED:
         setting = NOTEBOOK._replace(**{parameter: value})
-        thresholds = Thresholds(setting.cosine, setting.overlap, rule.score_threshold)
-        fs, fallbacks = [], 0
+        score = rule.score_threshold if setting.score is None else setting.score
+        thresholds = Thresholds(setting.cosine, setting.overlap, score)
+        figures, fallbacks = [], 0
         for cid in sorted(claims):
             tags = records[cid]["tags"]
             full = retriever.retrieve(tags, rule.cosine_in_score, k=setting.top_n, thresholds=thresholds)
-            positions, fell_back = ClaimColumns.from_retriever(retriever, tags, rule).retrieve(
-                setting, rule.score_threshold
-            )
+            positions, fell_back = ClaimColumns.from_retriever(retriever, tags, rule).retrieve(setting, score)
             assert list(positions) == full.evidences, (rule.name, setting, cid)
             assert fell_back == full.fallback
             fallbacks += fell_back
-            fs.append(evidence_f([retriever.ids[p] for p in full.evidences], claims[cid].evidences))
+            figures.append(evidence_scores([retriever.ids[p] for p in full.evidences], claims[cid].evidences))
         point = _point(sweep_file, rule.name, parameter, value)
-        assert point["F"] == float(np.mean(fs))
+        precision, recall, f = np.array(figures).T
+        assert (point["F"], point["P"], point["R"]) == (float(f.mean()), float(precision.mean()), float(recall.mean()))
         assert point["fallbacks"] == fallbacks
+        for key in ("F", "P", "R"):
+            interval = point[f"{key}_interval"]
+            assert interval["method"] == "percentile bootstrap" and interval["estimate"] == point[key]
+            assert interval["lower"] <= point[key] <= interval["upper"]
 
 
 def test_fallback_top_ten_begins_with_every_shorter_top(demo_build):
@@ -73,8 +82,10 @@ def test_notebook_setting_is_the_builds_retrieval_and_verdicts(demo_build, sweep
     and the classifier stage's accuracy alone on retrieved evidence."""
     summary = demo_build.retrieval_summary()["splits"]["dev"]
     alone = demo_build.classifier_summary()["dev"]["retrieved"]["alone"]
-    for parameter in ("cosine", "overlap", "top_n"):
-        point = _point(sweep_file, "notebook", parameter, NOTEBOOK._asdict()[parameter])
+    at = NOTEBOOK._asdict() | {"score": RULES[0].score_threshold}
+    for parameter in ("cosine", "overlap", "top_n", "score"):
+        point = _point(sweep_file, "notebook", parameter, at[parameter])
+        assert point["key"] == _notebook_key(sweep_file, "notebook")
         assert point["F"] == pytest.approx(summary["F"], abs=1e-15)
         assert point["fallback"] == summary["fallback_share"]
         assert point["correct"] == alone["correct"]

@@ -77,6 +77,59 @@ def _check_points(charts: list[dict], data: dict, where: str) -> int:
     return checked
 
 
+#: Every point of the training logs' panels, with its panel's axes (web/training_chart.py).
+MEASURE_TRAINING = """() => Array.from(document.querySelectorAll('svg.picture.training')).map(svg => {
+  const box = svg.getBoundingClientRect();
+  const factor = box.width / svg.viewBox.baseVal.width;
+  const d = k => parseFloat(svg.dataset[k]);
+  return {
+    model: svg.closest('.training-figure').id, panel: svg.dataset.panel, left: box.left, top: box.top, factor: factor,
+    axes: { x0: d('x0'), xlen: d('xlen'), xmin: d('xmin'), xmax: d('xmax'), y0: d('y0'), ylen: d('ylen'),
+            ymin: d('ymin'), ymax: d('ymax') },
+    points: Array.from(svg.querySelectorAll('circle.pt')).map(c => {
+      const r = c.getBoundingClientRect();
+      return { series: c.dataset.series, x: parseFloat(c.dataset.x), y: parseFloat(c.dataset.y),
+               cx: r.left + r.width / 2, cy: r.top + r.height / 2 };
+    }),
+  };
+})"""
+
+
+def _training_points(data: dict) -> int:
+    """How many points the logs draw: each figure printed or logged, of every epoch."""
+    figures = [key for key, _ in data["training"]["figures"]]
+    return sum(
+        (e[key] is not None) + (e["notebook"][key] is not None)
+        for m in data["training"]["models"]
+        for e in m["epochs"]
+        for key in figures
+    )
+
+
+def _check_training(panels: list[dict], data: dict, where: str) -> int:
+    """Every training point at its epoch and value on its panel's axes, the value the log's."""
+    models = {f"training-{m['model']}": m for m in data["training"]["models"]}
+    checked = 0
+    for drawn in panels:
+        model, a = models[drawn["model"]], drawn["axes"]
+        logged = {
+            (f"{source}, {key.split('_')[0]}", e["epoch"], key.split("_")[1]): value
+            for e in model["epochs"]
+            for key in (k for k, _ in data["training"]["figures"])
+            for source, value in (("this checkpoint", e[key]), ("notebook’s printed log", e["notebook"][key]))
+        }
+        for point in drawn["points"]:
+            what = f"{where}: {drawn['model']} {drawn['panel']} {point['series']} epoch {point['x']}"
+            assert point["y"] == logged[(point["series"], point["x"], drawn["panel"])], what
+            assert a["ymin"] <= point["y"] <= a["ymax"], what
+            ux = a["x0"] + (point["x"] - a["xmin"]) / (a["xmax"] - a["xmin"]) * a["xlen"]
+            uy = a["y0"] + (a["ymax"] - point["y"]) / (a["ymax"] - a["ymin"]) * a["ylen"]
+            assert abs(point["cx"] - (drawn["left"] + ux * drawn["factor"])) <= 1.0, what
+            assert abs(point["cy"] - (drawn["top"] + uy * drawn["factor"])) <= 1.0, what
+            checked += 1
+    return checked
+
+
 def _check_readouts(page, data: dict, where: str) -> None:
     """Under the pointer at three settings of each chart, and with the keyboard, the readout says
     every curve's value at that setting."""
@@ -111,7 +164,8 @@ def test_sweep_points_are_drawn_at_their_values_and_read_out(page_at, addresses,
         page.goto(url, wait_until="load")
         words[kind] = page.inner_text("main")  # before any readout moves
         checked = _check_points(page.evaluate(MEASURE_POINTS), data, where)
-        assert checked == 4 * data["points"], where
+        assert checked == len(data["series"]) * data["points"], where
+        assert _check_training(page.evaluate(MEASURE_TRAINING), data, where) == _training_points(data), where
         _check_readouts(page, data, where)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"results-{kind}-{width}.png"), full_page=True)

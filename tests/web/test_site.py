@@ -132,8 +132,12 @@ def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path
 
 #: The target for the whole static export, `du -sh` of the folder (MiB): the issue's 40, moved to 42
 #: when the results, methods, tour, LLM and attribution pages and the LSTM were added (the full
-#: export measured 39,416 KiB before them and 41,688 KiB after; docs/benchmarks.md).
-EXPORT_TARGET_MIB = 42
+#: export measured 39,416 KiB before them and 41,688 KiB after; docs/benchmarks.md), and to 43
+#: when a dev claim's page gained its table of every retrieval's precision, recall and F and the
+#: results page the score threshold's sweep, the sweep's precision and recall and the training logs
+#: (this projection: 42.7 MiB after them; it counts a third of its pages as dev claims, a tenth of
+#: the full export's).
+EXPORT_TARGET_MIB = 43
 
 
 #: Claims in the course's three splits, every one a page of the full export.

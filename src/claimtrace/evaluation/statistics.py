@@ -212,6 +212,12 @@ def _label_counts(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str]
     return counts[..., :width], counts[..., width : 2 * width], counts[..., 2 * width :]
 
 
+def f1_by_label(gold: np.ndarray, predicted: np.ndarray, labels: Sequence[str], weights: np.ndarray) -> np.ndarray:
+    """Each label's F1 (0 for a label in neither), on the sample (``weights`` ones, shape
+    ``(n,)``) or on each resample (:func:`multiplicities`, shape ``(resamples, n)``)."""
+    return _f1_by_label(*_label_counts(gold, predicted, labels, weights))[0]
+
+
 def _macro(f1: np.ndarray, present: np.ndarray) -> np.ndarray:
     return (f1 * present).sum(axis=-1) / np.maximum(present.sum(axis=-1), 1)
 

@@ -1,5 +1,6 @@
-"""The threshold sweep: F, A, HM and the fallback share of a split as functions of the
-retrieval's cosine threshold, overlap threshold and top-n, under two scoring rules, computed
+"""The threshold sweep: F (with evidence precision and recall), A, HM and the fallback share of
+a split as functions of the retrieval's cosine threshold, overlap threshold, score threshold (the
+combined score's minimum) and top-n, under two scoring rules, computed
 exactly from each claim's kernel columns instead of a retrieval per point.
 
 For every claim the retrieval model's non-zero columns (cosine, overlap, score, shared) are
@@ -17,6 +18,11 @@ The rules:
 * ``submission``: score = cosine + overlap, ``combined_score > 1.0``: the rule behind the team's
   submitted files, as the 2026 explainer reconstructed it from them. At the notebook's thresholds
   its third clause is implied (0.55 + 0.5 > 1.0); it binds once the cosine threshold falls.
+
+The score threshold is each rule's own (1.5, 1.0) except in its own sweep, from 0 to 3 in steps of
+0.1 (a setting's ``score`` is None at the rule's own). F, precision and recall are the means over
+claims of the course's per-claim figures (:func:`claimtrace.evaluation.scorer.evidence_scores`),
+each with its percentile bootstrap interval over claims; A with its Wilson interval.
 
 A is the build's classifier on what each setting retrieves under the protocol "alone" (each
 claim a batch of one), read off its exact table (:class:`claimtrace.models.table.Table`): the
@@ -43,7 +49,7 @@ import numpy as np
 from claimtrace.constants import COSINE_THRESHOLD, LABELS, MAX_EVIDENCES, OVERLAP_THRESHOLD
 from claimtrace.data.files import Claim
 from claimtrace.evaluation import statistics as S
-from claimtrace.evaluation.scorer import evidence_f, harmonic_mean
+from claimtrace.evaluation.scorer import evidence_scores, harmonic_mean
 from claimtrace.evaluation.significance import against_reference
 from claimtrace.models.inputs import Vocabulary, join_row
 from claimtrace.models.table import Table
@@ -54,6 +60,8 @@ __all__ = ["Rule", "RULES", "Setting", "NOTEBOOK", "PARAMETERS", "settings", "Cl
 #: The thresholds' grid: 0 to 1 in steps of 0.05 (rounded, so 0.55 is the notebook's 0.55).
 GRID = tuple(round(k * 0.05, 2) for k in range(21))
 TOP_N = tuple(range(1, 11))
+#: The combined score's minimum: 0 to 3 (the notebook rule's largest score) in steps of 0.1.
+SCORE_GRID = tuple(round(k * 0.1, 1) for k in range(31))
 
 
 @dataclass(frozen=True)
@@ -81,11 +89,12 @@ class Setting(NamedTuple):
     cosine: float
     overlap: float
     top_n: int
+    score: float | None = None  # the combined score's minimum; None: the rule's own
 
 
 NOTEBOOK = Setting(COSINE_THRESHOLD, OVERLAP_THRESHOLD, MAX_EVIDENCES)
 #: The swept parameters, each with its values (the others at the notebook's setting).
-PARAMETERS = {"cosine": GRID, "overlap": GRID, "top_n": TOP_N}
+PARAMETERS = {"cosine": GRID, "overlap": GRID, "top_n": TOP_N, "score": SCORE_GRID}
 
 
 def settings() -> list[tuple[str, float, Setting]]:
@@ -123,6 +132,8 @@ class ClaimColumns(NamedTuple):
 
 class _Point(NamedTuple):
     f: np.ndarray  # (claims,) the course's per-claim F
+    precision: np.ndarray  # (claims,) its precision and recall
+    recall: np.ndarray
     lists: list[tuple[int, ...]]
     fallback: np.ndarray  # (claims,) bool
 
@@ -152,7 +163,7 @@ def sweep(
     table: Table,
     majority: str,
 ) -> dict:
-    """Every rule's three sweeps over ``claims`` (a labelled split).
+    """Every rule's four sweeps over ``claims`` (a labelled split).
 
     claim_tags: each claim's tag string (what the notebook retrieves with); claim_stems: its
     stems joined (the classifier's input); passage_stems: a passage id's stems joined;
@@ -163,8 +174,8 @@ def sweep(
     dict
         ``{"claims", "protocol", "rules", "notebook", "parameters", "curves": {rule: {parameter:
         [point]}}, "best": {rule: point}, "tests": {rule: against_reference(...)}, "distinct"}``;
-        a point is ``{"value", "setting", "F", "A", "HM", "fallback", "correct", "fallbacks",
-        "A_interval"}``.
+        a point is ``{"value", "setting", "key", "F", "P", "R", "A", "HM", "fallback", "correct",
+        "fallbacks", "A_interval", "F_interval", "P_interval", "R_interval"}``.
     """
     ids = sorted(claims)  # the scorer's order
     labels = [claims[c].label for c in ids]
@@ -190,8 +201,8 @@ def sweep(
             right = np.array([v == label for v, label in zip(predicted, labels, strict=True)])
             entry = _figures(value, setting, pt, right)
             curves[parameter].append(entry)
-            key = _key(setting)
-            systems.setdefault(key, S.PerClaim(tuple(labels), predicted, pt.f, right))
+            systems.setdefault(entry["key"], S.PerClaim(tuple(labels), predicted, pt.f, right))
+        _mean_intervals([e for c in curves.values() for e in c], [pt for *_, pt in points[rule.name]])
         best = max((e for c in curves.values() for e in c), key=lambda e: e["HM"])  # the first of equals
         out["curves"][rule.name] = curves
         out["best"][rule.name] = best
@@ -208,16 +219,26 @@ def _rule_points(
     columns = [ClaimColumns.from_retriever(retriever, t, rule) for t in tags]
     rows = []
     for parameter, value, setting in settings():
-        found = [col.retrieve(setting, rule.score_threshold) for col in columns]
+        if setting.score == rule.score_threshold:
+            setting = setting._replace(score=None)  # the rule's own: the notebook setting's key
+        threshold = rule.score_threshold if setting.score is None else setting.score
+        found = [col.retrieve(setting, threshold) for col in columns]
         names = [[retriever.ids[p] for p in positions] for positions, _ in found]
-        f = np.array([evidence_f(n, g) for n, g in zip(names, gold, strict=True)])
-        point = _Point(f, [positions for positions, _ in found], np.array([fb for _, fb in found]))
+        scores = np.array([evidence_scores(n, g) for n, g in zip(names, gold, strict=True)]).reshape(-1, 3)
+        point = _Point(
+            scores[:, 2],
+            scores[:, 0],
+            scores[:, 1],
+            [positions for positions, _ in found],
+            np.array([fb for _, fb in found]),
+        )
         rows.append((parameter, value, setting, point))
     return rows
 
 
 def _key(setting: Setting) -> str:
-    return f"cosine>{setting.cosine:g}, overlap>{setting.overlap:g}, top {setting.top_n}"
+    score = "" if setting.score is None else f", score>{setting.score:g}"
+    return f"cosine>{setting.cosine:g}, overlap>{setting.overlap:g}{score}, top {setting.top_n}"
 
 
 def _figures(value: float, setting: Setting, pt: _Point, right: np.ndarray) -> dict:
@@ -227,6 +248,8 @@ def _figures(value: float, setting: Setting, pt: _Point, right: np.ndarray) -> d
         "setting": setting._asdict(),
         "key": _key(setting),
         "F": f,
+        "P": float(pt.precision.mean()),
+        "R": float(pt.recall.mean()),
         "A": a,
         "HM": harmonic_mean(f, a),
         "fallback": float(pt.fallback.mean()),
@@ -234,6 +257,17 @@ def _figures(value: float, setting: Setting, pt: _Point, right: np.ndarray) -> d
         "correct": int(right.sum()),
         "A_interval": S.wilson(int(right.sum()), len(right)).to_dict(),
     }
+
+
+def _mean_intervals(entries: Sequence[dict], points: Sequence[_Point]) -> None:
+    """Give each point's F, precision and recall (``entries[i]``'s, of ``points[i]``) its
+    percentile bootstrap interval over claims, in place: one set of resamples for them all."""
+    values = np.stack([v for pt in points for v in (pt.f, pt.precision, pt.recall)])
+    resampled = S.resampled_means(values, S.resample_indices(values.shape[1]))
+    for i, entry in enumerate(entries):
+        for k, key in enumerate(("F", "P", "R")):
+            row = resampled[3 * i + k]
+            entry[f"{key}_interval"] = S.percentile_interval(entry[key], row, len(row), S.SEED).to_dict()
 
 
 def _tests(systems: Mapping[str, S.PerClaim], best: dict, labels: Sequence[str], majority: str) -> dict:

@@ -399,10 +399,10 @@ def _clip(text: str, limit: int) -> str:
 # --- the threshold sweep --------------------------------------------------------------------------------
 
 #: A sweep chart's width and margins (user units); its two panels: (the figures drawn there,
-#: top, height). F and HM get their own axis, 0 to their largest value rounded up to 0.05, so
-#: that their changes show; A and the fallback share are shares, 0 to 1.
+#: top, height). F, evidence precision and recall, and HM get their own axis, 0 to their largest
+#: value rounded up to 0.05, so that their changes show; A and the fallback share are shares, 0 to 1.
 SWEEP_WIDTH, SWEEP_MARGINS = 360, (40, 14, 36)  # left, right, bottom
-SWEEP_PANELS = ((("F", "HM"), 30, 100), (("A", "fallback"), 160, 120))
+SWEEP_PANELS = ((("F", "P", "R", "HM"), 30, 100), (("A", "fallback"), 160, 120))
 
 
 class _Axis(NamedTuple):
@@ -435,14 +435,15 @@ def _sweep_grid(axes: dict[str, _Axis], series: Sequence[tuple[str, str]], left:
                 f'<line x1="{left}" x2="{SWEEP_WIDTH - SWEEP_MARGINS[1]}" y1="{_f(axis.y(value))}" y2="{_f(axis.y(value))}" class="grid"/>'
             )
             body.append(svg_text(left - 4, axis.y(value) + 4, f"{value:g}", "end", "tick"))
-        names = " and ".join(name for key, name in series if key in keys)
+        shown = [name for key, name in series if key in keys]
+        names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 2 else shown)
         body.append(svg_text(left + 4, y0 - 4, f"{names}, 0 to {axis.high:g}", cls="tick"))
     return body
 
 
 def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
     """One rule's sweep of one parameter (:func:`claimtrace.web.views.results.results`' chart):
-    a curve per figure, F and HM in the upper panel, A and the fallback share in the lower, the
+    a curve per figure, F, precision, recall and HM in the upper panel, A and the fallback share in the lower, the
     notebook's setting marked by a dashed line and the best setting's HM ringed; a hidden cursor
     for app-sweep.js.
 
@@ -463,7 +464,7 @@ def sweep_chart(chart: dict, series: Sequence[tuple[str, str]]) -> Markup:
 
     body = [svg_text(left - 30, 14, f"{chart['rule']} rule: by {chart['name']}", cls="ptitle")]
     body += _sweep_grid(axes, series, left)
-    ticks = values if chart["parameter"] == "top_n" else values[::4]
+    ticks = values if chart["parameter"] == "top_n" else values[:: 5 if chart["parameter"] == "score" else 4]
     for value in ticks:
         body.append(svg_text(x(value), height - bottom + 14, f"{value:g}", "middle", "tick"))
     body.append(svg_text(left + plot_w / 2, height - 4, chart["name"], "middle", "tick"))

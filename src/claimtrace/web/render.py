@@ -26,6 +26,7 @@ from claimtrace.web import pictures
 from claimtrace.web.policy import policy
 from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.site_data import SiteData
+from claimtrace.web.training_chart import training_chart
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
@@ -199,6 +200,7 @@ CLAIM_FIELDS = (
     "passed",
     "fallback",
     "f",
+    "found",
 )
 
 
@@ -228,6 +230,7 @@ def claims_table(explore: dict) -> dict:
                 row.get("passed"),
                 None if row.get("fallback") is None else int(row["fallback"]),
                 None if row.get("F") is None else round(row["F"], 6),
+                None if row.get("found") is None else int(row["found"]),
             ]
         )
     runs = [{"name": r["name"], "digest": r["digest"], "right": r["right"]} for r in explore.get("runs", [])]
@@ -281,6 +284,7 @@ def make_env() -> Environment:
         llm_protocol=page_protocol,
         pictures=pictures,
         seed_chart=seed_chart,
+        training_chart=training_chart,
         CLAIMS_PAGE=CLAIMS_PAGE,
         C=constants,
         COURSE=course,

@@ -214,3 +214,34 @@ def test_the_test_split_shows_no_scores_nor_their_intervals(web_client):
     assert test["scoreboard"]["baselines"] == [] and "told_apart" not in test["scoreboard"]
     page = web_client.get("/explore/test.html").text
     assert 'id="told-apart"' not in page and "95% interval" not in page
+
+
+def test_dev_holds_the_error_analysis_by_label_and_the_found_count(dev, demo_build):
+    """/explore/dev.json: per gold label the notebook's verdicts' recall, precision and F1 and the
+    retrieval's mean evidence F and gold found, each with its interval; the claims with a gold
+    passage found, with its Wilson interval; each claim row says whether it was found."""
+    claims, records = demo_build.claims("dev"), demo_build.retrieval("dev")
+    found = [not set(records[c]["evidences"]).isdisjoint(claim.evidences) for c, claim in claims.items()]
+    assert [row["found"] for row in dev["claims"]] == found
+    assert dev["gold_found"] == wilson(sum(found), len(found)).to_dict()
+    analysis = dev["by_label"]
+    assert analysis["found"] == dev["gold_found"] and [r["label"] for r in analysis["labels"]] == list(LABELS)
+    for entry in analysis["labels"]:
+        rows = [row for row in dev["claims"] if row["label"] == entry["label"]]
+        said = [row for row in dev["claims"] if row["retrieved"]["notebook"] == entry["label"]]
+        right = sum(row["retrieved"]["notebook"] == entry["label"] for row in rows)
+        assert entry["claims"] == len(rows) and entry["predicted"] == len(said) and entry["correct"] == right
+        assert entry["recall"] == wilson(right, len(rows)).to_dict()
+        assert entry["found"] == wilson(sum(row["found"] for row in rows), len(rows)).to_dict()
+        assert entry["F1"]["method"] == "percentile bootstrap"
+        if rows:
+            assert entry["evidence_F"]["estimate"] == pytest.approx(sum(row["F"] for row in rows) / len(rows))
+    assert len(analysis["chart"]) == len(LABELS) and analysis["panels"][:3] == ["recall", "precision", "F1"]
+
+
+def test_the_claims_table_carries_found_for_the_filter(dev):
+    from claimtrace.web.render import claims_table
+
+    table = claims_table(dev)
+    at = table["fields"].index("found")
+    assert [row[at] for row in table["rows"]] == [int(row["found"]) for row in dev["claims"]]

@@ -245,3 +245,27 @@ def test_the_summary_waits_for_the_scoreboard(demo_build, tmp_path):
             (root / entry.name).symlink_to(entry)
     record = record_section(BuildReader(root, demo_build.data_dir), typed=False).data
     assert record["status"] == "missing" and record["stage"] == "classifier" and "claimtrace build" in record["reason"]
+
+
+def test_a_dev_claims_json_holds_every_retrievals_precision_recall_and_f(web_client, demo_build):
+    """claim-752's page: P, R and F of what each retrieval the build ran returned for it (the
+    notebook's, each quirk variant, BM25), as the course's scorer counts them; its table on the page."""
+    from claimtrace.evaluation.scorer import evidence_scores
+
+    result = web_client.get("/claim/claim-752.json").json()["retrieval_variants"]
+    claim = demo_build.claims("dev")["claim-752"]
+    names = [v["variant"] for v in demo_build.retrieval_variants()]
+    assert result["status"] == "ok" and [r["variant"] for r in result["rows"]] == names
+    assert {"notebook", "bm25"} <= set(names) and result["gold_total"] == len(claim.evidences)
+    for row in result["rows"]:
+        returned = demo_build.retrieval_records("dev", row["variant"])["claim-752"]["evidences"]
+        expected = evidence_scores(returned, claim.evidences)
+        assert (row["precision"], row["recall"], row["F"]) == pytest.approx(expected, abs=0), row["variant"]
+        assert row["returned"] == len(returned)
+    notebook = result["rows"][names.index("notebook")]
+    assert notebook["F"] == web_client.get("/claim/claim-752.json").json()["retrieval"]["scores"]["F"]
+    page = web_client.get("/claim/claim-752.html").text
+    assert 'id="claim-variants"' in page and all(f'data-variant="{n}"' in page for n in names)
+    # a test claim has no gold passages, a typed text no claim: no table
+    test_id = next(iter(demo_build.claims("test")))
+    assert web_client.get(f"/claim/{test_id}.json").json()["retrieval_variants"] == {"status": "none"}

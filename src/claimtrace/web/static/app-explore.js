@@ -21,6 +21,8 @@
       row.passed = r[at.passed] === null ? "" : r[at.passed];
       row.fallback = r[at.fallback] === null ? "" : (r[at.fallback] ? "yes" : "no");
       row.f = r[at.f] === null ? "" : r[at.f];
+      /* any gold passage among the retrieved ones: "yes", "no", or "" (unlabelled, not retrieved) */
+      row.found = at.found === undefined || r[at.found] === null || r[at.found] === undefined ? "" : (r[at.found] ? "yes" : "no");
       return row;
     });
   }
@@ -36,7 +38,7 @@
   }
 
   function claimRow(row, explore) {
-    var tr = el("tr", { "data-id": row.id, "data-label": row.label, "data-f": String(row.f), "data-fallback": row.fallback, "data-passed": String(row.passed) });
+    var tr = el("tr", { "data-id": row.id, "data-label": row.label, "data-f": String(row.f), "data-fallback": row.fallback, "data-found": row.found, "data-passed": String(row.passed) });
     tr.appendChild(el("td", { text: String(row.position + 1) }));
     /* a preview export writes some claim pages only: a link to another is disabled and marked,
        as site.py marks the links it writes itself */
@@ -61,7 +63,7 @@
     return {
       text: value(controls.text).trim().toLowerCase(),
       label: value(controls.label), verdict: value(controls.verdict), right: value(controls.right),
-      fallback: value(controls.fallback), run: value(controls.run),
+      fallback: value(controls.fallback), found: value(controls.found), run: value(controls.run),
       source: value(controls.source), protocol: value(controls.protocol)
     };
   }
@@ -87,6 +89,7 @@
     if (filter.right === "right" && verdict !== row.label) return false;
     if (filter.right === "wrong" && (verdict === row.label || !verdict)) return false;
     if (filter.fallback && row.fallback !== filter.fallback) return false;
+    if (filter.found && row.found !== filter.found) return false;
     return !filter.run || keepsForRun(explore, filter, row, verdict);
   }
 
@@ -207,7 +210,7 @@
   }
 
   function controls() {
-    var ids = { text: "f-text", label: "f-label", source: "f-source", protocol: "f-protocol", verdict: "f-verdict", right: "f-right", run: "f-run", fallback: "f-fallback" };
+    var ids = { text: "f-text", label: "f-label", source: "f-source", protocol: "f-protocol", verdict: "f-verdict", right: "f-right", run: "f-run", fallback: "f-fallback", found: "f-found" };
     var found = {};
     Object.keys(ids).forEach(function (k) { found[k] = document.getElementById(ids[k]); });
     return found;

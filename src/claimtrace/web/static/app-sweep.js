@@ -5,16 +5,20 @@
 (function () {
   "use strict";
 
-  var NAMES = { cosine: "cosine threshold", overlap: "overlap threshold", top_n: "top-n" };
+  var NAMES = { cosine: "cosine threshold", overlap: "overlap threshold", top_n: "top-n", score: "score threshold" };
 
   function fixed(value, digits) { return Number(value).toFixed(digits); }
+
+  function withInterval(p, key) {
+    return fixed(p[key], 4) + " (95% " + fixed(p[key + "_lower"], 4) + " to " + fixed(p[key + "_upper"], 4) + ")";
+  }
 
   /* The same words as web/views/results.readout. */
   function readout(chart, i) {
     var p = chart.points[i];
     var value = chart.parameter === "top_n" ? String(Math.round(p.value)) : fixed(p.value, 2);
-    return chart.rule + " rule, " + NAMES[chart.parameter] + " " + value + ": F " + fixed(p.F, 4) +
-      ", A " + fixed(p.A, 4) + " (95% " + fixed(p.A_lower, 4) + " to " + fixed(p.A_upper, 4) + "), HM " +
+    return chart.rule + " rule, " + NAMES[chart.parameter] + " " + value + ": F " + withInterval(p, "F") +
+      ", precision " + withInterval(p, "P") + ", recall " + withInterval(p, "R") + ", A " + fixed(p.A, 4) + " (95% " + fixed(p.A_lower, 4) + " to " + fixed(p.A_upper, 4) + "), HM " +
       fixed(p.HM, 4) + ", fallback share " + fixed(100 * p.fallback, 1) + "% (" + p.fallbacks + " of " +
       chart.claims + ")";
   }

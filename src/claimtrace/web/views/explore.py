@@ -13,9 +13,11 @@ from claimtrace.constants import LABELS, PROTOCOLS, PROVENANCE_FILE, PROVENANCE_
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError, Missing
 from claimtrace.evaluation import statistics as S
+from claimtrace.evaluation.by_label import gold_found
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.models.predict import protocol_figures
+from claimtrace.web.views.label_analysis import label_analysis
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import BuildReader, protocol_verdicts
 
@@ -60,6 +62,11 @@ def explore(build: BuildReader, split: str) -> dict:
     out["course_scores"] = None
     if labelled and records is not None and verdicts is not None:
         out["course_scores"] = _course_scores(claims, out["claims"], records)
+    out["gold_found"] = out["by_label"] = None
+    if labelled and records is not None:
+        out["gold_found"] = S.wilson(sum(row["found"] for row in out["claims"]), len(claims)).to_dict()
+    if split == "dev" and labelled and records is not None and verdicts is not None:
+        out["by_label"] = label_analysis(out["claims"])
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
     with_intervals(out)
@@ -119,6 +126,7 @@ def _claim_row(position: int, claim: Claim, labelled: bool, records, verdicts, s
         row["retrieved"] = len(record["evidences"])
         if labelled:
             row["F"] = evidence_scores(record["evidences"], claim.evidences)[2]
+            row["found"] = gold_found(record["evidences"], claim.evidences)
     if verdicts is not None:
         for source in sources:
             row[source] = protocol_verdicts(verdicts[claim.id][source])

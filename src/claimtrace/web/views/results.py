@@ -6,14 +6,32 @@ name the notebook's setting and the best one, with their intervals and the paire
 
 from __future__ import annotations
 
+from claimtrace.web.views.training import training_logs
+
 #: The curves of every chart, in the readout's order: (key in a point, what it is called).
-SERIES = (("F", "F"), ("A", "A"), ("HM", "HM"), ("fallback", "fallback share"))
+SERIES = (
+    ("F", "F"),
+    ("P", "precision"),
+    ("R", "recall"),
+    ("A", "A"),
+    ("HM", "HM"),
+    ("fallback", "fallback share"),
+)
 #: How each swept parameter is named.
-PARAMETER_NAMES = {"cosine": "cosine threshold", "overlap": "overlap threshold", "top_n": "top-n"}
+PARAMETER_NAMES = {
+    "cosine": "cosine threshold",
+    "overlap": "overlap threshold",
+    "top_n": "top-n",
+    "score": "score threshold",
+}
 
 
 def _value_text(parameter: str, value: float) -> str:
     return str(int(value)) if parameter == "top_n" else f"{value:.2f}"
+
+
+def _with_interval(p: dict, key: str) -> str:
+    return f"{p[key]:.4f} (95% {p[key + '_lower']:.4f} to {p[key + '_upper']:.4f})"
 
 
 def readout(chart: dict, i: int) -> str:
@@ -22,18 +40,29 @@ def readout(chart: dict, i: int) -> str:
     lo, hi = p["A_lower"], p["A_upper"]
     return (
         f"{chart['rule']} rule, {PARAMETER_NAMES[chart['parameter']]} {_value_text(chart['parameter'], p['value'])}: "
-        f"F {p['F']:.4f}, A {p['A']:.4f} (95% {lo:.4f} to {hi:.4f}), HM {p['HM']:.4f}, "
+        f"F {_with_interval(p, 'F')}, precision {_with_interval(p, 'P')}, recall {_with_interval(p, 'R')}, "
+        f"A {p['A']:.4f} (95% {lo:.4f} to {hi:.4f}), HM {p['HM']:.4f}, "
         f"fallback share {100 * p['fallback']:.1f}% ({p['fallbacks']} of {chart['claims']})"
     )
 
 
+def _bounds(point: dict) -> dict:
+    """F's, precision's and recall's interval bounds, flat (``F_lower``, ``F_upper``, ...)."""
+    return {f"{key}_{side}": point[f"{key}_interval"][side] for key in ("F", "P", "R") for side in ("lower", "upper")}
+
+
 def _chart(sweep: dict, rule: str, parameter: str) -> dict:
     notebook = sweep["notebook"][parameter]
+    if notebook is None:  # the score threshold: each rule's own
+        notebook = next(r["score_threshold"] for r in sweep["rules"] if r["name"] == rule)
     best = sweep["best"][rule]
     points = [
         {
             "value": p["value"],
             "F": p["F"],
+            "P": p["P"],
+            "R": p["R"],
+            **_bounds(p),
             "A": p["A"],
             "HM": p["HM"],
             "fallback": p["fallback"],
@@ -102,9 +131,11 @@ def results(site_data) -> dict:
         ``{"sweep": the build's sweep file, "charts": [chart], "sentences": {rule: {"notebook",
         "baseline", "best"}}, "series": [[key, name]], "points": n}``; a chart is ``{"id", "rule",
         "parameter", "name", "claims", "notebook", "start", "points": [{"value", "F", "A", "HM",
-        "fallback", "fallbacks", "A_lower", "A_upper", "best"}], "readout"}``.
+        "fallback", "fallbacks", "A_lower", "A_upper", "best"}], "readout"}``; a point also holds "P", "R" and the bounds
+        of F, P and R ("F_lower", "F_upper", ...).
     """
     sweep = site_data.build.sweep()
+    training = training_logs(site_data.build)
     rules = [rule["name"] for rule in sweep["rules"]]
     charts = [_chart(sweep, rule, parameter) for rule in rules for parameter in sweep["parameters"]]
     return {
@@ -113,4 +144,7 @@ def results(site_data) -> dict:
         "sentences": {rule: _sentences(sweep, rule) for rule in rules},
         "series": [list(s) for s in SERIES],
         "points": sum(len(c["points"]) for c in charts),
+        # distinct settings per rule: every sweep's points, the notebook's setting counted once
+        "training": training,
+        "settings_per_rule": sum(len(v) for v in sweep["parameters"].values()) - len(sweep["parameters"]) + 1,
     }

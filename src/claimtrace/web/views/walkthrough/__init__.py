@@ -29,6 +29,7 @@ from claimtrace.web.views.walkthrough.fixes import fixes_section
 from claimtrace.web.views.walkthrough.lstm import lstm_section
 from claimtrace.web.views.walkthrough.record import record_section
 from claimtrace.web.views.walkthrough.retrieval import retrieval_section
+from claimtrace.web.views.walkthrough.variants import variants_section
 from claimtrace.web.views.walkthrough.vectors import vectorisation_section
 from claimtrace.web.views.walkthrough.words import preprocess_section, tagging_section
 from claimtrace.workdir.reader import BuildReader
@@ -65,6 +66,8 @@ def assemble(
         "claim": _head(text, claim, split, position, gold),
         "build": brief_build_info(build),
         **{name: section.data for name, section in sections.items()},
+        # every retrieval the build ran, scored on this claim's gold passages (dev claims)
+        "retrieval_variants": variants_section(build, claim, split),
         # each attribution method's top words beside the exact shares' (dev claims, when computed)
         "attribution": claim_attribution(build, claim.id if claim is not None and split == "dev" else None),
         "notes": [note for section in sections.values() for note in section.notes],
