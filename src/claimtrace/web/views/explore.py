@@ -16,6 +16,7 @@ from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.models.predict import protocol_figures
+from claimtrace.web.views.counterfactuals import dev_shares
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import BuildReader, protocol_verdicts
 
@@ -62,6 +63,7 @@ def explore(build: BuildReader, split: str) -> dict:
         out["course_scores"] = _course_scores(claims, out["claims"], records)
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
+    out["counterfactuals"] = dev_shares(build) if split == "dev" else None
     with_intervals(out)
     return out
 
