@@ -16,14 +16,12 @@ from click.testing import CliRunner
 from claimtrace import constants
 from claimtrace.cli.counterfactual import write_all
 from claimtrace.cli.main import main
-from claimtrace.explain.counterfactuals.report import compute_claim, counterfactuals
+from claimtrace.explain.counterfactuals.report import SPLITS, counterfactuals
 from claimtrace.explain.counterfactuals.tokens import model_input_edits
 from claimtrace.explain.counterfactuals.trace import Tracer
 from claimtrace.web.views import walkthrough
 from claimtrace.workdir.reader import BuildReader
-
-#: Dev claims whose counterfactuals are computed here (the build's first, and the walkthrough's).
-CLAIMS = 2
+from tests.conftest import COUNTERFACTUAL_CLAIMS, COUNTERFACTUAL_WORDS
 
 
 def _verdict_of_text(build, text: str) -> str:
@@ -32,9 +30,9 @@ def _verdict_of_text(build, text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def computed(demo_build) -> list[dict]:
-    ids = demo_build.inputs("dev", "retrieved").claim_ids[:CLAIMS]
-    return [compute_claim(demo_build, claim_id, max_words=2) for claim_id in ids]
+def computed(demo_counterfactuals) -> list[dict]:
+    """The session's dev records, as ``claimtrace counterfactual --all`` wrote them."""
+    return list(demo_counterfactuals.counterfactuals("dev").values())
 
 
 def test_the_tracer_gives_the_live_pages_verdict(demo_build):
@@ -113,50 +111,55 @@ def test_on_short_inputs_no_smaller_removal_exists(demo_build):
     assert checked >= 6
 
 
-@pytest.fixture(scope="module")
-def copied(demo_build, tmp_path_factory, data_dir) -> BuildReader:
-    root = tmp_path_factory.mktemp("counterfactuals") / "demo"
-    shutil.copytree(demo_build.root, root)
-    return BuildReader(root, data_dir)
-
-
-def test_all_writes_resumes_and_the_command_prints_the_record(copied, data_dir, computed):
-    first = computed[0]
-    # a killed run's scratch line (and a line cut short) is taken up, not computed again
-    part = copied.work.counterfactuals_part("dev")
-    part.parent.mkdir(parents=True, exist_ok=True)
-    marked = {**first, "text": first["text"] + " (from the scratch file)"}
-    part.write_text(json.dumps(marked) + "\n" + '{"claim_id": "cut', encoding="utf-8")
-    summary = write_all(copied, max_words=2, limit=CLAIMS)
-    reader = BuildReader(copied.root, data_dir)
-    records = reader.counterfactuals("dev")
-    assert list(records) == list(copied.inputs("dev", "retrieved").claim_ids[:CLAIMS])
-    assert records[first["claim_id"]]["text"].endswith("(from the scratch file)")
-    assert summary["claims"] == CLAIMS and set(summary["shares"]) == {
-        "one_word",
-        "one_token",
-        "one_passage",
-        "one_neighbour",
-    }
-    assert reader.counterfactuals()["shares"]["one_word"]["n"] == CLAIMS
+def test_all_resumes_from_a_killed_runs_scratch_file(demo_counterfactuals, tmp_path, data_dir, monkeypatch):
+    root = tmp_path / "demo"
+    shutil.copytree(demo_counterfactuals.root, root)
+    build = BuildReader(root, data_dir)
+    for split in SPLITS:  # as a kill leaves it: the claims finished in the scratch file, a line cut short
+        whole = build.work.counterfactuals(split)
+        build.work.counterfactuals_part(split).write_text(whole.read_text() + '{"claim_id": "cut', encoding="utf-8")
+        whole.unlink()
+    monkeypatch.setattr("claimtrace.explain.counterfactuals.report.compute_claim", _not_again)
+    summary = write_all(build, max_words=COUNTERFACTUAL_WORDS, limit=COUNTERFACTUAL_CLAIMS)
+    reader = BuildReader(root, data_dir)
+    assert reader.counterfactuals("dev") == demo_counterfactuals.counterfactuals("dev")
+    assert summary["shares"] == demo_counterfactuals.counterfactuals()["shares"]
     assert not reader.file_problems(full=True)  # written whole and recorded in the manifest
-    second = list(records)[1]
-    args = ["--data", str(data_dir), "counterfactual", second, "--max-words", "2", "--workdir", str(copied.root)]
+
+
+def _not_again(*args, **kwargs):
+    raise AssertionError("a claim finished before was computed again")
+
+
+def test_the_files_hold_the_dev_shares_and_the_command_prints_the_record(demo_counterfactuals, data_dir):
+    build = demo_counterfactuals
+    records = build.counterfactuals("dev")
+    assert list(records) == list(build.inputs("dev", "retrieved").claim_ids[:COUNTERFACTUAL_CLAIMS])
+    summary = build.counterfactuals()
+    assert set(summary["shares"]) == {"one_word", "one_token", "one_passage", "one_neighbour"}
+    for key, share in summary["shares"].items():
+        assert share["n"] == COUNTERFACTUAL_CLAIMS and share["successes"] == sum(
+            r["summary"][key] for r in records.values()
+        )
+        assert share["lower"] <= share["estimate"] <= share["upper"]
+    claim_id = list(records)[1]
+    args = ["--data", str(data_dir), "counterfactual", claim_id, "--max-words", "2", "--workdir", str(build.root)]
     printed = CliRunner().invoke(main, [*args, "--json"])
     assert printed.exit_code == 0, printed.output
-    assert json.loads(printed.output) == records[second] == counterfactuals(reader, claim_id=second, max_words=2)
+    assert json.loads(printed.output) == records[claim_id]
+    assert counterfactuals(build, claim_id=claim_id, max_words=2) == records[claim_id]
     words = CliRunner().invoke(main, args)
-    assert "model input" in words.output and words.exit_code == 0
+    assert words.exit_code == 0 and "model input" in words.output
 
 
-def test_the_command_refuses_what_it_cannot_do(copied, data_dir):
+def test_the_command_refuses_what_it_cannot_do(demo_build, data_dir):
     runner = CliRunner()
+    root = str(demo_build.root)
     both = runner.invoke(
-        main, ["--data", str(data_dir), "counterfactual", "claim-752", "--text", "x", "--workdir", str(copied.root)]
+        main, ["--data", str(data_dir), "counterfactual", "claim-752", "--text", "x", "--workdir", root]
     )
     assert both.exit_code == 2 and "one of CLAIM_ID" in both.output
     zero = runner.invoke(
-        main,
-        ["--data", str(data_dir), "counterfactual", "--text", "x", "--max-words", "0", "--workdir", str(copied.root)],
+        main, ["--data", str(data_dir), "counterfactual", "--text", "x", "--max-words", "0", "--workdir", root]
     )
     assert zero.exit_code == 2 and "--max-words" in zero.output

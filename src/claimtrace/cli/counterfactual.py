@@ -47,16 +47,18 @@ def _scratch(path):
 def _split_records(build, split: str, max_words: int, limit: int | None, progress: Callable[[str], None]) -> list:
     """Every claim of a split (the first ``limit``), those done before read back, the rest computed
     and appended to the scratch file one by one."""
-    from claimtrace.explain.counterfactuals.report import compute_claim
+    from claimtrace.explain.counterfactuals.batches import BatchRuns
+    from claimtrace.explain.counterfactuals.report import SOURCE, compute_claim
 
     claim_ids = list(build.inputs(split, "retrieved").claim_ids)[:limit]
     done = _finished(build, split, max_words)
     todo = [cid for cid in claim_ids if cid not in done]
     if todo:
         progress(f"{split}: {len(todo)} of {len(claim_ids)} claims to compute ({len(done)} done before)")
+        runs = BatchRuns(build, split, SOURCE)  # one forward call per batch and member taken out
         with _scratch(build.work.counterfactuals_part(split)) as handle:
             for cid in todo:
-                done[cid] = compute_claim(build, cid, max_words)
+                done[cid] = compute_claim(build, cid, max_words, runs)
                 handle.write(json.dumps(done[cid]) + "\n")
                 handle.flush()
     return [done[cid] for cid in claim_ids]

@@ -392,7 +392,7 @@ class Renderer:
             root,
             text=text,
             cf_section=section,
-            page="live",
+            page="counterfactuals",
             title="What would change this verdict",
         )
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from claimtrace.constants import LABELS
 from claimtrace.errors import DataError, Missing
-from claimtrace.explain.counterfactuals.batches import neighbour_edits
+from claimtrace.explain.counterfactuals.batches import BatchRuns, neighbour_edits
 from claimtrace.explain.counterfactuals.passages import passage_edits
 from claimtrace.explain.counterfactuals.tokens import model_input_edits
 from claimtrace.explain.counterfactuals.trace import Tracer
@@ -60,9 +60,10 @@ def _stored(build, claim_id: str, max_words: int) -> dict | None:
     return record if record is not None and record["words"]["max_words"] == max_words else None
 
 
-def compute_claim(build, claim_id: str, max_words: int = MAX_WORDS) -> dict:
+def compute_claim(build, claim_id: str, max_words: int = MAX_WORDS, runs: BatchRuns | None = None) -> dict:
     """A course claim's counterfactuals: its stored model input and retrieval, its words re-traced
-    as a typed claim's, its notebook batch re-run."""
+    as a typed claim's, its notebook batch re-run (``runs``: its split's batches run again, shared
+    by the claims of a batch)."""
     split, claim = located_claim(build, claim_id, SOURCE)
     encoded = build.inputs(split, SOURCE)
     tracer = Tracer(build)
@@ -78,7 +79,9 @@ def compute_claim(build, claim_id: str, max_words: int = MAX_WORDS) -> dict:
         "model_input": model_input_edits(build.classifier(), encoded.input_ids[encoded.claim_ids.index(claim_id)]),
         "words": word_edits(tracer, claim.text, max_words),
         "passages": passage_edits(tracer, build.preprocessor.preprocess(claim.text).text(), record),
-        "batch": neighbour_edits(build, split, claim_id, SOURCE),
+        "batch": neighbour_edits(
+            build, split, claim_id, SOURCE, runs if runs is not None and runs.split == split else None
+        ),
     }
     return _finished(build, result)
 
