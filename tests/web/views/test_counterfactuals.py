@@ -98,33 +98,57 @@ def served(site_data):
         yield base
 
 
-@pytest.mark.browser
-@pytest.mark.parametrize("width", [1280, 390])
-def test_the_pages_are_axe_clean_and_their_bars_measure_their_values(browser, served, site_data, width, tmp_path):
-    from claimtrace.web.site import write_site
+#: The bars of the section's and Explore's charts, measured as tests/web/test_charts.py measures any.
+MEASURE_HERE = MEASURE.replace(
+    "document.querySelectorAll('.bar')", "document.querySelectorAll('#counterfactuals .bar')"
+)
 
+
+@pytest.fixture(scope="module")
+def exported(site_data, tmp_path_factory):
+    """The static export of one dev claim's page (its scripts and style beside it)."""
+    from claimtrace.web.site import _Export, _write_claims
+
+    out = tmp_path_factory.mktemp("site")
+    export = _Export(out, site_data, Renderer(site_data, mode="static"), set())
+    export.copy_static()
+    export.put_table_script()
+    claim_id = _claim_ids(site_data)[0]
+    _write_claims(export, "dev", [claim_id], json_twins=False, progress=False, shared=True)
+    export.put_editors()
+    return out / "claim" / f"{claim_id}.html"
+
+
+@pytest.mark.browser
+def test_the_pages_are_axe_clean(browser, served, site_data, exported):
     claim_id = _claim_ids(site_data)[0]
     _typed_ready(site_data)
     axe = AXE.read_text(encoding="utf-8")
-    out = tmp_path / "site"
-    write_site(None, out, site_data=site_data, splits=("dev",), only=[claim_id])
-    pages = {
-        "claim": f"{served}/claim/{claim_id}.html",
-        "explore": f"{served}/explore/dev.html",
-        "typed": f"{served}/counterfactuals.html?text={TYPED.replace(' ', '+')}",
-        "exported": (out / "claim" / f"{claim_id}.html").as_uri(),
-    }
-    for name, url in pages.items():
-        assert violations(browser, url, axe, width) == [], name
+    assert "What would change this verdict" in exported.read_text(encoding="utf-8")
+    checked = [
+        (f"{served}/claim/{claim_id}.html", 1280, "light"),
+        (f"{served}/claim/{claim_id}.html", 390, "dark"),
+        (f"{served}/explore/dev.html", 1280, "dark"),
+        (f"{served}/counterfactuals.html?text={TYPED.replace(' ', '+')}", 1280, "light"),
+        (f"{served}/counterfactuals.html?text={TYPED.replace(' ', '+')}", 390, "dark"),
+        (exported.as_uri(), 1280, "light"),
+    ]
+    for url, width, scheme in checked:
+        assert violations(browser, url, axe, width, scheme) == [], (url, width, scheme)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_bar_measures_its_value(browser, served, site_data, width):
+    claim_id = _claim_ids(site_data)[0]
     context = browser.new_context(viewport={"width": width, "height": 900})
     try:
         page = context.new_page()
-        for name in ("claim", "explore"):
-            page.goto(pages[name], wait_until="load")
+        for name, url in (("claim", f"{served}/claim/{claim_id}.html"), ("explore", f"{served}/explore/dev.html")):
+            page.goto(url, wait_until="load")
             section = page.locator("#counterfactuals")
             section.scroll_into_view_if_needed()
-            bars = [b for b in page.evaluate(MEASURE) if b["chart"].startswith("chart cf-")]
-            assert check_bars(bars, f"{name} at {width}") >= 4
+            assert check_bars(page.evaluate(MEASURE_HERE), f"{name} at {width}") >= 4
             ARTIFACTS.mkdir(exist_ok=True)
             section.screenshot(path=str(ARTIFACTS / f"counterfactuals-{name}-{width}.png"))
     finally:
