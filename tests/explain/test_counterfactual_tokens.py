@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from claimtrace.explain.counterfactuals.tokens import fewest_additions, fewest_removals
 
-FIXED = settings(derandomize=True, max_examples=80, deadline=None)
+FIXED = settings(derandomize=True, max_examples=40, deadline=None)
 
 
 def _wins(logits: np.ndarray, label: int) -> bool:
@@ -42,7 +42,7 @@ def _case(seed: int, rows: int):
 
 
 @FIXED
-@given(st.integers(0, 2**32 - 1), st.integers(1, 10), st.integers(0, 3))
+@given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.integers(0, 3))
 def test_fewest_removals_is_the_brute_force_minimum(seed, rows, label):
     logits, gains = _case(seed, rows)
     if _wins(logits, label):
