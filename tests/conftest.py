@@ -256,6 +256,26 @@ def demo_build(demo_retrieved, demo_root, data_dir):
     return _demo_until(demo_root, data_dir, "classifier")
 
 
+@pytest.fixture(scope="session")
+def demo_counterfactuals(demo_build, tmp_path_factory, data_dir):
+    """A copy of the demo build holding ``claimtrace counterfactual --all``'s files for the first
+    :data:`COUNTERFACTUAL_CLAIMS` dev and test claims (words up to 2): computed once per session
+    (tests/explain/, tests/web/views/)."""
+    import shutil
+
+    from claimtrace.cli.counterfactual import write_all
+    from claimtrace.workdir.reader import BuildReader
+
+    root = tmp_path_factory.mktemp("counterfactuals") / "demo"
+    shutil.copytree(demo_build.root, root)
+    write_all(BuildReader(root, data_dir), max_words=COUNTERFACTUAL_WORDS, limit=COUNTERFACTUAL_CLAIMS)
+    return BuildReader(root, data_dir)
+
+
+#: The claims of each split, and the largest word set, of the session's counterfactuals.
+COUNTERFACTUAL_CLAIMS, COUNTERFACTUAL_WORDS = 2, 2
+
+
 # --- the shipped classifier, and the train and dev claims with their gold evidence ----------------
 # (tests/models/, tests/explain/)
 

@@ -15,7 +15,7 @@ import warnings
 import click
 
 from claimtrace import constants
-from claimtrace.cli import build, classifier, compare, data, evaluate, llm, serve
+from claimtrace.cli import build, classifier, compare, counterfactual, data, evaluate, llm, serve
 from claimtrace.cli.options import CommandGroup
 
 
@@ -49,7 +49,16 @@ def _set_openmp_wait_policy() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", constants.OMP_WAIT_POLICY)
 
 
-for _module in (data, build, classifier, evaluate, compare, llm, serve):  # the command groups, one module each
+for _module in (
+    data,
+    build,
+    classifier,
+    counterfactual,
+    evaluate,
+    compare,
+    llm,
+    serve,
+):  # the command groups, one module each
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

@@ -405,6 +405,17 @@ class Renderer:
             title=f"Explore {split}: being computed",
         )
 
+    def counterfactuals_page(self, root: str, text: str, section: dict | None) -> str:
+        """A typed claim's "What would change this verdict" (``section`` None: being computed)."""
+        return self._render(
+            "counterfactuals.html",
+            root,
+            text=text,
+            cf_section=section,
+            page="counterfactuals",
+            title="What would change this verdict",
+        )
+
     def error_page(
         self, root: str, status: int, heading: str, message: str, hint: str | None = None, refresh: int | None = None
     ) -> str:

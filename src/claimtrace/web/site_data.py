@@ -8,7 +8,9 @@ computed and scheduling the slow work. The data of every answer comes from the v
 * :meth:`SiteData.table` : the classifier's 5,886 x 4 table ``g`` and its bias, for the browser;
 * :meth:`SiteData.build_info` : what the build holds and which stages are missing;
 * :attr:`SiteData.typed_claims` : any text traced as a new claim, in turn
-  (:class:`claimtrace.web.typed_claims.TypedClaimQueue`).
+  (:class:`claimtrace.web.typed_claims.TypedClaimQueue`);
+* :meth:`SiteData.text_counterfactuals` ``(text)``: what would change a typed claim's verdict,
+  computed in the background (a second request after its live page).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing as StageMissing
+from claimtrace.explain.counterfactuals.report import counterfactuals
 from claimtrace.lib.lru import LRU
 from claimtrace.web.public_reasons import public_reasons
 from claimtrace.web.runs import Runs
 from claimtrace.web.typed_claims import TypedClaimQueue
 from claimtrace.web.views import walkthrough
+from claimtrace.web.views.counterfactuals import shown
 from claimtrace.web.views.explore import explore as explore_split
 from claimtrace.web.views.methods import methods
 from claimtrace.web.views.status import build_info
@@ -36,6 +40,8 @@ from claimtrace.workdir.reader import BuildReader
 
 #: Traces kept in memory.
 TRACE_CACHE = 512
+#: Typed texts' counterfactuals kept in memory (each takes seconds to compute).
+COUNTERFACTUAL_CACHE = 64
 
 
 __all__ = ["SiteData", "StageMissing", "UnknownClaim"]
@@ -78,6 +84,9 @@ class SiteData:
         #: The predictions files compared with the build (serve/site --predictions, uploads), kept
         #: in ``store`` (in memory when None).
         self.runs = Runs(build, store)
+        self._counterfactuals: LRU[str, dict] = LRU(COUNTERFACTUAL_CACHE)
+        self._counterfactual_futures: dict[str, Any] = {}  # texts being computed
+        self._counterfactual_executor: ThreadPoolExecutor | None = None
 
     def claims(self, split: str) -> dict[str, Claim]:
         return self.build.claims(split)
@@ -124,6 +133,31 @@ class SiteData:
             return future.result(timeout=wait)
         except FutureTimeout:
             return None
+
+    def text_counterfactuals(self, text: str) -> dict | None:
+        """What would change a typed text's verdict (:func:`claimtrace.explain.counterfactuals.report.counterfactuals`,
+        as a page's section), computed on a thread of its own, one text at a time; None while it
+        is computed (the page asks again)."""
+        done = self._counterfactuals.get(text)
+        if done is not None:
+            return done
+        with self._lock:
+            if self._counterfactual_executor is None:
+                self._counterfactual_executor = ThreadPoolExecutor(1, thread_name_prefix="claimtrace-counterfactuals")
+            future = self._counterfactual_futures.get(text)
+            if future is None:
+                future = self._counterfactual_executor.submit(self._text_counterfactuals, text)
+                self._counterfactual_futures[text] = future
+        if not future.done():
+            return None
+        with self._lock:
+            self._counterfactual_futures.pop(text, None)
+        return future.result()  # kept in the LRU by the computation; an error is raised here
+
+    def _text_counterfactuals(self, text: str) -> dict:
+        result = shown(counterfactuals(self.build, text=text))
+        self._counterfactuals.put(text, result)
+        return result
 
     def methods(self) -> dict:
         """The methods page (:func:`claimtrace.web.views.methods.methods`), made once per build."""

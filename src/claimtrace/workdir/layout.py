@@ -31,6 +31,9 @@ Layout of a workdir::
     attribution/claims.jsonl          ``claimtrace attribute`` (not ``build``): each dev claim's attributions
     attribution/lstm.jsonl            the LSTM's verdict of each dev claim attributed (no exact answer there)
     attribution/grades.json           the methods' grades over the dev claims, with intervals
+    counterfactuals/<split>.jsonl     ``claimtrace counterfactual --all`` (not ``build``): each dev and test
+                                      claim's smallest edits that change its verdict
+    counterfactuals/summary.json      the shares of dev claims one edit of each kind changes, with intervals
 """
 
 from __future__ import annotations
@@ -287,6 +290,22 @@ class Workdir:
     def attribution_lstm(self) -> Path:
         """The LSTM's verdict attributed by the methods applied to it (no exact answer there)."""
         return self.attribution_dir / "lstm.jsonl"
+
+    @property
+    def counterfactuals_dir(self) -> Path:
+        """``claimtrace counterfactual --all``'s output: the smallest edits that change each verdict."""
+        return self.root / "counterfactuals"
+
+    def counterfactuals(self, split: str) -> Path:
+        return self.counterfactuals_dir / f"{split}.jsonl"
+
+    def counterfactuals_part(self, split: str) -> Path:
+        """A split's claims while the command runs (a dot name: scratch, merged and removed)."""
+        return self.counterfactuals_dir / f".{split}-part.jsonl"
+
+    @property
+    def counterfactuals_summary(self) -> Path:
+        return self.counterfactuals_dir / "summary.json"
 
     def attribution_part(self, worker: int, model: str = "transformer") -> Path:
         """A worker's claims of one model while the command runs (a dot name: scratch, merged

@@ -482,6 +482,18 @@ class BuildReader:
         path = self.work.attribution_claims if model == "transformer" else self.work.attribution_lstm
         return self.once(("attribution_claims", model), lambda: _read_records(self._attribution(path)))
 
+    # -- counterfactuals (``claimtrace counterfactual --all``, not part of the build) -------------
+
+    def counterfactuals(self, split: str | None = None) -> dict:
+        """A split's claim id -> the smallest edits that change its verdict (dev, test); without a
+        split, the shares of dev claims one edit of each kind changes. Missing before the command."""
+        path = self.work.counterfactuals(split) if split else self.work.counterfactuals_summary
+        if not path.is_file():
+            hint = f"not computed yet: run `claimtrace counterfactual --all --workdir {self.root}`"
+            raise Missing("counterfactuals", path, hint)
+        self._require("counterfactuals", path)
+        return self.once(("counterfactuals", split), lambda: (_read_records if split else read_json)(path))
+
     def _attribution(self, path: Path) -> Path:
         if not path.is_file():
             raise Missing("attribution", path, f"not computed yet: run `claimtrace attribute --workdir {self.root}`")

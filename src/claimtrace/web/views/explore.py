@@ -17,6 +17,7 @@ from claimtrace.evaluation.by_label import gold_found
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, scoreboard_row, scoreboard_rows
 from claimtrace.evaluation.scorer import evaluate, evidence_scores
 from claimtrace.models.predict import protocol_figures
+from claimtrace.web.views.counterfactuals import dev_shares
 from claimtrace.web.views.label_analysis import label_analysis
 from claimtrace.web.views.status import build_info, missing
 from claimtrace.workdir.reader import BuildReader, protocol_verdicts
@@ -69,6 +70,7 @@ def explore(build: BuildReader, split: str) -> dict:
         out["by_label"] = label_analysis(out["claims"])
     out["course"] = course_figures(build, split, out)
     out["scoreboard"] = scoreboard_section(build, split)
+    out["counterfactuals"] = dev_shares(build) if split == "dev" else None
     with_intervals(out)
     return out
 
