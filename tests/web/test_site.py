@@ -40,6 +40,10 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, demo_site_data
     for name in (
         "index.html",
         "index.json",
+        "walkthrough.html",
+        "walkthrough.json",
+        "preview/index.png",
+        f"preview/{WALKTHROUGH_CLAIM}.png",
         "live.html",
         "404.html",
         "api/table.json",
@@ -55,9 +59,10 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, demo_site_data
         "claim/claim-375.json",
     ):
         assert (out / name).is_file(), name
-    assert json.loads((out / "index.json").read_text()) == json.loads(
+    assert json.loads((out / "walkthrough.json").read_text()) == json.loads(
         json.dumps(demo_site_data.trace(WALKTHROUGH_CLAIM))
     )
+    assert json.loads((out / "index.json").read_text()) == json.loads(json.dumps(demo_site_data.landing()))
     live = (out / "live.html").read_text()
     # the table is shared (static/table.js), not embedded in a page
     assert 'id="table-data"' not in live and 'data-mode="static"' in live and "needs the server" in live
@@ -65,6 +70,7 @@ def test_static_site_has_every_page_with_json_alongside(tmp_path, demo_site_data
     not_written = re.compile(r"(claim/claim-\d+\.(html|json)|explore/(train|test)\.(html|json))$")
     for page in (
         out / "index.html",
+        out / "walkthrough.html",
         out / "live.html",
         out / "explore" / "dev.html",
         out / "claim" / f"{WALKTHROUGH_CLAIM}.html",

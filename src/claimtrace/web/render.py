@@ -24,9 +24,11 @@ from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
+from claimtrace.web.previews import PREVIEW_SIZE, preview_name
 from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
+from claimtrace.web.views.landing import SPLIT as EXAMPLE_SPLIT
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -49,6 +51,7 @@ STATIC_FILES = (
     "app-llm-page.js",
     "app.js",
     "style.css",
+    "favicon.svg",
 )
 
 
@@ -279,8 +282,26 @@ def make_env() -> Environment:
         SPLITS=constants.SPLITS,
         WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
         MAX_TEXT_CHARS=MAX_TEXT_CHARS,
+        PREVIEW_SIZE=PREVIEW_SIZE,
     )
     return env
+
+
+#: What a page is, for a search engine's or a shared link's preview, when its page says nothing
+#: of its own (web.pages.Page.description).
+SITE_DESCRIPTION = (
+    "claimtrace re-runs the 2024 COMP90042 climate fact-checking notebook exactly, quirks included, "
+    "and shows why each claim got its passages and its verdict."
+)
+
+
+def preview_of(data: Any) -> tuple[str, str]:
+    """A page's preview picture (``og:image``) and its alt text: a course claim's verdict card for
+    a page drawing one claim's trace, else the site's card of the landing page's findings."""
+    claim = data.get("claim") if isinstance(data, dict) else None
+    if isinstance(claim, dict) and claim.get("kind") == "claim" and claim.get("id"):
+        return preview_name(claim["id"]), f"{claim['id']}: the notebook’s verdict and each label’s softmax"
+    return preview_name(None), "The notebook’s findings over dev, each beside its pipeline’s, with 95% intervals"
 
 
 #: Claims per live/<n>.js file of the static site (by the number in the claim id); app.js uses
@@ -321,7 +342,13 @@ def claim_context(renderer: Renderer, trace: dict, run=None) -> dict:
 def live_context(renderer: Renderer, trace: dict | None, text: str | None = None, error: str | None = None) -> dict:
     """The editor's text box (``text``: the traced claim's own text unless a route gives the typed
     one) and why a typed text was refused (``error``)."""
-    return {"text": trace["claim"]["text"] if text is None else text, "error": error, "table": None}
+    return {
+        "text": trace["claim"]["text"] if text is None else text,
+        "error": error,
+        "table": None,
+        "examples": renderer.site_data.example_claims(),
+        "examples_split": EXAMPLE_SPLIT,
+    }
 
 
 def evaluation_context(renderer: Renderer, data: dict) -> dict:
@@ -354,6 +381,8 @@ class Renderer:
         page = context.get("page")
         # Markup: the policy is the site's own text (no quote to escape inside content="...").
         csp = Markup(policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True))
+        preview, alt = preview_of(None)
+        context = {"description": SITE_DESCRIPTION, "preview": preview, "preview_alt": alt, **context}
         return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def page(self, page, data: Any, root: str, **given) -> str:
@@ -364,6 +393,9 @@ class Renderer:
         address depth and run boxes shown (a trace or an Explore never changes once computed)."""
         context = page.context(self, data, **given) if page.context is not None else given
         title = page.title.format(data=data)
+        preview, alt = preview_of(data)
+        described = page.description.format(data=data) if page.description and data is not None else SITE_DESCRIPTION
+        context = {**context, "description": described, "preview": preview, "preview_alt": alt}
 
         def make() -> str:
             return self._render(
