@@ -7,9 +7,8 @@ Addresses: the export writes ``file`` (and ``twin``) relative to its folder; the
 the same at ``/`` + ``file`` (and ``/`` + ``twin``). A page with one file per claim or per split
 answers at one route ending in ``{name}``: the key, then the format's suffix (``.json`` asks for
 the twin, ``.html`` or none for the page), as ``/claim/claim-752.json``. A page's ``aliases`` are
-the server's other addresses for it (``/`` for ``index.html``, the landing page; ``/walkthrough``
-for the walkthrough; ``/explore`` for dev's Explore,
-``/live.json`` for a typed claim's trace, which a static site cannot hold).
+the server's other addresses for it (``/`` for the landing's ``index.html``, ``/walkthrough``, ``/explore``
+for dev's Explore, ``/live.json`` for a typed claim's trace, which a static site cannot hold).
 """
 
 from __future__ import annotations
@@ -78,8 +77,6 @@ class Page:
     claim"``); ``section`` is the part of the site it belongs to (the navigation's current link,
     ``<body data-page>``; the page's name when None); ``context(renderer, data, **given)`` makes
     what else the template reads, from the data and what a route gives (a claim page's run);
-    ``description`` the page's meta description, a format string of the data like ``title``
-    (the site's own when empty);
     a ``kept`` page is rendered once per data and address (:meth:`Renderer.page
     <claimtrace.web.render.Renderer.page>`). ``keys(site_data, claim_ids)`` lists what an export
     writes of a page with a key, given the claims it writes per split."""
@@ -97,7 +94,6 @@ class Page:
     keys: Callable[[SiteData, dict[str, list[str]]], Iterable[Any]] | None = None
     key: Any = None
     aliases: tuple[Address, ...] = ()
-    description: str = ""
 
     def path(self, key: Any = None) -> str:
         return self.file.format(key=key)
@@ -194,7 +190,6 @@ WALKTHROUGH = Page(
     kept=True,
     key=WALKTHROUGH_CLAIM,
     aliases=(Address("/walkthrough", WALKTHROUGH_CLAIM, "html"),),
-    description="{data[claim][id]}, “{data[claim][text]}”, through every stage of the 2024 COMP90042 fact-checking notebook: its passages, its verdict, and why.",
 )
 CLAIM = Page(
     "claim",
@@ -207,7 +202,6 @@ CLAIM = Page(
     context=claim_context,
     kept=True,
     keys=_chosen_claims,
-    description="{data[claim][id]}, “{data[claim][text]}”, through every stage of the 2024 COMP90042 fact-checking notebook: its passages, its verdict, and why.",
 )
 
 
@@ -223,7 +217,6 @@ EXPLORE = Page(
     data_function=explore_with_runs,
     template="explore.html",
     title="Explore: every {data[split]} claim",
-    description="Every {data[split]} claim of the course through the notebook’s pipeline: its passages, its verdicts under both protocols, what each quirk costs.",
     data_name="x",
     kept=True,
     keys=_chosen_splits,
@@ -238,7 +231,6 @@ LIVE = Page(
     data_function=SiteData.trace,
     template="live.html",
     title="Live: trace your own claim",
-    description="Type a climate claim and trace it through the notebook’s pipeline, or edit the model’s input and see the verdict recomputed in your browser.",
     data_name="t",
     context=live_context,
     key=WALKTHROUGH_CLAIM,

@@ -1,6 +1,7 @@
 """The preview pictures a page names in its ``og:image`` and ``twitter:image`` tags: small PNGs
-drawn from the build with Pillow (its own bundled font), the same bytes every time for the same
-build and Pillow version (no time stamp, no metadata, a fixed palette, no dithering).
+drawn from the build with Pillow (its own bundled font, unsmoothed), the same bytes every time for
+the same build and Pillow version (no time stamp, no metadata, a fixed palette of 13 colours, no
+dithering, 4 bits a pixel: a card is about 4 KB, one disk block, as most of an export's files).
 
 * a claim's verdict card (``preview/<claim id>.png``): its id and split, its text, the notebook's
   verdict alone beside the label, and the softmax of each label as a bar;
@@ -25,9 +26,8 @@ PREVIEW_SIZE = (600, 314)
 FOLDER = "preview/"
 SITE_CARD = "index"
 
-#: The palette every card is drawn in (light theme's colours: style.css's --bg, --ink, --muted,
-#: --line, --accent, and the four labels' badges), and a few steps between ink and paper for the
-#: font's smoothed edges.
+#: The palette every card is drawn in (the light theme's colours: style.css's --bg, --ink, --muted,
+#: --line, --soft, --accent and the four labels' badges, and three lighter steps), at most 16 for 4 bits.
 _COLOURS = {
     "bg": (255, 255, 255),
     "ink": (29, 35, 43),
@@ -60,13 +60,14 @@ def _png(image: Image.Image) -> bytes:
     """The picture in the fixed palette (nearest colour, no dithering), as PNG bytes."""
     quantized = image.quantize(palette=_palette(), dither=Image.Dither.NONE)
     out = io.BytesIO()
-    quantized.save(out, format="PNG", optimize=True)
+    quantized.save(out, format="PNG", optimize=True, bits=4)
     return out.getvalue()
 
 
 def _canvas(title: str) -> tuple[Image.Image, ImageDraw.ImageDraw]:
     image = Image.new("RGB", PREVIEW_SIZE, _COLOURS["bg"])
     draw = ImageDraw.Draw(image)
+    draw.fontmode = "1"  # no smoothing: a smoothed edge is many colours, and twice the bytes
     draw.rectangle((0, 0, PREVIEW_SIZE[0], 34), fill=_COLOURS["soft"])
     draw.line((0, 34, PREVIEW_SIZE[0], 34), fill=_COLOURS["line"])
     draw.text((18, 8), "claimtrace", font=_font(17), fill=_COLOURS["ink"])
@@ -98,11 +99,11 @@ def verdict_card(trace: dict) -> bytes:
     verdict = classifier["alone"]["verdict"]
     label = head.get("label")
     draw.text((18, 130), "The notebook’s model says", font=_font(15), fill=_COLOURS["muted"])
-    draw.rounded_rectangle((214, 126, 214 + 12 + 10 * len(verdict), 150), 4, fill=_COLOURS[verdict])
-    draw.text((220, 130), verdict, font=_font(15), fill=_COLOURS["bg"])
+    draw.rounded_rectangle((222, 126, 222 + 12 + 10 * len(verdict), 150), 4, fill=_COLOURS[verdict])
+    draw.text((228, 130), verdict, font=_font(15), fill=_COLOURS["bg"])
     if label:
         right = "right" if label == verdict else "wrong"
-        draw.text((400, 130), f"label {label}: {right}", font=_font(15), fill=_COLOURS["muted"])
+        draw.text((404, 130), f"label {label}: {right}", font=_font(15), fill=_COLOURS["muted"])
     draw.text(
         (18, 164),
         "softmax: the model’s score per label, not a probability of truth",

@@ -287,12 +287,24 @@ def make_env() -> Environment:
     return env
 
 
-#: What a page is, for a search engine's or a shared link's preview, when its page says nothing
-#: of its own (web.pages.Page.description).
+#: What a page is, for a search engine's or a shared link's preview (its meta description): the
+#: site's, or a page's own by its name in web.pages.PAGES, formatted with its data as its title is.
 SITE_DESCRIPTION = (
     "claimtrace re-runs the 2024 COMP90042 climate fact-checking notebook exactly, quirks included, "
     "and shows why each claim got its passages and its verdict."
 )
+_CLAIM_DESCRIPTION = (
+    "{data[claim][id]}, “{data[claim][text]}”, through every stage of the 2024 COMP90042 fact-checking "
+    "notebook: its passages, its verdict, and why."
+)
+DESCRIPTIONS = {
+    "walkthrough": _CLAIM_DESCRIPTION,
+    "claim": _CLAIM_DESCRIPTION,
+    "explore": "Every {data[split]} claim of the course through the notebook’s pipeline: its passages, its verdicts "
+    "under both protocols, what each quirk costs.",
+    "live": "Type a climate claim and trace it through the notebook’s pipeline, or edit the model’s input and see "
+    "the verdict recomputed in your browser.",
+}
 
 
 def preview_of(data: Any) -> tuple[str, str]:
@@ -394,7 +406,8 @@ class Renderer:
         context = page.context(self, data, **given) if page.context is not None else given
         title = page.title.format(data=data)
         preview, alt = preview_of(data)
-        described = page.description.format(data=data) if page.description and data is not None else SITE_DESCRIPTION
+        own = DESCRIPTIONS.get(page.name)
+        described = own.format(data=data) if own and data is not None else SITE_DESCRIPTION
         context = {**context, "description": described, "preview": preview, "preview_alt": alt}
 
         def make() -> str:
