@@ -142,7 +142,9 @@ def test_findings_are_the_builds_figures_with_intervals_and_paired_tests(web_cli
         assert f["sentence"].replace("’", "&rsquo;") in item or f["sentence"] in item
         assert f'<small class="muted test">{f["test"]["text"]}.' in item.replace("&#39;", "'")
     label = majority["name"].removeprefix("baseline:always-")
-    assert findings[0]["sentence"].startswith(f"Always answering {label} is right on {first['other']['successes']} of")
+    assert findings[0]["sentence"].startswith(
+        f"Of the {len(claims)} dev claims, always answering {label} gets {first['other']['successes']} right ("
+    )
 
 
 # --- every page's favicon, description and preview picture --------------------------------------------

@@ -31,11 +31,9 @@ def _pct(share: float) -> str:
 
 
 def _count(interval: dict) -> str:
-    """``68 of 154 (44%; 95% interval 36–52%)`` of a Wilson interval."""
-    return (
-        f"{interval['successes']} of {interval['n']} ({_pct(interval['estimate'])}; "
-        f"95% interval {_pct(interval['lower'])}–{_pct(interval['upper'])})"
-    )
+    """``68 right (44%; 95% interval 37–52%)`` of a Wilson interval."""
+    low, high = _pct(interval["lower"]).rstrip("%"), _pct(interval["upper"])
+    return f"{interval['successes']} right ({_pct(interval['estimate'])}; 95% interval {low}–{high})"
 
 
 def _hm(interval: dict) -> str:
@@ -46,17 +44,19 @@ def _figure(interval: dict) -> dict:
     return {key: interval[key] for key in ("estimate", "lower", "upper", "successes", "n") if key in interval}
 
 
-def _test(name: str, comparison: dict, corrected_over: int | None) -> dict:
+def _test(name: str, comparison: dict, corrected_over: int | None, resamples: int | None = None) -> dict:
     """A paired test as the small print states it: its name, p (Holm-corrected over the
-    scoreboard's comparisons with the notebook's row when ``corrected_over``) and the verdict."""
+    scoreboard's comparisons with the notebook's row when ``corrected_over``; a bootstrap p of 0
+    as under one in ``resamples``) and the verdict."""
     p = comparison["p_holm"] if corrected_over else comparison["p"]
+    shown = f"p < {1 / resamples:.2g}" if resamples and p == 0 else f"p = {p:.2g}"
     how = f", Holm-corrected over {corrected_over} comparisons" if corrected_over else ""
     return {
         "name": name,
         "p": p,
         "corrected_over": corrected_over,
         "verdict": comparison["verdict"],
-        "text": f"{name}, p = {p:.2g}{how}",
+        "text": f"{name}, {shown}{how}",
     }
 
 
@@ -85,15 +85,15 @@ def findings(build: BuildReader) -> list[dict]:
     out = [
         _finding(
             "majority",
-            f"Always answering {label} is right on {_count(a)} dev claims, the notebook’s pipeline on "
-            f"{_count(notebook['A'])}",
+            f"Of the {a['n']} {SPLIT} claims, always answering {label} gets {_count(a)}, the notebook’s "
+            f"pipeline {_count(notebook['A'])}",
             a,
             notebook["A"],
             _test(MCNEMAR, majority["paired"], compared),
         ),
         _finding(
             "alone",
-            f"Run one claim at a time instead of in the notebook’s batches of 16, its model is right on "
+            f"Run one claim at a time instead of in the notebook’s batches of 16, its model gets "
             f"{_count(alone['intervals']['A'])}, against {_count(notebook['A'])} in batches",
             alone["intervals"]["A"],
             notebook["A"],
@@ -106,7 +106,7 @@ def findings(build: BuildReader) -> list[dict]:
             f"mean of evidence F and accuracy) is {_hm(bm25['intervals']['HM'])}, against {_hm(notebook['HM'])}",
             bm25["intervals"]["HM"],
             notebook["HM"],
-            _test(BOOTSTRAP, bm25["paired"]["HM"], compared),
+            _test(BOOTSTRAP, bm25["paired"]["HM"], compared, board["statistics"].get("resamples")),
         ),
     ]
     return out
@@ -122,7 +122,7 @@ def _gold_finding(build: BuildReader, notebook_a: dict) -> dict:
     gold_a = wilson(sum(on_gold[c] == claims[c].label for c in claims), len(claims)).to_dict()
     return _finding(
         "gold",
-        f"Given each claim’s gold passages instead of the retrieved ones, the notebook’s model is right on "
+        f"Given each claim’s gold passages instead of the retrieved ones, the notebook’s model gets "
         f"{_count(gold_a)}, against {_count(notebook_a)}",
         gold_a,
         notebook_a,
