@@ -138,8 +138,10 @@ def test_static_claim_pages_rebuilt_from_shared_parts_equal_whole_pages(tmp_path
 
 #: The target for the whole static export, `du -sh` of the folder (MiB): the issue's 40, moved to 42
 #: when the results, methods, tour, LLM and attribution pages and the LSTM were added (the full
-#: export measured 39,416 KiB before them and 41,688 KiB after; docs/benchmarks.md).
-EXPORT_TARGET_MIB = 42
+#: export measured 39,416 KiB before them and 41,688 KiB after), and to 50 with each claim's preview
+#: picture and every page's description and OpenGraph tags (the projection below measured 41.6 MiB
+#: before them and 49.5 MiB after; docs/benchmarks.md, "The static export's size").
+EXPORT_TARGET_MIB = 50
 
 
 #: Claims in the course's three splits, every one a page of the full export.
@@ -148,11 +150,11 @@ COURSE_CLAIMS = 1535
 
 def test_full_static_export_stays_within_its_size_target(tmp_path, demo_site_data):
     """A `--limit 100` export (300 claim pages), projected to the full export: what every claim
-    adds (its page, rounded up to 4 KiB disk blocks as `du` counts it, and its share of the
-    split's shared parts and of the live/ scripts) times 1,535, plus every other file (Explore,
-    predictions, the table, once each). The projection is a little above the full export's own
-    size (parts shared by 100 pages of a split save less than by all of them: 38.6 MiB here
-    against 37.6 MiB measured, docs/benchmarks.md); it must stay under EXPORT_TARGET_MIB."""
+    adds (its page and its preview picture, each rounded up to 4 KiB disk blocks as `du` counts
+    them, and its share of the split's shared parts and of the live/ scripts) times 1,535, plus
+    every other file (Explore, predictions, the table, once each). The projection is a little
+    above the full export's own size (parts shared by 100 pages of a split save less than by all
+    of them, docs/benchmarks.md); it must stay under EXPORT_TARGET_MIB."""
     from claimtrace.web.site import write_site
 
     out = tmp_path / "site"
@@ -172,5 +174,5 @@ def test_full_static_export_stays_within_its_size_target(tmp_path, demo_site_dat
     projected_mib = (sum(map(disk, others)) + COURSE_CLAIMS * per_claim) / 2**20
     assert len(pages) == len(previews) == 300
     assert projected_mib <= EXPORT_TARGET_MIB, f"the full export would be about {projected_mib:.1f} MiB"
-    # a claim page's own bytes (18 KB on average today, 37 KB before its repeated parts were shared)
-    assert sum(p.stat().st_size for p in pages) / len(pages) <= 20_000
+    # a claim page's own bytes (20.9 KB on average today, 37 KB before its repeated parts were shared)
+    assert sum(p.stat().st_size for p in pages) / len(pages) <= 21_500

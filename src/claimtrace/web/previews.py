@@ -1,9 +1,10 @@
 """The preview pictures a page names in its ``og:image`` and ``twitter:image`` tags: small PNGs
 drawn from the build with Pillow (its own bundled font, unsmoothed), the same bytes every time for
 the same build and Pillow version (no time stamp, no metadata, a fixed palette of 13 colours, no
-dithering, 4 bits a pixel: a card is about 4 KB, one disk block, as most of an export's files).
+dithering, 4 bits a pixel): a claim's card is 3 to 4 KB, one 4 KiB disk block (the static
+export's size, docs/benchmarks.md, counts a card per claim).
 
-* a claim's verdict card (``preview/<claim id>.png``): its id and split, its text, the notebook's
+* a claim's verdict card (``preview/<claim id>.png``): its id and split, its text (two lines at most), the notebook's
   verdict alone beside the label, and the softmax of each label as a bar;
 * the site's card (``preview/index.png``): the landing page's findings, each figure a bar with its
   95% interval beside the notebook pipeline's.
@@ -76,7 +77,7 @@ def _canvas(title: str) -> tuple[Image.Image, ImageDraw.ImageDraw]:
 
 
 def _bar(draw, x: int, y: int, width: int, share: float, colour, height: int = 12) -> None:
-    draw.rectangle((x, y, x + width, y + height), fill=_COLOURS["soft"], outline=_COLOURS["line"])
+    draw.rectangle((x, y, x + width, y + height), fill=_COLOURS["soft"])
     if share > 0:
         draw.rectangle((x, y, x + round(width * min(share, 1.0)), y + height), fill=colour)
 
@@ -86,35 +87,32 @@ def verdict_card(trace: dict) -> bytes:
     retrieved passages) against its label, and each label's softmax as a bar."""
     head = trace["claim"]
     image, draw = _canvas(f"{head['id']} · {head.get('split') or 'typed'}")
-    lines = textwrap.wrap(head["text"], 62)
-    shown = lines[:3]
-    if len(lines) > 3:
-        shown[-1] = shown[-1][:59] + "…"
+    lines = textwrap.wrap(head["text"], 68)
+    shown = lines[:2]
+    if len(lines) > 2:
+        shown[-1] = shown[-1][:65] + "…"
     for i, line in enumerate(shown):
-        draw.text((18, 48 + 24 * i), line, font=_font(18), fill=_COLOURS["ink"])
+        draw.text((18, 50 + 24 * i), line, font=_font(15), fill=_COLOURS["ink"])
     classifier = trace.get("classifier", {})
     if classifier.get("status") != "ok":
         draw.text((18, 140), "No verdict: the classifier stage is not built.", font=_font(16), fill=_COLOURS["muted"])
         return _png(image)
     verdict = classifier["alone"]["verdict"]
     label = head.get("label")
-    draw.text((18, 130), "The notebook’s model says", font=_font(15), fill=_COLOURS["muted"])
-    draw.rounded_rectangle((222, 126, 222 + 12 + 10 * len(verdict), 150), 4, fill=_COLOURS[verdict])
-    draw.text((228, 130), verdict, font=_font(15), fill=_COLOURS["bg"])
+    draw.text((18, 130), "The notebook’s model:", font=_font(14), fill=_COLOURS["muted"])
+    draw.rounded_rectangle((190, 126, 190 + 12 + 10 * len(verdict), 150), 4, fill=_COLOURS[verdict])
+    draw.text((196, 130), verdict, font=_font(15), fill=_COLOURS["bg"])
     if label:
         right = "right" if label == verdict else "wrong"
-        draw.text((404, 130), f"label {label}: {right}", font=_font(15), fill=_COLOURS["muted"])
+        draw.text((380, 130), f"label {label}: {right}", font=_font(14), fill=_COLOURS["muted"])
     draw.text(
-        (18, 164),
-        "softmax: the model’s score per label, not a probability of truth",
-        font=_font(12),
-        fill=_COLOURS["muted"],
+        (18, 164), "softmax, the model’s score (not a probability of truth)", font=_font(12), fill=_COLOURS["muted"]
     )
     for i, (name, share) in enumerate(zip(LABELS, classifier["alone"]["softmax"], strict=True)):
         y = 186 + 28 * i
-        draw.text((18, y), name, font=_font(14), fill=_COLOURS["ink"])
+        draw.text((18, y), name, font=_font(13), fill=_COLOURS["ink"])
         _bar(draw, 180, y + 2, 330, share, _COLOURS[name])
-        draw.text((520, y), f"{100 * share:.0f}%", font=_font(14), fill=_COLOURS["ink"])
+        draw.text((520, y), f"{100 * share:.0f}%", font=_font(13), fill=_COLOURS["ink"])
     return _png(image)
 
 

@@ -24,7 +24,7 @@ from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
-from claimtrace.web.previews import PREVIEW_SIZE, preview_name
+from claimtrace.web.previews import preview_name
 from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
@@ -282,7 +282,6 @@ def make_env() -> Environment:
         SPLITS=constants.SPLITS,
         WALKTHROUGH_CLAIM=WALKTHROUGH_CLAIM,
         MAX_TEXT_CHARS=MAX_TEXT_CHARS,
-        PREVIEW_SIZE=PREVIEW_SIZE,
     )
     return env
 
@@ -294,8 +293,7 @@ SITE_DESCRIPTION = (
     "and shows why each claim got its passages and its verdict."
 )
 _CLAIM_DESCRIPTION = (
-    "{data[claim][id]}, “{data[claim][text]}”, through every stage of the 2024 COMP90042 fact-checking "
-    "notebook: its passages, its verdict, and why."
+    "{data[claim][id]} through every stage of the notebook, and why it got its verdict: {data[claim][text]}"
 )
 DESCRIPTIONS = {
     "walkthrough": _CLAIM_DESCRIPTION,
@@ -312,7 +310,7 @@ def preview_of(data: Any) -> tuple[str, str]:
     a page drawing one claim's trace, else the site's card of the landing page's findings."""
     claim = data.get("claim") if isinstance(data, dict) else None
     if isinstance(claim, dict) and claim.get("kind") == "claim" and claim.get("id"):
-        return preview_name(claim["id"]), f"{claim['id']}: the notebook’s verdict and each label’s softmax"
+        return preview_name(claim["id"]), f"{claim['id']}’s verdict card"
     return preview_name(None), "The notebook’s findings over dev, each beside its pipeline’s, with 95% intervals"
 
 
