@@ -495,7 +495,11 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
         page = client.get("/walkthrough")
         assert page.status_code == 200 and page.text.count("This stage is not built yet") >= 4
         landing = client.get("/")  # the landing page says what its findings need
-        assert landing.status_code == 200 and "The findings need the" in landing.text and "claimtrace build" in landing.text
+        assert (
+            landing.status_code == 200
+            and "The findings need the" in landing.text
+            and "claimtrace build" in landing.text
+        )
         explore = client.get("/explore/dev.html")
         assert explore.status_code == 200 and "not built yet" in explore.text
         table = client.get("/api/table.json")
