@@ -9,7 +9,7 @@ its scheduled time whatever the answers before it (open loop: a slow server does
 load down, so queueing shows in the latencies). Latency is measured from the scheduled send, not
 from the actual one. The mix:
 
-* 25% ``/`` (the walkthrough of claim-752);
+* 25% ``/walkthrough`` (the walkthrough of claim-752);
 * 35% claim pages (``/claim/<id>.html``, a dev, train or test claim at random);
 * 15% ``/explore/dev.json``;
 * 25% ``/live.json?text=<novel words>`` (made-up words: every one a new trace and new stems).
@@ -78,7 +78,7 @@ def plan(total: int, claims: list[str], seed: int = 0, vocabulary: list[str] | N
     for _ in range(total):
         kind = rng.choices(kinds, weights)[0]
         if kind == "front":
-            path = "/"
+            path = "/walkthrough"
         elif kind == "claim":
             path = f"/claim/{rng.choice(claims)}.html"
         elif kind == "explore":

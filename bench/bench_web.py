@@ -98,7 +98,7 @@ def start_server(arguments: list[str], port: int, limit: float = 180) -> subproc
 
 
 def wait_warm(base: str, workers: int, limit: float = 300.0) -> float:
-    """Wait until every worker of a server has warmed up: asks for the front page (a claim
+    """Wait until every worker of a server has warmed up: asks for the walkthrough (a claim
     page, which lets a worker's warm-up go on) on new connections, and for /api/build.json on the
     same one, until each worker process says ``"typed_ready"`` (its first typed claim traced: the
     model loaded, its encoder rows checked). A server of a version that does not say it counts
@@ -109,7 +109,7 @@ def wait_warm(base: str, workers: int, limit: float = 300.0) -> float:
         if time.monotonic() - started > limit:
             raise SystemExit(f"the workers did not warm up within {limit:.0f} s")
         with httpx.Client(timeout=120) as connection:  # one connection stays with one worker
-            connection.get(f"{base}/")
+            connection.get(f"{base}/walkthrough")
             server = connection.get(f"{base}/api/build.json").json().get("server", {})
         if server.get("typed_ready", "process" not in server):
             ready.add(server.get("process", len(ready)))
@@ -292,6 +292,7 @@ def main() -> None:
         result["live_recompute_in_chromium"] = bench_browser(base)
         paths = [f"/claim/{c}.html" for c in sample] * 5 + [
             "/",
+            "/walkthrough",
             "/explore/dev.html",
             "/static/app.js",
             "/static/style.css",

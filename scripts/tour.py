@@ -72,7 +72,7 @@ def _to(page, selector: str) -> None:
 
 
 def _claim(page, base: str, options) -> None:
-    page.goto(base + "/", wait_until="load")
+    page.goto(base + "/walkthrough.html", wait_until="load")
     page.wait_for_selector("#summary")
 
 
@@ -117,7 +117,7 @@ JOURNEYS = (
     Journey(
         "one-claim",
         "One claim through every stage",
-        "index.html",
+        "walkthrough.html",
         (
             Step(
                 "summary",

@@ -55,6 +55,9 @@ def _partial_copy(build: BuildReader, root, leave_out: tuple[str, ...]) -> Build
         ("/", "html"),
         ("/index.html", "html"),
         ("/index.json", "json"),
+        ("/walkthrough", "html"),
+        ("/walkthrough.html", "html"),
+        ("/walkthrough.json", "json"),
         (f"/claim/{WALKTHROUGH_CLAIM}", "html"),
         (f"/claim/{WALKTHROUGH_CLAIM}.html", "html"),
         (f"/claim/{WALKTHROUGH_CLAIM}.json", "json"),
@@ -88,8 +91,8 @@ def test_every_route_answers(web_client, path, kind):
         assert isinstance(response.json(), dict)
 
 
-def test_front_page_tells_every_stage_of_claim_752(web_client, demo_site_data):
-    page = web_client.get("/").text
+def test_walkthrough_tells_every_stage_of_claim_752(web_client, demo_site_data):
+    page = web_client.get("/walkthrough").text
     claim = demo_site_data.claims("dev")[WALKTHROUGH_CLAIM]
     assert "South Australia] has the most expensive electricity in the world" in page
     for stage in STAGES:
@@ -489,8 +492,14 @@ def test_an_empty_workdir_degrades_stage_by_stage(tmp_path, data_dir):
         for section in ("tagging", "vectorisation", "retrieval", "classifier"):
             assert t[section]["status"] == "missing" and t[section]["reason"]
         assert "claimtrace build" in t["retrieval"]["reason"]
-        page = client.get("/")
+        page = client.get("/walkthrough")
         assert page.status_code == 200 and page.text.count("This stage is not built yet") >= 4
+        landing = client.get("/")  # the landing page says what its findings need
+        assert (
+            landing.status_code == 200
+            and "The findings need the" in landing.text
+            and "claimtrace build" in landing.text
+        )
         explore = client.get("/explore/dev.html")
         assert explore.status_code == 200 and "not built yet" in explore.text
         table = client.get("/api/table.json")
@@ -533,7 +542,7 @@ def test_a_build_without_its_classifier_stage_keeps_retrieval(demo_build, tmp_pa
         t = client.get(f"/claim/{WALKTHROUGH_CLAIM}.json").json()
         assert t["retrieval"]["status"] == "ok" and t["classifier"]["status"] == "missing"
         assert "classifier" in t["classifier"]["reason"] and "claimtrace build" in t["classifier"]["reason"]
-        page = client.get("/").text
+        page = client.get("/walkthrough").text
         assert page.count("This stage is not built yet") == 2  # the model input and the verdict
         explore = client.get("/explore/dev.json").json()
         assert explore["classifier"]["status"] == "missing" and explore["retrieval"]["status"] == "ok"

@@ -54,7 +54,7 @@ def _shot(page, name: str) -> None:
 
 
 def test_walkthrough_explore_and_another_claim(page, web_server, demo_site_data):
-    page.goto(web_server + "/", wait_until="load")
+    page.goto(web_server + "/walkthrough.html", wait_until="load")
     assert "most expensive electricity" in page.locator("h1").inner_text()
     for stage in ("preprocess", "tags", "vectors", "filter", "retrieved", "input", "model", "quirk", "verdict"):
         assert page.locator(f"section#{stage}").is_visible()
@@ -221,7 +221,7 @@ def test_static_site_works_from_files(page, demo_site_data, tmp_path):
 
     out = tmp_path / "site"
     write_site(None, out, site_data=demo_site_data, splits=("dev",), limit=3)
-    page.goto((out / "index.html").as_uri())
+    page.goto((out / "walkthrough.html").as_uri())
     assert "most expensive electricity" in page.locator("h1").inner_text()
     page.click("header nav >> text=Explore")
     page.wait_for_url("**/explore/dev.html")
@@ -240,7 +240,7 @@ def test_static_site_works_from_files(page, demo_site_data, tmp_path):
 
 
 def test_course_figures_beside_the_builds_on_claim_752(page, web_server, demo_site_data):
-    page.goto(web_server + "/", wait_until="load")
+    page.goto(web_server + "/walkthrough", wait_until="load")
     pairs = page.locator("section#filter .vs")
     assert pairs.count() >= 3
     texts = [pairs.nth(i).inner_text() for i in range(pairs.count())]
@@ -275,7 +275,16 @@ def test_missed_gold_rows_on_claim_375(page, web_server, demo_site_data):
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/claim/claim-375.html", "/explore/dev.html", "/explore/train.html", "/live.html", "/nowhere.html"]
+    "path",
+    [
+        "/",
+        "/walkthrough.html",
+        "/claim/claim-375.html",
+        "/explore/dev.html",
+        "/explore/train.html",
+        "/live.html",
+        "/nowhere.html",
+    ],
 )
 def test_nothing_scrolls_sideways_at_390_px(browser, web_server, path):
     context = browser.new_context(viewport={"width": 390, "height": 844})

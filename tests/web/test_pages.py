@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from claimtrace.web.pages import CLAIM, EXPLORE, PAGES, ROW_PREDICTIONS, WALKTHROUGH, Address, Asked, split_name
+from claimtrace.web.pages import (
+    CLAIM,
+    EXPLORE,
+    LANDING,
+    PAGES,
+    ROW_PREDICTIONS,
+    WALKTHROUGH,
+    Address,
+    Asked,
+    split_name,
+)
 
 
 @pytest.mark.parametrize(
@@ -26,9 +36,14 @@ def test_a_keyed_route_gives_the_key_and_its_parts():
 
 def test_a_one_page_entry_answers_at_its_files_with_its_own_key():
     assert WALKTHROUGH.routes() == [
-        Address("/", WALKTHROUGH.key, "html"),
-        Address("/index.html", WALKTHROUGH.key, "html"),
-        Address("/index.json", WALKTHROUGH.key, "json"),
+        Address("/walkthrough", WALKTHROUGH.key, "html"),
+        Address("/walkthrough.html", WALKTHROUGH.key, "html"),
+        Address("/walkthrough.json", WALKTHROUGH.key, "json"),
+    ]
+    assert LANDING.routes() == [
+        Address("/", None, "html"),
+        Address("/index.html", None, "html"),
+        Address("/index.json", None, "json"),
     ]
     assert [page.formats for page in PAGES if page.template is None] == [("json",)] * 4
 

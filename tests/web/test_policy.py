@@ -18,8 +18,17 @@ from claimtrace.web.site import write_site
 
 LOCAL = "http://127.0.0.1:8080"
 SITE_POLICY = SECURITY_HEADERS[0][1].decode()
-LLM_PATHS = ["/evaluation", "/evaluation.html", "/", "/index.html", "/claim/claim-752.html", "/claim/claim-871"]
+LLM_PATHS = [
+    "/evaluation",
+    "/evaluation.html",
+    "/walkthrough",
+    "/walkthrough.html",
+    "/claim/claim-752.html",
+    "/claim/claim-871",
+]
 OTHER_PATHS = [
+    "/",
+    "/index.html",
     "/evaluation.json",
     "/ai-log.html",
     "/explore/dev.html",

@@ -19,6 +19,9 @@ PAGE_ROUTES = [
     "/",
     "/index.html",
     "/index.json",
+    "/walkthrough",
+    "/walkthrough.html",
+    "/walkthrough.json",
     "/api/table.json",
     "/api/build.json",
     "/live",
@@ -71,7 +74,7 @@ def _paths(router) -> list[str]:
 def test_the_routes_are_the_registrys_addresses_in_its_order():
     static, *page_routers, actions = site_routers()
     assert [path for router in page_routers for path in _paths(router)] == PAGE_ROUTES
-    assert _paths(static) == ["/static/{name}", "/static/tour/{name}"]
+    assert _paths(static) == ["/static/{name}", "/static/tour/{name}", "/preview/{name}"]
     assert _paths(actions) == ["/live.html", "/live", "/api/trace", "/api/trace", "/api/compare", "/claim"]
 
 

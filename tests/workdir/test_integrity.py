@@ -151,7 +151,13 @@ def test_no_machine_path_in_traces_build_report_or_static_export(demo_build, dat
 
     root = str(demo_build.root.resolve())
     with TestClient(create_app(build=demo_build)) as client:
-        for page in ("/api/trace?claim=claim-752", "/claim/claim-752.json", "/api/build.json", "/index.json"):
+        for page in (
+            "/api/trace?claim=claim-752",
+            "/claim/claim-752.json",
+            "/api/build.json",
+            "/index.json",
+            "/walkthrough.json",
+        ):
             answer = client.get(page)
             assert answer.status_code == 200, page
             assert root not in answer.text and str(demo_build.root) not in answer.text, page

@@ -1,5 +1,5 @@
 """Why a claim got its verdict and its passages, exactly, read from a build: the per-word table
-and the margin (``verdict``), and the retrieval views (``retrieval``: the notebook's filter rule,
+and the margin (``verdict``), a verdict's softmax (``confidence``), and the retrieval views (``retrieval``: the notebook's filter rule,
 once, and :class:`~claimtrace.explain.retrieval.RetrievalView`, the view of any passage for a
 claim that the walkthrough and a compared run both show).
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from claimtrace import constants
 from claimtrace.errors import DataError
+from claimtrace.explain.confidence import softmax
 
 __all__ = ["explain_input", "explain_claim", "margin"]
 
@@ -80,6 +81,7 @@ def explain_input(classifier, ids: Sequence[int], text: str, torch_logits: Seque
         "alone": {
             "logits": _floats(alone),
             "verdict": constants.LABELS[int(np.argmax(alone))],
+            "softmax": softmax(alone),
             "torch_logits": _floats(torch_alone),
             "max_abs_diff_table_vs_torch": float(np.abs(alone - torch_alone).max()),
         },
@@ -173,6 +175,7 @@ def notebook_batch(build, split: str, source: str, row: int) -> dict:
     return {
         "logits": _floats(entry["logits"]),
         "verdict": entry["verdict"],
+        "softmax": softmax(entry["logits"]),
         "batch": batch,
         "position_in_batch": batch_ids.index(claim_id),
         "batch_size": len(batch_ids),

@@ -3,7 +3,8 @@
 Routes (docs/web.md has the JSON shapes), made by :mod:`claimtrace.web.routes` from the page
 registry :data:`claimtrace.web.pages.PAGES` the static export also writes from:
 
-* ``/``, ``/index.html`` — the walkthrough of claim-752; ``/index.json``
+* ``/``, ``/index.html`` — the landing page: the findings over dev, the ways in; ``/index.json``
+* ``/walkthrough``, ``/walkthrough.html`` — the walkthrough of claim-752; ``/walkthrough.json``
 * ``/claim/<id>``, ``/claim/<id>.html`` — any claim's walkthrough; ``/claim/<id>.json``
 * ``/explore``, ``/explore/<split>.html`` — every claim of a split; ``.json`` likewise
 * ``/live``, ``/live.html`` (GET ``?text=`` or ``?claim=``; POST a form) — trace your own claim
@@ -12,6 +13,7 @@ registry :data:`claimtrace.web.pages.PAGES` the static export also writes from:
 * ``/predictions/<split>/<row>.json`` — a scoreboard row's dev or test predictions (course shape)
 * ``/api/table.json`` — the classifier's table for the browser; ``/api/build.json`` — the build
 * ``/static/app.<hash>.js``, ``/static/style.<hash>.css`` (a year's Cache-Control; the plain names too)
+* ``/preview/<claim id or index>.png`` — a page's preview picture (og:image)
 
 Every answer is checked before it is trusted (docs/web.md, "Security and limits"): a request
 whose Host is not the loopback is refused (DNS rebinding, :mod:`claimtrace.web.middleware`); bad

@@ -44,7 +44,9 @@ SECURITY_HEADERS = (
 
 #: Paths whose 200 answer never changes while the server runs (a build is read, never changed,
 #: and a trace or an Explore once computed is final): kept whole by :class:`FinalAnswers`.
-_FINAL_ANSWER = re.compile(r"/(index\.(html|json))?|/claim/[^/]+|/explore(\.json|/[^/]+)?")
+_FINAL_ANSWER = re.compile(
+    r"/((index|walkthrough)(\.(html|json))?)?|/claim/[^/]+|/explore(\.json|/[^/]+)?|/preview/[^/]+"
+)
 #: Whole answers kept (every claim page of every split fits: their size, docs/benchmarks.md,
 #: "Capacity: an open-loop mixed load") ...
 ANSWER_CACHE_ENTRIES = 4096

@@ -7,8 +7,8 @@ Addresses: the export writes ``file`` (and ``twin``) relative to its folder; the
 the same at ``/`` + ``file`` (and ``/`` + ``twin``). A page with one file per claim or per split
 answers at one route ending in ``{name}``: the key, then the format's suffix (``.json`` asks for
 the twin, ``.html`` or none for the page), as ``/claim/claim-752.json``. A page's ``aliases`` are
-the server's other addresses for it (``/`` for ``index.html``, ``/explore`` for dev's Explore,
-``/live.json`` for a typed claim's trace, which a static site cannot hold).
+the server's other addresses for it (``/`` for the landing's ``index.html``, ``/walkthrough``, ``/explore``
+for dev's Explore, ``/live.json`` for a typed claim's trace, which a static site cannot hold).
 """
 
 from __future__ import annotations
@@ -164,10 +164,23 @@ def _row_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[tupl
 
 # -- the pages ----------------------------------------------------------------------------------------
 
-WALKTHROUGH = Page(
-    "walkthrough",
+#: The front door: what claimtrace is, the notebook's findings over dev, the three ways in.
+LANDING = Page(
+    "landing",
     "index.html",
     "index.json",
+    data_function=SiteData.landing,
+    template="landing.html",
+    title="One climate claim through every stage of a fact-checking notebook",
+    data_name="l",
+    section="home",
+    aliases=(Address("/", None, "html"),),
+)
+#: The walkthrough: claim-752 through every stage, at its own address.
+WALKTHROUGH = Page(
+    "walkthrough",
+    "walkthrough.html",
+    "walkthrough.json",
     data_function=SiteData.trace,
     template="claim.html",
     title="{data[claim][id]}: one claim through every stage",
@@ -176,7 +189,7 @@ WALKTHROUGH = Page(
     context=claim_context,
     kept=True,
     key=WALKTHROUGH_CLAIM,
-    aliases=(Address("/", WALKTHROUGH_CLAIM, "html"),),
+    aliases=(Address("/walkthrough", WALKTHROUGH_CLAIM, "html"),),
 )
 CLAIM = Page(
     "claim",
@@ -459,6 +472,7 @@ BUILD = Page("build", "api/build.json", None, data_function=SiteData.build_info,
 #: Every page, in the order the export writes them and the server tries their routes (a page's
 #: file before another's route that would also match it: compare/index.html before compare/{name}).
 PAGES = (
+    LANDING,
     WALKTHROUGH,
     TABLE,
     BUILD,

@@ -19,8 +19,8 @@ from claimtrace.errors import DataError
 #: Origins every LLM page may connect to: the known providers' APIs.
 PROVIDER_ORIGINS = ("https://api.anthropic.com", "https://api.openai.com")
 
-#: The server's paths of the pages that call a provider (their files, and the claim pages').
-LLM_PAGES = re.compile(r"/evaluation(\.html)?|/(index\.html)?|/claim/[^/]+(?<!\.json)")
+#: The server's paths of the pages that call a provider (their files, the walkthrough's and the claim pages').
+LLM_PAGES = re.compile(r"/evaluation(\.html)?|/walkthrough(\.html)?|/claim/[^/]+(?<!\.json)")
 
 _BASE = (
     "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "

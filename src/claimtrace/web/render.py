@@ -24,10 +24,12 @@ from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
 from claimtrace.web.policy import policy
+from claimtrace.web.previews import preview_name
 from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.training_chart import training_chart
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
+from claimtrace.web.views.landing import SPLIT as EXAMPLE_SPLIT
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -50,6 +52,7 @@ STATIC_FILES = (
     "app-llm-page.js",
     "app.js",
     "style.css",
+    "favicon.svg",
 )
 
 
@@ -296,6 +299,34 @@ def make_env() -> Environment:
     return env
 
 
+#: What a page is, for a search engine's or a shared link's preview (its meta description): the
+#: site's, or a page's own by its name in web.pages.PAGES, formatted with its data as its title is.
+SITE_DESCRIPTION = (
+    "claimtrace re-runs the 2024 COMP90042 climate fact-checking notebook exactly, quirks included, "
+    "and shows why each claim got its passages and its verdict."
+)
+_CLAIM_DESCRIPTION = (
+    "{data[claim][id]} through every stage of the notebook, and why it got its verdict: {data[claim][text]}"
+)
+DESCRIPTIONS = {
+    "walkthrough": _CLAIM_DESCRIPTION,
+    "claim": _CLAIM_DESCRIPTION,
+    "explore": "Every {data[split]} claim of the course through the notebook’s pipeline: its passages, its verdicts "
+    "under both protocols, what each quirk costs.",
+    "live": "Type a climate claim and trace it through the notebook’s pipeline, or edit the model’s input and see "
+    "the verdict recomputed in your browser.",
+}
+
+
+def preview_of(data: Any) -> tuple[str, str]:
+    """A page's preview picture (``og:image``) and its alt text: a course claim's verdict card for
+    a page drawing one claim's trace, else the site's card of the landing page's findings."""
+    claim = data.get("claim") if isinstance(data, dict) else None
+    if isinstance(claim, dict) and claim.get("kind") == "claim" and claim.get("id"):
+        return preview_name(claim["id"]), f"{claim['id']}’s verdict card"
+    return preview_name(None), "The notebook’s findings over dev, each beside its pipeline’s, with 95% intervals"
+
+
 #: Claims per live/<n>.js file of the static site (by the number in the claim id); app.js uses
 #: the same number.
 LIVE_BUCKET = 100
@@ -334,7 +365,13 @@ def claim_context(renderer: Renderer, trace: dict, run=None) -> dict:
 def live_context(renderer: Renderer, trace: dict | None, text: str | None = None, error: str | None = None) -> dict:
     """The editor's text box (``text``: the traced claim's own text unless a route gives the typed
     one) and why a typed text was refused (``error``)."""
-    return {"text": trace["claim"]["text"] if text is None else text, "error": error, "table": None}
+    return {
+        "text": trace["claim"]["text"] if text is None else text,
+        "error": error,
+        "table": None,
+        "examples": renderer.site_data.example_claims(),
+        "examples_split": EXAMPLE_SPLIT,
+    }
 
 
 def evaluation_context(renderer: Renderer, data: dict) -> dict:
@@ -369,6 +406,8 @@ class Renderer:
         page = context.get("page")
         # Markup: the policy is the site's own text (no quote to escape inside content="...").
         csp = Markup(policy(self.llm_origins if page in self.LLM_PAGES else None, meta=True))
+        preview, alt = preview_of(None)
+        context = {"description": SITE_DESCRIPTION, "preview": preview, "preview_alt": alt, **context}
         return self.env.get_template(template).render(root=root, mode=self.mode, csp=csp, **context)
 
     def page(self, page, data: Any, root: str, **given) -> str:
@@ -379,6 +418,10 @@ class Renderer:
         address depth and run boxes shown (a trace or an Explore never changes once computed)."""
         context = page.context(self, data, **given) if page.context is not None else given
         title = page.title.format(data=data)
+        preview, alt = preview_of(data)
+        own = DESCRIPTIONS.get(page.name)
+        described = own.format(data=data) if own and data is not None else SITE_DESCRIPTION
+        context = {**context, "description": described, "preview": preview, "preview_alt": alt}
 
         def make() -> str:
             return self._render(

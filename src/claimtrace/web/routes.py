@@ -22,7 +22,7 @@ from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
-from claimtrace.web import pages
+from claimtrace.web import pages, previews
 from claimtrace.web.pages import Address, Asked, Page
 from claimtrace.web.render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
 from claimtrace.web.responses import (
@@ -343,9 +343,18 @@ def answer_build(request: Request, page: Page, asked: Asked) -> Response:
     )
 
 
+def answer_landing(request: Request, page: Page, asked: Asked) -> Response:
+    """The landing page or its twin; once answered, the Explore warm-up may start."""
+    try:
+        return answer_page(request, page, asked)
+    finally:
+        _site(request).site_data.first_page_served.set()
+
+
 #: How each page is answered, by its name in :data:`claimtrace.web.pages.PAGES`, where that is
 #: more than :func:`answer_page` (its data kept encoded, a download, a key that may be unknown).
 ANSWERS: dict[str, Callable[[Request, Page, Asked], Response]] = {
+    "landing": answer_landing,
     "walkthrough": answer_claim,
     "claim": answer_claim,
     "explore": answer_explore,
@@ -467,7 +476,7 @@ static = APIRouter()
 #: A year: a hashed name's content never changes.
 IMMUTABLE = "public, max-age=31536000, immutable"
 _BY_NAME = {hashed: name for name, hashed in ASSETS.items()} | {name: name for name in STATIC_FILES}
-_MEDIA = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+_MEDIA = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8", "svg": "image/svg+xml"}
 
 
 @static.get("/static/{name}")
@@ -488,6 +497,18 @@ def tour_picture(request: Request, name: str):
     if name not in tour.pictures():
         return not_found(request, f"The tour has no picture “{name}”.")
     body = (tour.TOUR_DIR / name).read_bytes()
+    return Response(body, media_type="image/png", headers={"Cache-Control": "no-cache"})
+
+
+@static.get("/preview/{name}")
+def preview_picture(request: Request, name: str):
+    """A page's preview picture (its og:image): ``index.png``, the landing's findings, or
+    ``<claim id>.png``, that claim's verdict card (web.previews); drawn once per build."""
+    site = _site(request)
+    key = name.removesuffix(".png")
+    if not name.endswith(".png") or (key != previews.SITE_CARD and site.site_data.build.locate(key) is None):
+        return not_found(request, f"There is no preview picture “{name}”.")
+    body = site.site_data.preview(None if key == previews.SITE_CARD else key)
     return Response(body, media_type="image/png", headers={"Cache-Control": "no-cache"})
 
 

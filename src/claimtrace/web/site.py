@@ -2,7 +2,10 @@
 
 Layout of the output folder (the server's URLs, one file each; links are relative)::
 
-    index.html, index.json              the walkthrough of claim-752
+    index.html, index.json              the landing page: what claimtrace is, the findings, the ways in
+    walkthrough.html, walkthrough.json  the walkthrough of claim-752
+    preview/index.png, preview/<id>.png the pages' preview pictures (og:image): the findings, each
+                                        exported claim's verdict card
     claim/<id>.html, claim/<id>.json    every claim of the chosen splits
     explore/<split>.html, .json         every claim of a split, accuracies, confusions
     predictions/<split>/<row>.json      each scoreboard row's predictions (dev and test, whatever
@@ -45,6 +48,7 @@ from claimtrace.errors import Missing
 from claimtrace.lib.build_files import write_atomic
 from claimtrace.web.fragments import SharedParts, strip_markers
 from claimtrace.web.pages import CLAIM, EXPLORE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, WALKTHROUGH, Page
+from claimtrace.web.previews import preview_name, verdict_card
 from claimtrace.web.render import (
     ASSETS,
     SHARED_CLOSE,
@@ -163,10 +167,10 @@ class _Export:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("claims", "explore", "files", "bytes"), 0))
     editors: dict[str, dict[str, dict]] = field(default_factory=dict)
 
-    def write(self, relative: str, text: str) -> None:
+    def write(self, relative: str, text: str | bytes) -> None:
         write_atomic(self.out / relative, text)
         self.counts["files"] += 1
-        self.counts["bytes"] += len(text.encode("utf-8"))
+        self.counts["bytes"] += len(text if isinstance(text, bytes) else text.encode("utf-8"))
 
     def page_text(self, text: str, page: Page | None) -> str:
         """A page as the export writes it: its links to files not written disabled; the walkthrough,
@@ -240,7 +244,7 @@ def write_site(
     counts, bytes and seconds.
 
     ``limit``: write only the first ``limit`` claim pages of each split (a preview: links to the
-    other claims are disabled). claim-752's page is always written (it is the front page's).
+    other claims are disabled). claim-752's page is always written (it is the walkthrough's).
     ``json_twins``: also write each claim page's JSON twin (``claim/<id>.json``).
     ``shared_parts``: what claim pages repeat goes once into ``static/shared-<split>.js``
     (web.fragments); ``False`` writes every page whole (the pages the browser rebuilds).
@@ -268,6 +272,7 @@ def write_site(
     export.counts["explore"] = len(claim_ids)
     export.put_table_script()
     export.put_not_found()
+    export.write(preview_name(None), site_data.preview(None))
     for split in splits:
         _write_claims(export, split, claim_ids[split], json_twins, progress, shared_parts)
         export.counts["claims"] += len(claim_ids[split])
@@ -283,7 +288,7 @@ _COMPACT = (WALKTHROUGH, CLAIM, EXPLORE)
 
 
 def _chosen(ids: list[str], limit: int | None, only: Iterable[str] | None = None) -> list[str]:
-    """The claims a (possibly limited) export writes: claim-752 always, for the front page."""
+    """The claims a (possibly limited) export writes: claim-752 always, for the walkthrough."""
     if only is not None:
         wanted = set(only) | {WALKTHROUGH_CLAIM}
         ids = [claim_id for claim_id in ids if claim_id in wanted]
@@ -328,6 +333,7 @@ def _write_claims(export: _Export, split: str, ids: list[str], json_twins: bool,
             export.editors.setdefault(live_bucket(claim_id), {})[claim_id] = editor
         if json_twins:
             export.write(CLAIM.twin_path(claim_id), _dump(result))
+        export.write(preview_name(claim_id), verdict_card(result))
         if bar is not None:
             bar.update(1)
     script = f"static/shared-{split}.js"

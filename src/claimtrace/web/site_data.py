@@ -27,12 +27,14 @@ from claimtrace.data.files import Claim
 from claimtrace.errors import Missing as StageMissing
 from claimtrace.explain.counterfactuals.report import counterfactuals
 from claimtrace.lib.lru import LRU
+from claimtrace.web import previews
 from claimtrace.web.public_reasons import public_reasons
 from claimtrace.web.runs import Runs
 from claimtrace.web.typed_claims import TypedClaimQueue
 from claimtrace.web.views import walkthrough
 from claimtrace.web.views.counterfactuals import shown
 from claimtrace.web.views.explore import explore as explore_split
+from claimtrace.web.views.landing import example_claims, landing
 from claimtrace.web.views.methods import methods
 from claimtrace.web.views.status import build_info
 from claimtrace.web.views.table import table_payload
@@ -165,6 +167,22 @@ class SiteData:
 
     def table(self) -> dict:
         return self.build.once(("web", "table"), lambda: table_payload(self.build))
+
+    def landing(self) -> dict:
+        """The landing page (:func:`claimtrace.web.views.landing.landing`), made once per build."""
+        return self.build.once(("web", "landing"), lambda: public_reasons(landing(self.build), self.build.root))
+
+    def preview(self, claim_id: str | None) -> bytes:
+        """A page's preview picture (:mod:`claimtrace.web.previews`): a course claim's verdict
+        card, or the site's card (``claim_id`` None); the site's made once per build, a claim's
+        from its trace (which the trace cache keeps)."""
+        if claim_id is None:
+            return self.build.once(("web", "preview"), lambda: previews.site_card(self.landing()))
+        return previews.verdict_card(self.trace(claim_id))
+
+    def example_claims(self) -> list[dict]:
+        """The live page's example claims, one per label (:func:`claimtrace.web.views.landing.example_claims`)."""
+        return self.build.once(("web", "examples"), lambda: example_claims(self.build))
 
     def build_info(self, brief: bool = False) -> dict:
         return build_info(self.build, brief)

@@ -86,7 +86,7 @@ CITED = re.compile(
 )
 
 
-@pytest.mark.parametrize("path", ["/index.html", "/explore/dev.html", "/parity.html"])
+@pytest.mark.parametrize("path", ["/walkthrough.html", "/explore/dev.html", "/parity.html"])
 def test_every_chip_links_to_a_step_that_exists_and_to_the_notebook(web_client, path):
     methods = web_client.get("/methods.html").text
     page = web_client.get(path).text

@@ -142,6 +142,7 @@
     explore.shown.slice(explore.page * size, (explore.page + 1) * size).forEach(function (row) { fragment.appendChild(claimRow(row, explore)); });
     explore.tbody.textContent = "";
     explore.tbody.appendChild(fragment);
+    if (explore.noMatch) explore.noMatch.hidden = explore.shown.length > 0;
     explore.heads.forEach(function (th) {
       th.removeAttribute("aria-sort");
       if (th.getAttribute("data-key") === explore.sortKey) th.setAttribute("aria-sort", explore.sortDir > 0 ? "ascending" : "descending");
@@ -230,6 +231,7 @@
       count: document.getElementById("f-count"),
       pager: document.getElementById("pager"), pageOf: document.getElementById("page-of"),
       prev: document.getElementById("page-prev"), next: document.getElementById("page-next"),
+      noMatch: document.getElementById("no-match"),
       sortKey: "position", sortType: "num", sortDir: 1, page: 0, shown: []
     };
   }
@@ -246,9 +248,21 @@
       var c = explore.controls[k];
       if (c) c.addEventListener(k === "text" ? "input" : "change", function () { update(explore); });
     });
+    var reset = document.getElementById("filters-reset");
+    if (reset) reset.addEventListener("click", function () { resetFilters(explore); });
     loadState(explore);
     select(explore);
     draw(explore);
+  }
+
+  /* Every filter back to the value the page came with (its data-default); the sort stays. */
+  function resetFilters(explore) {
+    Object.keys(explore.controls).forEach(function (k) {
+      var c = explore.controls[k];
+      if (c && c.hasAttribute("data-default")) c.value = c.getAttribute("data-default");
+    });
+    update(explore);
+    if (explore.controls.text) explore.controls.text.focus();
   }
 
   /* ---------------------------------------------------------------- sortable tables */

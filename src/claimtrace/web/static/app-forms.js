@@ -21,6 +21,15 @@
     });
   }
 
+  /* A trace under way: the form and the results it will replace say they are busy (aria-busy),
+     and the status line says what is happening. */
+  function markBusy(form, results) {
+    form.setAttribute("aria-busy", "true");
+    results.forEach(function (section) { if (section) section.setAttribute("aria-busy", "true"); });
+    var status = document.getElementById("trace-status");
+    if (status) { status.hidden = false; status.textContent = "Tracing the claim through the build…"; }
+  }
+
   function startClaimForm() {
     var form = document.querySelector(".claim-form");
     if (!form) return;
@@ -29,10 +38,21 @@
     var results = [document.getElementById("editor"), document.getElementById("live-trace")];
     form.addEventListener("submit", function () {
       if (box && encodeURIComponent(box.value).length > MAX_ADDRESS) form.method = "post";
-      var button = form.querySelector("button");
+      var button = form.querySelector("button[type=submit]");
       if (button) { button.disabled = true; button.textContent = "Tracing…"; }
+      markBusy(form, results);
+    });
+    /* An example claim is a link to its trace (?claim=): the same busy state while it loads. */
+    Array.prototype.forEach.call(document.querySelectorAll("a.example"), function (link) {
+      link.addEventListener("click", function () { markBusy(form, results); });
     });
     if (!box || !note || box.disabled) return;
+    /* Ctrl+Enter (Cmd+Enter on a Mac) in the box traces the text, as the button does. */
+    box.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
+      event.preventDefault();
+      if (form.requestSubmit) form.requestSubmit(); else form.submit();
+    });
     box.addEventListener("input", function () { markStale(box, note, results); });
     markStale(box, note, results);
   }

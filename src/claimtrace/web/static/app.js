@@ -78,7 +78,30 @@
     setTimeout(ask, every);
   }
 
+  /* The header's navigation, folded behind its menu button on a narrow screen (style.css): the
+     button says whether it is open (aria-expanded) and what it opens (aria-controls); Escape
+     closes it and gives the button the focus back. Without this script the links stay shown. */
+  function startMenu() {
+    var header = document.querySelector("header.top");
+    var button = header && header.querySelector(".menu-button");
+    if (!button) return;
+    function show(open) {
+      header.classList.toggle("open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    header.setAttribute("data-menu", "");
+    button.hidden = false;
+    button.addEventListener("click", function () { show(button.getAttribute("aria-expanded") !== "true"); });
+    header.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && button.getAttribute("aria-expanded") === "true") {
+        show(false);
+        button.focus();
+      }
+    });
+  }
+
   expandShared();
+  startMenu();
   reloadWhenReady();
   claimtrace.explore.start();
   claimtrace.explore.startSortable();

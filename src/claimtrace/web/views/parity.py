@@ -22,10 +22,10 @@ STATUSES = ("exact", "close", "differs", "cannot compare")
 
 #: Where the site explains each group of figures (relative to the site's root).
 WHERE = {
-    "retrieval": "index.html#filter",
-    "tagging": "index.html#tags",
-    "input": "index.html#input",
-    "table": "index.html#verdict",
+    "retrieval": "walkthrough.html#filter",
+    "tagging": "walkthrough.html#tags",
+    "input": "walkthrough.html#input",
+    "table": "walkthrough.html#verdict",
     "accuracy": "explore/dev.html#course-figures",
     "scores": "explore/dev.html#table2",
     "training": "explore/dev.html#training-curve",
