@@ -104,9 +104,15 @@ def test_a_trace_draws_the_sites_page_in_a_frame(build, typed):
     assert "Trace it through the build" not in typed._repr_html_()  # the live page's form left out
 
 
-def test_counterfactuals_is_a_hook_not_yet_filled(build):
-    with pytest.raises(NotImplementedError, match="explain.counterfactuals"):
-        build.claim("claim-752").counterfactuals()
+def test_counterfactuals_are_the_builds_record(demo_counterfactuals):
+    """A trace's counterfactuals are what `claimtrace counterfactual --all` wrote for the claim (the
+    command's --json equals the record: tests/explain/test_counterfactuals.py)."""
+    from tests.conftest import COUNTERFACTUAL_WORDS
+
+    records = demo_counterfactuals.counterfactuals("dev")
+    claim_id = next(iter(records))
+    found = Build(demo_counterfactuals).claim(claim_id).counterfactuals(max_words=COUNTERFACTUAL_WORDS)
+    assert found == records[claim_id] and found["summary"]
 
 
 def test_evaluate_equals_the_command_line(data_dir, baseline_path):

@@ -15,6 +15,7 @@ import orjson
 
 from claimtrace.data.files import find_data_dir
 from claimtrace.errors import DataError, Missing
+from claimtrace.explain.counterfactuals.report import counterfactuals as find_counterfactuals
 from claimtrace.web import pages
 from claimtrace.web.encoding import encode
 from claimtrace.web.notebook import notebook_page, notebook_renderer, notebook_template
@@ -210,11 +211,15 @@ class Trace:
 
     # -- what comes next -------------------------------------------------------------------------
 
-    def counterfactuals(self, **options):
-        """The smallest edits of the claim that change its verdict. Not in this version: the hook
-        where ``claimtrace.explain.counterfactuals`` is called (over ``self.build.reader`` and
-        ``self.text``) once it exists."""
-        raise NotImplementedError("Trace.counterfactuals: claimtrace.explain.counterfactuals is not in this version")
+    def counterfactuals(self, max_words: int = 3) -> dict:
+        """The smallest edits that change this verdict, each re-run through the pipeline: what
+        ``claimtrace counterfactual CLAIM_ID --json`` (or ``--text``) prints and the page's section
+        shows (``explain.counterfactuals.report.counterfactuals``). A course claim's record is read
+        from the build when ``claimtrace counterfactual --all`` wrote one with this bound, computed
+        otherwise; a typed text is always computed (a few seconds to a minute)."""
+        if self.typed:
+            return find_counterfactuals(self.build.reader, text=self._typed_text, max_words=max_words)
+        return find_counterfactuals(self.build.reader, claim_id=self.claim_id, max_words=max_words)
 
     # -- as the site has it ----------------------------------------------------------------------
 
