@@ -69,6 +69,9 @@ def test_compare_is_the_function_though_the_subpackage_is_imported():
         runs.__name__ == "claimtrace.compare.runs"
         and sys.modules["claimtrace.compare"].__name__ == "claimtrace.compare"
     )
+    import claimtrace.compare.run_store as by_name  # the function lends the subpackage's names
+
+    assert by_name is claimtrace.compare.run_store is sys.modules["claimtrace.compare.run_store"]
 
 
 def test_a_claims_trace_is_its_pages_json_twin(build, web_client):

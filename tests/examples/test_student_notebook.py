@@ -4,7 +4,10 @@ it differs from the notebook's pipeline, a claim page and a typed claim drawn by
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,15 @@ nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "student.ipynb"
+
+#: Runs the notebook (argv: notebook, the folder it runs in, where the executed copy is written).
+_EXECUTE = """
+import sys, nbclient, nbformat
+notebook = nbformat.read(sys.argv[1], as_version=4)
+client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
+client.execute()
+nbformat.write(notebook, sys.argv[3])
+"""
 
 
 def _text(cell) -> str:
@@ -38,14 +50,18 @@ def ran(demo_build, data_dir, tmp_path_factory):
     predictions, written from the data folder), with the demo build as its build."""
     folder = tmp_path_factory.mktemp("student")
     shutil.copyfile(data_layer.course_file(data_dir, "baseline"), folder / "predictions.json")
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    with pytest.MonkeyPatch.context() as patch:  # the kernel inherits this process's environment
-        patch.setenv("CLAIMTRACE_WORKDIR", str(demo_build.root.resolve()))
-        patch.setenv("CLAIMTRACE_DATA", str(data_dir.resolve()))
-        client = nbclient.NotebookClient(
-            notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-        )
-        client.execute()
+    executed = folder / "executed.ipynb"
+    # nbclient runs in a process of its own: its event loop, left set in the process that ran it,
+    # would break every later test of this process that drives asyncio or Playwright's sync API.
+    environment = {**os.environ, "CLAIMTRACE_WORKDIR": str(demo_build.root.resolve())}
+    environment["CLAIMTRACE_DATA"] = str(data_dir.resolve())  # the kernel inherits it
+    subprocess.run(
+        [sys.executable, "-c", _EXECUTE, str(NOTEBOOK), str(folder), str(executed)],
+        env=environment,
+        check=True,
+        timeout=900,
+    )
+    notebook = nbformat.read(executed, as_version=4)
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 

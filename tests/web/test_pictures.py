@@ -12,12 +12,12 @@ from claimtrace.constants import PROTOCOLS
 def test_explore_pictures_are_drawn_from_the_data(web_client):
     """Dev's Explore: the training curves, a heat map per confusion matrix that names the verdicts
     never predicted, and the scoreboard as a chart whose bars are its rows' and baselines' values to scale; the
-    scoreboard comes before the claims and the page's head links to it."""
+    claims come first (the page's point), the scoreboard after them, and the page's head links to it."""
     from claimtrace.web.pictures import SCORE_BAR, never_predicted
 
     x = web_client.get("/explore/dev.json").json()
     page = web_client.get("/explore/dev.html").text
-    assert page.index('id="scoreboard"') < page.index('id="claims"') and 'href="#scoreboard"' in page
+    assert page.index('id="claims"') < page.index('id="scoreboard"') and 'href="#scoreboard"' in page
     assert 'id="training-pictures"' in page and page.count('<svg class="picture curve"') == 2
     maps = page.count('<svg class="picture heat"')
     assert maps == 4

@@ -23,6 +23,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web import pages, previews
+from claimtrace.web.counterfactual_routes import counterfactual_actions
 from claimtrace.web.pages import Address, Asked, Page
 from claimtrace.web.render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
 from claimtrace.web.responses import (
@@ -421,30 +422,6 @@ async def api_trace_post(request: Request):
     return await typed_json(request, text)
 
 
-@actions.get("/counterfactuals.html")
-@actions.get("/counterfactuals.json")
-@actions.get("/counterfactuals")
-def counterfactuals_page(request: Request, text: str | None = None):
-    """What would change a typed claim's verdict: "being computed" (202, the page asks again) until
-    it is, then its section (as JSON at ``.json``)."""
-    site, as_json = _site(request), request.url.path.endswith(".json")
-    root = root_for(request.url.path)
-    if text is None or not text.strip() or len(text) > MAX_TEXT_CHARS:
-        message = f"Give a claim of 1 to {MAX_TEXT_CHARS:,} characters as ?text=."
-        if as_json:
-            return json_response({"error": message, "status": 400}, 400)
-        return html_response(site.renderer.error_page(root, 400, "No claim to change", message), 400)
-    found = site.site_data.text_counterfactuals(text)
-    if found is None:
-        if as_json:
-            return json_response({"status": "computing", "text": text, "retry_after_seconds": 2}, 202)
-        html = site.renderer.counterfactuals_page(root, text, None)
-        return HTMLResponse(html, status_code=202, headers={"Retry-After": "2"})
-    if as_json:
-        return json_response(found)
-    return html_response(site.renderer.counterfactuals_page(root, text, found))
-
-
 @actions.post("/api/compare")
 async def upload_run(request: Request):
     """An uploaded predictions file (the body's bytes): checked as the command line checks one,
@@ -515,4 +492,4 @@ def preview_picture(request: Request, name: str):
 def site_routers() -> list[APIRouter]:
     """Every route of the site, in the order they are tried: the static files, each page's
     addresses (in :data:`~claimtrace.web.pages.PAGES` order), then the actions."""
-    return [static, *(page_router(page) for page in pages.PAGES), actions]
+    return [static, *(page_router(page) for page in pages.PAGES), actions, counterfactual_actions]
