@@ -46,6 +46,25 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture()
+def page_at(browser):
+    """A function that opens a page of the shared Chromium at a width (900 px high), its script
+    errors gathered in ``page.problems``; its contexts closed after the test."""
+    contexts = []
+
+    def make(width: int):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.problems = []
+        page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
 AXE = REPO / "tests" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 
 RUN = """async () => {

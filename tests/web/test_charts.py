@@ -123,23 +123,6 @@ def check_sums(page, where: str) -> None:
         assert abs(bias + words + pads - logit) < 1e-6, where
 
 
-@pytest.fixture()
-def viewport_page(browser):
-    contexts = []
-
-    def make(width: int):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []
-        page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
 def _open_details(page) -> None:
     page.evaluate("document.querySelectorAll('details.tokens-detail').forEach(d => { d.open = true; })")
     page.wait_for_function(
@@ -154,8 +137,8 @@ def _shot(page, name: str) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_bar_on_claim_pages_is_drawn_to_scale(viewport_page, web_server, width):
-    page = viewport_page(width)
+def test_every_bar_on_claim_pages_is_drawn_to_scale(page_at, web_server, width):
+    page = page_at(width)
     for claim_id in CLAIMS:
         page.goto(f"{web_server}/claim/{claim_id}.html", wait_until="load")
         where = f"{claim_id} at {width} px"
@@ -167,8 +150,8 @@ def test_every_bar_on_claim_pages_is_drawn_to_scale(viewport_page, web_server, w
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_bar_of_the_live_editor_is_drawn_to_scale(viewport_page, web_server, width):
-    page = viewport_page(width)
+def test_every_bar_of_the_live_editor_is_drawn_to_scale(page_at, web_server, width):
+    page = page_at(width)
     page.goto(f"{web_server}/live.html", wait_until="load")
     page.wait_for_selector("body[data-editor=ready]", timeout=30_000)
     _open_details(page)
@@ -183,12 +166,12 @@ def test_every_bar_of_the_live_editor_is_drawn_to_scale(viewport_page, web_serve
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_bar_of_the_static_export_is_drawn_to_scale(viewport_page, demo_site_data, tmp_path_factory, width):
+def test_every_bar_of_the_static_export_is_drawn_to_scale(page_at, demo_site_data, tmp_path_factory, width):
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
     write_site(None, out, site_data=demo_site_data, splits=("dev",), only=CLAIMS)
-    page = viewport_page(width)
+    page = page_at(width)
     for claim_id in CLAIMS:
         page.goto((out / "claim" / f"{claim_id}.html").as_uri(), wait_until="load")
         page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
@@ -215,14 +198,14 @@ SECTIONS = [
 ]
 
 
-def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_server, demo_site_data, tmp_path_factory):
+def test_server_and_static_claim_pages_say_the_same_things(page_at, web_server, demo_site_data, tmp_path_factory):
     """The served page and the exported page of a claim, section by section, the verdict's
     charts (drawn by the server's templates on one, by app.js on the other) included."""
     from claimtrace.web.site import write_site
 
     out = tmp_path_factory.mktemp("site")
     write_site(None, out, site_data=demo_site_data, splits=("dev",), only=CLAIMS)
-    page = viewport_page(1280)
+    page = page_at(1280)
 
     def texts() -> dict[str, str]:
         return {selector: page.locator(selector).first.inner_text() for selector in SECTIONS}
@@ -243,7 +226,7 @@ def test_server_and_static_claim_pages_say_the_same_things(viewport_page, web_se
 MAX_EXPLORE_BYTES, MAX_EXPLORE_ELEMENTS = 300_000, 4_000
 
 
-def test_explore_train_is_light_served_and_exported(viewport_page, web_server, demo_site_data, tmp_path_factory):
+def test_explore_train_is_light_served_and_exported(page_at, web_server, demo_site_data, tmp_path_factory):
     """/explore/train.html (1,228 claims): under 300 KB of HTML and 4,000 elements, with the
     filters, the sort, the pages and the URL state working over every claim."""
     from claimtrace.web.site import write_site
@@ -251,7 +234,7 @@ def test_explore_train_is_light_served_and_exported(viewport_page, web_server, d
     out = tmp_path_factory.mktemp("site")
     write_site(None, out, site_data=demo_site_data, splits=("train",), limit=1)
     fallbacks = sum(r["fallback"] for r in demo_site_data.build.retrieval("train").values())
-    page = viewport_page(1280)
+    page = page_at(1280)
     for url in (f"{web_server}/explore/train.html", (out / "explore" / "train.html").as_uri()):
         response = page.goto(url, wait_until="load")
         assert len(response.body()) < MAX_EXPLORE_BYTES, f"{url}: {len(response.body()):,} bytes"
@@ -276,11 +259,11 @@ def test_explore_train_is_light_served_and_exported(viewport_page, web_server, d
     assert not page.problems, page.problems
 
 
-def test_the_scoreboard_sorts_by_any_column(viewport_page, web_server, demo_site_data):
+def test_the_scoreboard_sorts_by_any_column(page_at, web_server, demo_site_data):
     """Explore's scoreboard: one column per choice; a head sorts the rows (a second click
     reverses); its chart has a bar per row and metric."""
     board = demo_site_data.explore("dev")["scoreboard"]["rows"]
-    page = viewport_page(1280)
+    page = page_at(1280)
     page.goto(f"{web_server}/explore/dev.html", wait_until="load")
     table = page.locator("#scoreboard-table")
     heads = [h.inner_text() for h in table.locator("thead th").all()]
@@ -320,14 +303,12 @@ def _explore_dev_pages(web_server, demo_site_data, tmp_path_factory) -> dict[str
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_explores_whiskers_and_bars_are_drawn_to_scale(
-    viewport_page, web_server, demo_site_data, tmp_path_factory, width
-):
+def test_explores_whiskers_and_bars_are_drawn_to_scale(page_at, web_server, demo_site_data, tmp_path_factory, width):
     """Explore's dev page, served and exported, at 1280 and 390 px: every whisker of the
     scoreboard chart (its rows and its baselines) and of the accuracy chart measured against its
     bounds, and every scoreboard bar as long as its value on its panel's scale."""
     board = demo_site_data.explore("dev")["scoreboard"]
-    page = viewport_page(width)
+    page = page_at(width)
     for kind, url in _explore_dev_pages(web_server, demo_site_data, tmp_path_factory).items():
         page.goto(url, wait_until="load")
         where = f"{kind} Explore dev at {width} px"
@@ -345,12 +326,12 @@ def test_explores_whiskers_and_bars_are_drawn_to_scale(
 
 
 def test_explores_interval_sections_say_the_same_words_served_and_exported(
-    viewport_page, web_server, demo_site_data, tmp_path_factory
+    page_at, web_server, demo_site_data, tmp_path_factory
 ):
     """The accuracy section and the scoreboard, with their intervals and tests, in the same words
     on the served page and the exported one; the scoreboard still sorts, its baselines staying
     below the rows."""
-    page = viewport_page(1280)
+    page = page_at(1280)
     texts = {}
     for kind, url in _explore_dev_pages(web_server, demo_site_data, tmp_path_factory).items():
         page.goto(url, wait_until="load")

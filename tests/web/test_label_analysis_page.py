@@ -23,23 +23,6 @@ def dev_pages(web_server, demo_site_data, tmp_path_factory) -> dict[str, str]:
     return {"served": f"{web_server}/explore/dev.html", "exported": (out / "explore" / "dev.html").as_uri()}
 
 
-@pytest.fixture()
-def page_at(browser):
-    contexts = []
-
-    def make(width: int):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []
-        page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 def test_by_label_whiskers_to_scale_and_the_found_filter(page_at, dev_pages, demo_site_data, width):
     dev = demo_site_data.explore("dev")

@@ -40,23 +40,6 @@ def addresses(web_server, demo_site_data, tmp_path_factory) -> dict[str, str]:
     return {"served": f"{web_server}/results.html", "exported": (out / "results.html").as_uri()}
 
 
-@pytest.fixture()
-def page_at(browser):
-    contexts = []
-
-    def make(width: int):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []
-        page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
 def _check_points(charts: list[dict], data: dict, where: str) -> int:
     by_id = {c["id"]: c for c in data["charts"]}
     checked = 0
