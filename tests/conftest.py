@@ -64,6 +64,39 @@ def pytest_sessionstart(session) -> None:
             reporter.write_line(line)
 
 
+# --- the page tests' browser -----------------------------------------------------------------------
+# (tests/web/, tests/api/)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Chromium per test process, shared by every page test it runs (each test opens its
+    own page or context and closes it), rather than a launch per module. Defined here, at the
+    root, and nowhere else: a second definition would enter Playwright's sync API a second time
+    in the same thread, which it refuses while the first is alive. While it lives, this thread
+    holds Playwright's running event loop (tests/support/event_loop.py)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return find_data_dir()

@@ -11,7 +11,7 @@ import pytest
 import claimtrace
 from claimtrace.api.build import Build
 from claimtrace.data import files as data_layer
-from tests.web.conftest import AXE, browser, violations  # noqa: F401 - browser is a fixture
+from tests.web.conftest import AXE, violations
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,5 @@
-"""What the page tests in Chromium share: the browser, where screenshots go, and axe-core.
+"""What the page tests in Chromium share: pages at a width, where screenshots go, and axe-core
+(the browser itself is the root conftest's ``browser``: one per test process).
 
 Chromium is Debian's /usr/bin/chromium driven by Playwright; axe-core is npm's package, pinned in
 tests/axe/package-lock.json and installed by ``make test`` (``npm ci``), injected into the page
@@ -11,39 +12,13 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: Screenshots (gitignored).
 ARTIFACTS = REPO / "test-artifacts"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """One Chromium per test process, shared by every page test it runs (each test opens its
-    own page or context and closes it), rather than a launch per module."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture()

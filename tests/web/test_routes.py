@@ -76,7 +76,7 @@ def test_the_routes_are_the_registrys_addresses_in_its_order():
     assert [path for router in page_routers for path in _paths(router)] == PAGE_ROUTES
     assert _paths(static) == ["/static/{name}", "/static/tour/{name}", "/preview/{name}"]
     assert _paths(actions) == ["/live.html", "/live", "/api/trace", "/api/trace", "/api/compare", "/claim"]
-    assert _paths(counterfactuals) == ["/counterfactuals.html", "/counterfactuals.json", "/counterfactuals"]
+    assert _paths(counterfactuals) == ["/counterfactuals", "/counterfactuals.json", "/counterfactuals.html"]
 
 
 def _shelf(site_data, split: str) -> dict:

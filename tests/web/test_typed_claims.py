@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.typed_claims import TypedClaimQueue
+from tests.support.event_loop import run_to_end
 
 
 def test_calls_run_in_turn_in_the_order_asked_on_one_thread_of_their_own():
@@ -34,7 +35,7 @@ def test_calls_run_in_turn_in_the_order_asked_on_one_thread_of_their_own():
     async def ask_all():
         return await asyncio.gather(*(queue.submit(call, n) for n in range(6)))
 
-    assert asyncio.run(ask_all()) == [0, 10, 20, 30, 40, 50]
+    assert run_to_end(ask_all()) == [0, 10, 20, 30, 40, 50]
     assert [n for n, _, _ in ran] == list(range(6)), "first come, first served"
     assert {at_once for _, _, at_once in ran} == {1}, "one at a time"
     threads = {name for _, name, _ in ran}

@@ -14,6 +14,7 @@ import pytest
 
 from claimtrace.web.encoding import encode
 from claimtrace.web.typed_processes import TypedClient, TypedProcesses, typed_answer, typed_answer_json
+from tests.support.event_loop import run_to_end
 
 TEXTS = ["Arctic sea ice is shrinking faster than models predicted.", "Global warming stopped in 1998."]
 
@@ -28,7 +29,7 @@ def processes(demo_build, data_dir):
 
 
 def _answer(client, text):
-    return asyncio.run(client.answer(text))
+    return run_to_end(client.answer(text))
 
 
 def test_two_processes_start_and_answer_the_in_process_bytes(processes, demo_site_data):
@@ -57,7 +58,7 @@ def test_claims_at_once_are_traced_side_by_side(processes):
     async def together():
         return await asyncio.gather(*(client.answer(f"Sea level rose {n} mm in {1900 + n}.") for n in range(8)))
 
-    for n, (status, body) in enumerate(asyncio.run(together())):
+    for n, (status, body) in enumerate(run_to_end(together())):
         assert status == 200 and json.loads(body)["claim"]["text"] == f"Sea level rose {n} mm in {1900 + n}."
 
 
@@ -74,7 +75,7 @@ def test_a_process_that_dies_is_started_again(processes, demo_site_data):
 
 
 def test_with_no_process_there_a_claim_is_answered_503(tmp_path):
-    status, body = asyncio.run(TypedClient(tmp_path / "none.sock", 2).answer(TEXTS[0]))
+    status, body = run_to_end(TypedClient(tmp_path / "none.sock", 2).answer(TEXTS[0]))
     assert status == 503 and "try again" in json.loads(body)["error"]
 
 
@@ -89,7 +90,7 @@ def test_a_claim_no_process_takes_is_answered_503_in_time(tmp_path, monkeypatch)
     listener.bind(str(tmp_path / "idle.sock"))
     listener.listen(8)
     try:
-        status, body = asyncio.run(TypedClient(tmp_path / "idle.sock", 2).answer(TEXTS[0]))
+        status, body = run_to_end(TypedClient(tmp_path / "idle.sock", 2).answer(TEXTS[0]))
     finally:
         listener.close()
     assert status == 503 and "within" in json.loads(body)["error"]
