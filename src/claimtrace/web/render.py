@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2 import BytecodeCache, Environment, FileSystemLoader, StrictUndefined, pass_context
 from markupsafe import Markup, escape
 
 from claimtrace import constants, course
@@ -255,9 +255,37 @@ def _shared(context, html: Markup) -> Markup:
     return Markup(SHARED_OPEN + inner + SHARED_CLOSE)
 
 
+class CompiledTemplates(BytecodeCache):
+    """The templates' compiled code, shared by every renderer of the process. Each renderer keeps
+    an environment of its own (its loader can be changed without touching the others'), and
+    each would otherwise compile again every template it draws: a server, a static export and a
+    notebook's renderer are made per use. Jinja keys the code on the template's name and a
+    checksum of its source, so an edited template is compiled anew."""
+
+    def __init__(self, entries: int):
+        self.code: LRU[str, bytes] = LRU(entries)
+
+    @property
+    def entries(self) -> int:
+        return self.code.entries
+
+    def load_bytecode(self, bucket) -> None:
+        code = self.code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket) -> None:
+        self.code.put(bucket.key, bucket.bytecode_to_string())
+
+
+#: The process's compiled templates, bounded well above the templates folder's files.
+COMPILED_TEMPLATES = CompiledTemplates(entries=256)
+
+
 def make_env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
+        bytecode_cache=COMPILED_TEMPLATES,
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=False,
