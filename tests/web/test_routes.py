@@ -10,7 +10,8 @@ from fastapi.testclient import TestClient
 
 from claimtrace.web.app import create_app
 from claimtrace.web.pages import Page
-from claimtrace.web.routes import MAX_BODY_BYTES, page_router, site_routers
+from claimtrace.web.request_bodies import MAX_BODY_BYTES
+from claimtrace.web.routes import page_router, site_routers
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 
 #: The site's page addresses, in the order the server tries them (the static files come first,

@@ -45,8 +45,9 @@ from claimtrace.web.middleware import (
 from claimtrace.web.pages import CLAIM
 from claimtrace.web.process_settings import collect_all_again, keep_out_of_collections
 from claimtrace.web.render import Renderer
+from claimtrace.web.request_bodies import MAX_BODY_BYTES
 from claimtrace.web.responses import error_response, unreadable_build, utf8
-from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, MAX_BODY_BYTES, SiteState, nothing_here, site_routers
+from claimtrace.web.routes import EXPLORE_WAIT_SECONDS, SiteState, nothing_here, site_routers
 from claimtrace.web.site_data import SiteData, build_stamp
 from claimtrace.web.typed_processes import TypedClient
 from claimtrace.workdir.reader import BuildReader

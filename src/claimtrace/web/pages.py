@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 from claimtrace import __version__
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.scoreboard import scoreboard_rows
-from claimtrace.web.render import Renderer, claim_context, evaluation_context, live_context, root_for
+from claimtrace.web.live_page import live_context
+from claimtrace.web.render import Renderer, claim_context, evaluation_context, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.views.attribution import attribution_page

@@ -29,7 +29,6 @@ from claimtrace.web.seed_chart import seed_chart
 from claimtrace.web.site_data import SiteData
 from claimtrace.web.training_chart import training_chart
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS
-from claimtrace.web.views.landing import SPLIT as EXAMPLE_SPLIT
 from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinion_data
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -388,18 +387,6 @@ def claim_context(renderer: Renderer, trace: dict, run=None) -> dict:
     i = ids.index(head["id"])
     nav = {"prev": ids[i - 1] if i > 0 else None, "next": ids[i + 1] if i + 1 < len(ids) else None, "count": len(ids)}
     return {"nav": nav, "run_boxes": boxes}
-
-
-def live_context(renderer: Renderer, trace: dict | None, text: str | None = None, error: str | None = None) -> dict:
-    """The editor's text box (``text``: the traced claim's own text unless a route gives the typed
-    one) and why a typed text was refused (``error``)."""
-    return {
-        "text": trace["claim"]["text"] if text is None else text,
-        "error": error,
-        "table": None,
-        "examples": renderer.site_data.example_claims(),
-        "examples_split": EXAMPLE_SPLIT,
-    }
 
 
 def evaluation_context(renderer: Renderer, data: dict) -> dict:

@@ -7,12 +7,10 @@ the actions (a typed claim posted, an uploaded run). What a handler needs is on
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-from urllib.parse import parse_qs
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -24,8 +22,10 @@ from claimtrace.errors import DataError
 from claimtrace.evaluation.scorer import MAX_PREDICTIONS_BYTES
 from claimtrace.web import pages, previews
 from claimtrace.web.counterfactual_routes import counterfactual_actions
+from claimtrace.web.live_page import BadRule, asked_rule
 from claimtrace.web.pages import Address, Asked, Page
 from claimtrace.web.render import ASSETS, STATIC, STATIC_FILES, Renderer, root_for
+from claimtrace.web.request_bodies import read_body, read_typed
 from claimtrace.web.responses import (
     EncodedCache,
     download,
@@ -43,12 +43,6 @@ from claimtrace.web.views.explore import UnknownRow
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
-
-#: Request bodies larger than this are refused before they are read whole. The character limit
-#: decides, counted after decoding: a character takes at most 12 bytes on the wire (a 4-byte UTF-8
-#: character percent-encoded in a form, or a JSON surrogate pair ``\\ud83d\\ude00``), so no text
-#: within MAX_TEXT_CHARS is refused for its bytes; 4 KB more for the field name and the JSON.
-MAX_BODY_BYTES = 12 * MAX_TEXT_CHARS + 4096
 
 
 @dataclass
@@ -212,18 +206,29 @@ def answer_live(request: Request, page: Page, asked: Asked) -> Response:
     """The editor on ``?text=`` (a typed claim) or ``?claim=`` (a course claim; the page's own
     claim without either)."""
     query = request.query_params
-    return live_response(request, query.get("text"), query.get("claim"), asked.format)
+    return live_response(request, query.get("text"), query.get("claim"), asked.format, query.get("rule"))
 
 
-def live_response(request: Request, text: str | None, claim_id: str | None, kind: str) -> Response:
+def live_response(
+    request: Request, text: str | None, claim_id: str | None, kind: str, rule_name: str | None = None
+) -> Response:
+    """The live page or its JSON twin: a typed ``text`` retrieved under the rule named (a course
+    claim keeps the build's retrieval, the notebook's rule), or a 400 naming the field."""
     site = _site(request)
     error, status, result = None, 200, None
     shown_text = None if text is None else text[:MAX_TEXT_CHARS]
+    try:
+        rule = asked_rule(rule_name)
+    except BadRule as err:
+        if kind == "json":
+            return json_response({"error": str(err), "status": 400, "field": "rule"}, 400)
+        page = site.renderer.page(pages.LIVE, None, root_for(request.url.path), text=shown_text or "", error=str(err))
+        return html_response(page, 400)
     if text is not None:
         if kind == "json":
-            status, body = typed_answer_json(site.site_data.typed_claims, text)
+            status, body = typed_answer_json(site.site_data.typed_claims, text, rule)
             return Response(body, status_code=status, media_type="application/json")
-        status, value = typed_answer(site.site_data.typed_claims, text)
+        status, value = typed_answer(site.site_data.typed_claims, text, rule)
         error, result = (value["error"], None) if status != 200 else (None, value)
     else:
         try:
@@ -233,82 +238,21 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
         if kind == "json":
             return json_response(result)
         shown_text = result["claim"]["text"]
-    page = site.renderer.page(pages.LIVE, result, root_for(request.url.path), text=shown_text, error=error)
-    return html_response(page, status)
+    root = root_for(request.url.path)
+    return html_response(site.renderer.page(pages.LIVE, result, root, text=shown_text, error=error, rule=rule), status)
 
 
-async def typed_json(request: Request, text: str) -> Response:
-    """A typed text's JSON answer: traced by the typed-claims processes where the server has
-    them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
-    site = _site(request)
-    typed_claims = site.site_data.typed_claims
+async def typed_json(request: Request, text: str, rule_name: str | None) -> Response:
+    """A typed text's JSON answer under the rule named: traced by the typed-claims processes where
+    the server has them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
+    typed_claims = _site(request).site_data.typed_claims
     if typed_claims.processes is not None:
-        status, body = await typed_claims.processes.answer(text)
+        try:  # refused here, before a process is asked
+            status, body = await typed_claims.processes.answer(text, asked_rule(rule_name))
+        except BadRule as err:
+            return json_response({"error": str(err), "status": 400, "field": "rule"}, 400)
         return Response(body, status_code=status, media_type="application/json")
-    return await typed_claims.submit(live_response, request, text, None, "json")
-
-
-class Body(NamedTuple):
-    """A request body as read: ``value`` (its bytes, or the claim's text), or ``error`` and the
-    ``status`` to answer it with."""
-
-    value: Any
-    error: str | None
-    status: int
-
-
-async def read_body(request: Request, limit: int, what: str) -> Body:
-    """A request's body, refused past ``limit`` bytes before it is read whole."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return Body(b"", f"That request is {int(declared):,} bytes; {what} here may have at most {limit:,}.", 413)
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return Body(b"", f"That request is too large; {what} here may have at most {limit:,} bytes.", 413)
-    return Body(body, None, 200)
-
-
-async def read_text(request: Request) -> Body:
-    """The ``text`` of a POST body (JSON or form), or why there is none."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        too_large = (
-            f"That request is {int(declared):,} bytes; a claim here may have at most {MAX_TEXT_CHARS:,} characters."
-        )
-        return Body(None, too_large, 413)
-    read = await read_body(request, MAX_BODY_BYTES, "a claim")
-    if read.error:
-        return Body(
-            None, f"That request is too large; a claim here may have at most {MAX_TEXT_CHARS:,} characters.", 413
-        )
-    try:
-        raw = read.value.decode("utf-8")
-    except UnicodeDecodeError:
-        return Body(None, "The request body is not UTF-8 text.", 400)
-    if "json" in request.headers.get("content-type", ""):
-        return _json_text(raw)
-    fields = parse_qs(raw, keep_blank_values=True)
-    return Body(fields.get("text", [""])[0], None, 200)
-
-
-def _json_text(raw: str) -> Body:
-    """The ``text`` of a JSON body ``{"text": ...}``, or why there is none."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as err:
-        return Body(None, f"The request body is not valid JSON ({err.msg}).", 400)
-    except ValueError as err:  # an integer of more than 4,300 digits
-        return Body(None, f"The request body is not JSON this server reads ({err}).", 400)
-    except RecursionError:
-        return Body(None, "The request body nests too deeply to be a claim.", 400)
-    if not isinstance(value, dict):
-        return Body(None, 'The request body must be a JSON object like {"text": "..."}.', 400)
-    text = value.get("text")
-    if text is not None and not isinstance(text, str):
-        return Body(None, "“text” must be a string.", 400)
-    return Body(text if text is not None else "", None, 200)
+    return await typed_claims.submit(live_response, request, text, None, "json", rule_name)
 
 
 # -- compare: your system beside the notebook's ---------------------------------------------------
@@ -398,28 +342,34 @@ actions = APIRouter()
 @actions.post("/live")
 @actions.post("/live.html")
 async def live_post(request: Request):
-    text, error, status = await read_text(request)
+    typed, error, status = await read_typed(request)
     if error:
         page = _site(request).renderer.page(pages.LIVE, None, root_for(request.url.path), text="", error=error)
         return html_response(page, status)
     # the trace is tens of milliseconds of CPU: run on the event loop, it would hold every other
     # request of this process (a page, another typed claim) until it ended
-    return await _site(request).site_data.typed_claims.submit(live_response, request, text, None, "html")
+    return await _site(request).site_data.typed_claims.submit(
+        live_response, request, typed.text, None, "html", typed.rule
+    )
 
 
 @actions.get("/api/trace")
-async def api_trace(request: Request, text: str | None = None, claim: str | None = None):
+async def api_trace(request: Request, text: str | None = None, claim: str | None = None, rule: str | None = None):
     if text is None and claim is not None:
+        try:  # a course claim keeps the build's retrieval, but a bad rule is refused all the same
+            asked_rule(rule)
+        except BadRule as err:
+            return json_response({"error": str(err), "status": 400, "field": "rule"}, 400)
         return await run_in_threadpool(answer_claim, request, pages.CLAIM, Asked(claim, "json"))
-    return await typed_json(request, text if text is not None else "")
+    return await typed_json(request, text if text is not None else "", rule)
 
 
 @actions.post("/api/trace")
 async def api_trace_post(request: Request):
-    text, error, status = await read_text(request)
+    typed, error, status = await read_typed(request)
     if error:
         return json_response({"error": error, "status": status}, status)
-    return await typed_json(request, text)
+    return await typed_json(request, typed.text, typed.rule)
 
 
 @actions.post("/api/compare")

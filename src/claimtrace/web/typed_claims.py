@@ -2,7 +2,8 @@
 
 * :meth:`TypedClaimQueue.submit` ``(call, *args)``: a call on the typed claims' own thread, after
   those asked before it (a server's typed claims, first come first served);
-* :meth:`TypedClaimQueue.trace_text` ``(text)``: the text through every stage, refused with
+* :meth:`TypedClaimQueue.trace_text` ``(text, rule)``: the text through every stage, its passages
+  retrieved under a scoring rule (the notebook's unless another is named), refused with
   :class:`BadText` where it cannot be traced; :meth:`TypedClaimQueue.trace_text_json` the same as
   the JSON bytes an answer sends;
 * :meth:`TypedClaimQueue.warm`: one claim traced at start, so that the first typed claim costs
@@ -21,9 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from claimtrace.constants import MAX_LEN
 from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.web.process_settings import RELEASE_EVERY, release_memory
 from claimtrace.web.public_reasons import encode_public, public_reasons
 from claimtrace.web.views import walkthrough
+from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE
 from claimtrace.workdir.reader import BuildReader
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).
@@ -70,20 +73,21 @@ class TypedClaimQueue:
                     self._thread = ThreadPoolExecutor(1, thread_name_prefix="typed-claims")
         return asyncio.wrap_future(self._thread.submit(call, *args))
 
-    def _assemble(self, text: str) -> dict:
+    def _assemble(self, text: str, rule: Rule = NOTEBOOK_RULE) -> dict:
         # No lock: a trace shares nothing mutable (the retrieval model's work arrays are made per
         # call), so typed claims on several threads run at once.
-        return public_reasons(walkthrough.assemble(self.build, text), self.build.root)
+        return public_reasons(walkthrough.assemble(self.build, text, rule=rule), self.build.root)
 
-    def trace_text(self, text: str) -> dict:
-        """Any text as a new claim: every stage, no gold passages, no notebook batch."""
-        return self._trace_typed(text, self._assemble)
+    def trace_text(self, text: str, rule: Rule = NOTEBOOK_RULE) -> dict:
+        """Any text as a new claim: every stage, no gold passages, no notebook batch; its passages
+        retrieved under ``rule`` (:data:`claimtrace.evaluation.sweep.RULES`)."""
+        return self._trace_typed(text, lambda typed: self._assemble(typed, rule))
 
-    def trace_text_json(self, text: str) -> bytes:
+    def trace_text_json(self, text: str, rule: Rule = NOTEBOOK_RULE) -> bytes:
         """:meth:`trace_text` as the JSON bytes an answer sends (``encode`` of it), made without
         walking the trace where it has no reason to make public (:func:`encode_public`)."""
         return self._trace_typed(
-            text, lambda typed: encode_public(walkthrough.assemble(self.build, typed), self.build.root)
+            text, lambda typed: encode_public(walkthrough.assemble(self.build, typed, rule=rule), self.build.root)
         )
 
     def _trace_typed(self, text: str, trace):

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from claimtrace.errors import DataError
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.web.encoding import encode
 from claimtrace.web.process_settings import (
     RELEASE_EVERY,
@@ -49,6 +50,7 @@ from claimtrace.web.process_settings import (
 from claimtrace.web.responses import text_problem, unreadable_build
 from claimtrace.web.site_data import build_stamp
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS, BadText, TypedClaimQueue
+from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE, rule_named
 from claimtrace.workdir.reader import BuildReader
 
 #: How often a typed-claims process looks whether its command is still there, and the command
@@ -63,36 +65,36 @@ ANSWER_SECONDS = 60.0
 _PREFIX = 4
 
 
-def typed_answer(typed_claims: TypedClaimQueue, text: str) -> tuple[int, dict]:
-    """A typed text's answer, ``(status, value)``: its trace, or ``{"error", "status"}`` (400 for
-    a text that cannot be traced, 413 past :data:`MAX_TEXT_CHARS`)."""
-    return _answer(text, typed_claims.trace_text)
+def typed_answer(typed_claims: TypedClaimQueue, text: str, rule: Rule = NOTEBOOK_RULE) -> tuple[int, dict]:
+    """A typed text's answer under ``rule``, ``(status, value)``: its trace, or ``{"error",
+    "status"}`` (400 for a text that cannot be traced, 413 past :data:`MAX_TEXT_CHARS`)."""
+    return _answer(text, rule, typed_claims.trace_text)
 
 
-def typed_answer_json(typed_claims: TypedClaimQueue, text: str) -> tuple[int, bytes]:
+def typed_answer_json(typed_claims: TypedClaimQueue, text: str, rule: Rule = NOTEBOOK_RULE) -> tuple[int, bytes]:
     """:func:`typed_answer` as the JSON bytes sent (``encode`` of its value), the trace encoded by
     :meth:`TypedClaimQueue.trace_text_json`."""
-    status, value = _answer(text, typed_claims.trace_text_json)
+    status, value = _answer(text, rule, typed_claims.trace_text_json)
     return status, value if isinstance(value, bytes) else encode(value)
 
 
-def _answer(text: str, trace) -> tuple[int, Any]:
+def _answer(text: str, rule: Rule, trace) -> tuple[int, Any]:
     try:
         problem = text_problem(text)
         if problem is not None:
             raise BadText(problem)
-        return 200, trace(text)
+        return 200, trace(text, rule)
     except BadText as err:
         status = 413 if len(text) > MAX_TEXT_CHARS else 400
         return status, {"error": str(err), "status": status}
 
 
-def answer_in_process(typed_claims: TypedClaimQueue, text: str) -> tuple[int, bytes]:
+def answer_in_process(typed_claims: TypedClaimQueue, text: str, rule: Rule = NOTEBOOK_RULE) -> tuple[int, bytes]:
     """A typed-claims process's answer: :func:`typed_answer_json`, and for a build file the trace could
     not read the 503 the server itself gives (the file named, no machine path), rather than the
     process ending on it."""
     try:
-        return typed_answer_json(typed_claims, text)
+        return typed_answer_json(typed_claims, text, rule)
     except DataError as err:
         _, message, fields = unreadable_build(err, typed_claims.build.root)
         return 503, encode({"error": message, "status": 503, **fields})
@@ -185,11 +187,12 @@ def _serve_claims(listener: socket.socket, workdir: str, data_dir: str, folder: 
                 checked, stamp = time.monotonic(), build_stamp(typed_claims.build)
                 if stamp != seen:  # warmed as at the start: the claim waiting pays the model's load once
                     seen, typed_claims = stamp, _warm_typed_claims(workdir, data_dir)
-            try:
-                text = json.loads(_receive(connection))
-            except (OSError, ValueError):  # the server process gave up on it
+            try:  # [text, rule's name]: the server process checked the name
+                text, rule_name = json.loads(_receive(connection))
+                rule = rule_named(rule_name)
+            except (OSError, ValueError, TypeError):  # the server process gave up on it
                 continue
-            status, body = answer_in_process(typed_claims, text)
+            status, body = answer_in_process(typed_claims, text, rule)
             try:
                 connection.sendall(status.to_bytes(_PREFIX, "big") + len(body).to_bytes(_PREFIX, "big") + body)
             except OSError:
@@ -266,8 +269,9 @@ class TypedClient:
             time.sleep(0.1)
         return self.ready()
 
-    async def answer(self, text: str) -> tuple[int, bytes]:
-        message = json.dumps(text).encode("ascii")  # ASCII JSON: any text, lone surrogates included
+    async def answer(self, text: str, rule: Rule = NOTEBOOK_RULE) -> tuple[int, bytes]:
+        """The answer of a typed-claims process to ``text`` retrieved under ``rule``."""
+        message = json.dumps([text, rule.name]).encode("ascii")  # ASCII JSON: any text, lone surrogates included
         try:
             reader, writer = await asyncio.open_unix_connection(self.socket_path)
         except OSError:

@@ -11,8 +11,17 @@
      the box holds another text than the one traced, the results below are marked stale. */
   var MAX_ADDRESS = 8000;
 
+  /* The rule chosen on the form against the one the results below were retrieved under (a
+     course claim's results name none: any choice applies to a typed text only). */
+  function ruleChanged(form) {
+    var choice = form.querySelector(".rule-choice");
+    var checked = form.querySelector("input[name=rule]:checked");
+    var traced = choice ? choice.getAttribute("data-traced-rule") : "";
+    return Boolean(traced && checked && checked.value !== traced);
+  }
+
   function markStale(box, note, results) {
-    var stale = box.value.trim() !== (box.getAttribute("data-traced") || "").trim();
+    var stale = box.value.trim() !== (box.getAttribute("data-traced") || "").trim() || ruleChanged(box.form);
     note.hidden = !stale;
     results.forEach(function (section) {
       if (!section) return;
@@ -54,6 +63,9 @@
       if (form.requestSubmit) form.requestSubmit(); else form.submit();
     });
     box.addEventListener("input", function () { markStale(box, note, results); });
+    Array.prototype.forEach.call(form.querySelectorAll("input[name=rule]"), function (radio) {
+      radio.addEventListener("change", function () { markStale(box, note, results); });
+    });
     markStale(box, note, results);
   }
 

@@ -21,10 +21,11 @@ from typing import NamedTuple
 
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.web.views.attribution import claim_attribution
 from claimtrace.web.views.counterfactuals import claim_section, typed_section
 from claimtrace.web.views.status import brief_build_info, missing
-from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
+from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE, ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
 from claimtrace.web.views.walkthrough.fixes import fixes_section
 from claimtrace.web.views.walkthrough.lstm import lstm_section
@@ -39,13 +40,19 @@ __all__ = ["assemble"]
 
 
 def assemble(
-    build: BuildReader, text: str, claim: Claim | None = None, split: str | None = None, position: int | None = None
+    build: BuildReader,
+    text: str,
+    claim: Claim | None = None,
+    split: str | None = None,
+    position: int | None = None,
+    rule: Rule = NOTEBOOK_RULE,
 ) -> dict:
-    """One claim (or any text) through every stage: the page's whole data."""
+    """One claim (or any text) through every stage: the page's whole data. A typed text's passages
+    are retrieved under ``rule``; a course claim's are the build's (the notebook's rule)."""
     pre = build.preprocessor.preprocess(text)
     gold = list(claim.evidences) if claim is not None and claim.label is not None else []
     try:
-        found: ClaimRetrieval | dict = claim_retrieval(build, pre, claim, split)
+        found: ClaimRetrieval | dict = claim_retrieval(build, pre, claim, split, rule)
     except Missing as err:
         found = missing(err.stage, err.reason)
     stems = PassageStems(build)

@@ -6,10 +6,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from claimtrace.constants import COSINE_THRESHOLD, OVERLAP_THRESHOLD
 from claimtrace.data.files import Claim
+from claimtrace.evaluation.sweep import RULES, Rule
 from claimtrace.pipeline.preprocess import Preprocessed
-from claimtrace.pipeline.retrieval import Query, Retriever, Scores
+from claimtrace.pipeline.retrieval import Query, Retriever, Scores, Thresholds
 from claimtrace.workdir.reader import BuildReader
+
+#: The notebook's own rule (:data:`claimtrace.evaluation.sweep.RULES`), which every course
+#: claim's retrieval in a build follows.
+NOTEBOOK_RULE = RULES[0]
+
+
+def rule_named(name: str) -> Rule:
+    """The rule of :data:`~claimtrace.evaluation.sweep.RULES` called ``name``; a ValueError
+    naming the choices for any other."""
+    for rule in RULES:
+        if rule.name == name:
+            return rule
+    raise ValueError(f"unknown rule {name!r}: expected one of {', '.join(r.name for r in RULES)}")
+
+
+def rule_thresholds(rule: Rule) -> Thresholds:
+    """The query's three bounds under ``rule``: the notebook's cosine and overlap bounds, the
+    rule's own score bound."""
+    return Thresholds(COSINE_THRESHOLD, OVERLAP_THRESHOLD, rule.score_threshold)
 
 
 @dataclass(frozen=True)
@@ -29,7 +50,9 @@ class ClaimRetrieval:
     ``"computed"``); ``query``: its tag string as the retrieval model reads it, stemmed again
     once (the quirk "stems of stems", :meth:`claimtrace.pipeline.tagging.Restemmer.restem_tags`); ``tag_terms``:
     what each distinct tag became in that pass; ``scores``: every passage it touches, from the
-    one kernel pass (:meth:`claimtrace.pipeline.retrieval.Retriever.retrieve_with_scores`)."""
+    one kernel pass (:meth:`claimtrace.pipeline.retrieval.Retriever.retrieve_with_scores`);
+    ``rule``: the scoring rule the record and the scores follow (a course claim's: the build's,
+    the notebook's; a typed claim's: the one asked for)."""
 
     retriever: Retriever
     record: dict
@@ -37,21 +60,42 @@ class ClaimRetrieval:
     query: Query
     tag_terms: dict[str, list[str]]
     scores: Scores
+    rule: Rule = NOTEBOOK_RULE
 
 
-def claim_retrieval(build: BuildReader, pre: Preprocessed, claim: Claim | None, split: str | None) -> ClaimRetrieval:
-    """The claim's :class:`ClaimRetrieval`: the build's record for a course claim, the build's
-    model run once for any other text. Missing before the retrieval stage."""
+def claim_retrieval(
+    build: BuildReader, pre: Preprocessed, claim: Claim | None, split: str | None, rule: Rule = NOTEBOOK_RULE
+) -> ClaimRetrieval:
+    """The claim's :class:`ClaimRetrieval`: the build's record for a course claim (the notebook's
+    rule, as the build ran it), the build's model run once under ``rule`` for any other text.
+    Missing before the retrieval stage."""
     retriever = build.retriever()
     tags = build.retrieval(split)[claim.id]["tags"] if claim is not None else pre.tags()
     restemmed, tag_terms = retriever.restemmer.restem_tags(tags)
     query = retriever.query(tags, restemmed)
     if claim is not None:
         record, source, scores = build.retrieval(split)[claim.id], "build", retriever.scores(query)
-    else:
-        result, scores = retriever.retrieve_with_scores(query)
+    elif rule == NOTEBOOK_RULE:
+        result, scores = retriever.retrieve_with_scores(query)  # one kernel pass
         record, source = retriever.as_record("typed claim", result, ()), "computed"
-    return ClaimRetrieval(retriever, record, source, query, tag_terms, scores)
+    else:
+        result = retriever.retrieve(query, rule.cosine_in_score, thresholds=rule_thresholds(rule))
+        record, source = retriever.as_record("typed claim", result, ()), "computed"
+        scores = _rule_scores(retriever, query, rule, result.passed)
+    return ClaimRetrieval(retriever, record, source, query, tag_terms, scores, rule)
+
+
+def _rule_scores(retriever: Retriever, query: Query, rule: Rule, passed: int) -> Scores:
+    """The columns under a rule other than the notebook's, with the filter's mask: the mask of
+    :meth:`Retriever.scores` holds the notebook's score bound (1.5), which binds once the cosine is
+    counted once, while at the notebook's cosine and overlap bounds each rule's own score bound
+    is implied (0.55 + 0.5 > 1.0, the sweep's docstring), so the notebook's pass gives the mask
+    of every rule; the retrieval's own count of passing rows checks it."""
+    columns = retriever.scores(query, rule.cosine_in_score)
+    passing = retriever.scores(query).passing
+    if int(passing.sum()) != passed:
+        raise AssertionError(f"the filter's mask counts {int(passing.sum())} rows, the retrieval {passed}")
+    return columns._replace(passing=passing)
 
 
 @dataclass

@@ -10,18 +10,13 @@ from typing import Any
 import numpy as np
 
 from claimtrace import course
-from claimtrace.constants import (
-    COSINE_THRESHOLD,
-    COSINE_WEIGHT_IN_SCORE,
-    MAX_EVIDENCES,
-    OVERLAP_THRESHOLD,
-    SCORE_THRESHOLD,
-)
+from claimtrace.constants import MAX_EVIDENCES
 from claimtrace.data.files import Claim
 from claimtrace.evaluation.scorer import evidence_scores
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.explain.retrieval import RetrievalView, filter_failures
 from claimtrace.pipeline.retrieval import notebook_order
-from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
+from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section, rule_thresholds
 from claimtrace.workdir.reader import BuildReader
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
@@ -57,12 +52,11 @@ def retrieval_section(
         "status": "ok",
         "source": found.source,
         "claim_tags": record["tags"],
+        "rule": rule_facts(found.rule),
         "thresholds": {
-            "cosine": COSINE_THRESHOLD,
-            "overlap": OVERLAP_THRESHOLD,
-            "score": SCORE_THRESHOLD,
+            **rule_thresholds(found.rule)._asdict(),
             "max_evidences": MAX_EVIDENCES,
-            "cosine_in_score": COSINE_WEIGHT_IN_SCORE,
+            "cosine_in_score": found.rule.cosine_in_score,
         },
         "candidates": int(len(found.scores.positions)),
         "passages": len(found.retriever),
@@ -73,7 +67,7 @@ def retrieval_section(
         "kept": len(record["kept"]) if not record["fallback"] else 0,
         "fallback": bool(record["fallback"]),
         "near_misses": _near_misses(build, found, set(gold)),
-        "evidences": _returned(build, record, set(gold)),
+        "evidences": _returned(build, record, set(gold), claim.id if claim is not None else None),
         "gold": [{"id": g, "retrieved": g in record["evidences"], "in_build": g in store} for g in gold],
         "missed_gold": missed_gold(found, build, gold),
     }
@@ -81,6 +75,28 @@ def retrieval_section(
     if claim is not None and claim.id == course.WALKTHROUGH_CLAIM:
         data["course"].update(_course_walkthrough_claim(data))
     return Section(data, (FALLBACK,) if record["fallback"] else ())
+
+
+def rule_facts(rule: Rule) -> dict:
+    """What the page says of the scoring rule a retrieval followed: its name, its score's
+    formula and the score's bound."""
+    formula = "cosine + overlap" + " + cosine" * (rule.cosine_in_score - 1)
+    return {"name": rule.name, "formula": f"score = {formula}", "score_threshold": rule.score_threshold}
+
+
+def gold_claims(build: BuildReader, passage_id: str) -> list[dict]:
+    """The course claims (train, then dev, in file order) whose gold list holds ``passage_id``,
+    each ``{"id", "split"}``; the index over every labelled claim is made once per build."""
+
+    def index() -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for split in ("train", "dev"):  # the splits with gold lists
+            for claim_id, claim in build.claims(split).items():
+                for pid in dict.fromkeys(claim.evidences):
+                    out.setdefault(pid, []).append({"id": claim_id, "split": split})
+        return out
+
+    return build.once("gold_claims", index).get(passage_id, [])
 
 
 def _touched(build: BuildReader, found: ClaimRetrieval, gold: set[str], k: int) -> dict:
@@ -135,9 +151,10 @@ def _near_misses(build: BuildReader, found: ClaimRetrieval, gold: set[str]) -> l
     return rows
 
 
-def _returned(build: BuildReader, record: dict, gold: set[str]) -> list[dict]:
+def _returned(build: BuildReader, record: dict, gold: set[str], claim_id: str | None) -> list[dict]:
     """The passages the claim got back, in order, with the figures the build kept (none for a
-    fallback's)."""
+    fallback's), and the other course claims each is a gold passage of (``gold_for``: a reader
+    follows a passage to the claims it was chosen as evidence for)."""
     by_id = {k["id"]: k for k in record["kept"]}
     evidences = []
     for rank, pid in enumerate(record["evidences"], 1):
@@ -152,6 +169,7 @@ def _returned(build: BuildReader, record: dict, gold: set[str]) -> list[dict]:
                 "overlap": kept.get("overlap"),
                 "score": kept.get("score"),
                 "shared": kept.get("shared"),
+                "gold_for": [c for c in gold_claims(build, pid) if c["id"] != claim_id],
             }
         )
     return evidences

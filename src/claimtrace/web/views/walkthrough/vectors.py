@@ -114,7 +114,7 @@ def _passage_vector(found: ClaimRetrieval, claim_terms: dict[str, float], passag
     shared = claim_set & passage_set
     cosine = overlap = score = 0.0
     if position is not None:
-        cos, ov, sc, _ = retriever.point_columns(query, [position])
+        cos, ov, sc, _ = retriever.point_columns(query, [position], found.rule.cosine_in_score)
         cosine, overlap, score = float(cos[0]), float(ov[0]), float(sc[0])
     return {
         "id": passage_id,
