@@ -49,7 +49,7 @@ class _Processes:
     def __init__(self):
         self.asked: list[str] = []
 
-    async def answer(self, text: str) -> tuple[int, bytes]:
+    async def answer(self, text: str, rule) -> tuple[int, bytes]:
         self.asked.append(text)
         return 200, b'{"from":"processes"}'
 

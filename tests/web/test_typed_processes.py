@@ -111,7 +111,7 @@ def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(
         ),
     ):
         monkeypatch.setattr(
-            demo_site_data.typed_claims, "trace_text_json", lambda text, error=error: (_ for _ in ()).throw(error)
+            demo_site_data.typed_claims, "trace_text_json", lambda text, rule, error=error: (_ for _ in ()).throw(error)
         )
         status, body = answer_in_process(demo_site_data.typed_claims, "Sea levels are rising.")
         value = json.loads(body)
