@@ -239,10 +239,13 @@ def live_response(request: Request, text: str | None, claim_id: str | None, kind
 
 async def typed_json(request: Request, text: str) -> Response:
     """A typed text's JSON answer: traced by the typed-claims processes where the server has
-    them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
+    them (``serve --typed-processes``) and one is ready, else in turn on this process's
+    typed-claims thread (the same bytes)."""
     site = _site(request)
     typed_claims = site.site_data.typed_claims
-    if typed_claims.processes is not None:
+    # Before any process is ready (they start after the first page, then read the build), a claim
+    # sent to their socket would wait for one to finish reading it: traced here instead.
+    if typed_claims.processes is not None and typed_claims.processes.any_ready():
         status, body = await typed_claims.processes.answer(text)
         return Response(body, status_code=status, media_type="application/json")
     return await typed_claims.submit(live_response, request, text, None, "json")
