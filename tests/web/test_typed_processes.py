@@ -42,6 +42,14 @@ def test_two_processes_start_and_answer_the_in_process_bytes(processes, demo_sit
     assert _answer(client, "x" * 20_001)[0] == 413
 
 
+def test_the_processes_run_at_a_lower_cpu_priority_than_the_command(processes):
+    """Their start and their reading of the build take what the server leaves of the cores."""
+    from claimtrace.web.typed_processes import NICENESS
+
+    lower = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+    assert NICENESS > 0 and [os.getpriority(os.PRIO_PROCESS, pid) for pid in processes.pids] == [lower, lower]
+
+
 def test_the_json_answer_is_the_encoded_answer(demo_site_data):
     """typed_answer_json (what a typed-claims process and /api/trace send) is encode of typed_answer (what
     the page shows): the trace encoded without its walk is the same bytes, refusals included."""

@@ -15,8 +15,9 @@ typed text over and sends back the answer's bytes (:class:`TypedClient`): the sa
 own trace would be (:func:`typed_answer_json`, the same encoder; ``tests/web/test_typed_processes.py``).
 
 The processes start once the server has answered its first page (or after ``start_after``
-seconds if none is asked for): started with the server, their imports and their reading of the
-build took the two cores from the first page while it was being made. Until one is ready (each
+seconds if none is asked for), at a lower CPU priority (:data:`NICENESS`): started with the
+server, their imports and their reading of the build took the two cores from the first page
+while it was being made. Until one is ready (each
 says so with a file beside the socket), a server process traces a typed claim itself, the same
 bytes, rather than leaving it to wait for a process still reading the build
 (``claimtrace.web.routes.typed_json``).
@@ -68,6 +69,13 @@ WAITING = 256
 ANSWER_SECONDS = 60.0
 #: Bytes of a message's length prefix; a status and a length prefix the answer.
 _PREFIX = 4
+#: How much lower than the command's the processes' CPU priority is (``nice``). Started after the
+#: first page, their imports and reading of the build took the cores from the server while it
+#: traced the claims typed meanwhile and made its next pages; at a lower priority they take what
+#: the server leaves. An unprivileged process cannot raise its priority again, so they keep it:
+#: with only typed claims to trace the server leaves them the cores, and under a mixed load a
+#: page goes before a typed claim's trace.
+NICENESS = 10
 #: The file beside the socket that says a server process has answered its first page.
 FIRST_PAGE_FILE = "first-page-served"
 #: How often the command looks for that file while its processes wait for it.
@@ -156,6 +164,12 @@ class TypedProcesses:
             daemon=True,  # ended when the command exits normally; _end_with covers the rest
         )
         process.start()
+        # set from here, at once: the child's own first act would come after its imports
+        priority = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+        try:
+            os.setpriority(os.PRIO_PROCESS, process.pid, priority)
+        except OSError:  # it ended already: the watcher starts it again
+            pass
         return process
 
     def _watch(self, start_after: float) -> None:
