@@ -134,7 +134,8 @@ def _give_runs(site_data, runs: list[tuple[str, str | None]]) -> None:
     default=TYPED_PROCESSES,
     show_default=True,
     help="Processes tracing typed claims side by side for every server process, from one queue (each holds a "
-    "reader of the build); 0: each server process traces its own, one at a time.",
+    "reader of the build); they start once the first page is answered, at a lower CPU priority, and until one "
+    "is ready the server traces typed claims itself; 0: each server process traces its own, one at a time.",
 )
 @click.option(
     "--prerender",
