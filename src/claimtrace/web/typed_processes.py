@@ -17,10 +17,9 @@ own trace would be (:func:`typed_answer_json`, the same encoder; ``tests/web/tes
 The processes start once the server has answered its first page (or after ``start_after``
 seconds if none is asked for), at a lower CPU priority (:data:`NICENESS`): started with the
 server, their imports and their reading of the build took the two cores from the first page
-while it was being made. Until one is ready (each
-says so with a file beside the socket), a server process traces a typed claim itself, the same
-bytes, rather than leaving it to wait for a process still reading the build
-(``claimtrace.web.routes.typed_json``).
+while it was being made. Until one is ready (each says so with a file beside the socket), a
+server process traces a typed claim itself, the same bytes, rather than leaving it to wait for a
+process still reading the build (``claimtrace.web.routes.typed_json``).
 
 A process that dies is started again within a second, and the claim it held is answered 503
 saying so; a process looks at the build's manifest at most once a second and reads the build
@@ -74,7 +73,7 @@ _PREFIX = 4
 #: traced the claims typed meanwhile and made its next pages; at a lower priority they take what
 #: the server leaves. An unprivileged process cannot raise its priority again, so they keep it:
 #: with only typed claims to trace the server leaves them the cores, and under a mixed load a
-#: page goes before a typed claim's trace.
+#: page (or another program on the machine) goes before a typed claim's trace.
 NICENESS = 10
 #: The file beside the socket that says a server process has answered its first page.
 FIRST_PAGE_FILE = "first-page-served"
