@@ -11,6 +11,9 @@ synthetic build, ``bench/synthetic.py`` then ``claimtrace build --evidence``):
   target under 100 ms at the median;
 * the server's resident memory (VmRSS) after those pages: target under 1 GB.
 
+``--typed-claim`` also posts a new typed claim to ``/api/trace`` right after the first page and
+times its answer (whether or not the typed-claims processes are ready yet).
+
 ``--command`` runs another server command line instead (for example an older checkout's
 ``claimtrace serve``, to measure the ratio on the same build); ``{workdir}`` and ``{port}`` in it
 are filled in. Loopback only; the server is stopped at the end. Prints one JSON summary.
@@ -49,6 +52,9 @@ def main() -> None:
         "--command", default=None, help="the server command line, one string ({workdir} and {port} are filled in)"
     )
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--typed-claim", action="store_true", help="time a typed claim posted right after the first page"
+    )
     args = parser.parse_args()
 
     port = free_port()
@@ -90,6 +96,11 @@ def main() -> None:
                     time.sleep(0.05)
             result["first_page_s"] = round(time.monotonic() - started, 2)
             result["first_page_status"] = response.status_code
+            if args.typed_claim:
+                t0 = time.perf_counter()
+                typed = client.post("/api/trace", json={"text": "Sea ice in the Arctic shrank by a third since 1979."})
+                result["typed_claim_after_first_page_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+                result["typed_claim_status"] = typed.status_code
             latencies = []
             for claim_id in dev_claims(args.data, args.claims):
                 t0 = time.perf_counter()

@@ -180,11 +180,19 @@ def test_while_building_waits_for_the_verdicts_and_stops_when_no_build_will_writ
 
 
 def _descendants(pid: int) -> set[int]:
+    """Every process under ``pid``: each of its threads' children (the typed-claims processes
+    are started by a thread of the command, after its first page)."""
     found: set[int] = set()
+    children: list[str] = []
     try:
-        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return found
+    for task in tasks:
+        try:
+            children += open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:  # a thread that ended meanwhile
+            continue
     for child in map(int, children):
         found |= {child} | _descendants(child)
     return found

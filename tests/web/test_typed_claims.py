@@ -46,8 +46,12 @@ def test_calls_run_in_turn_in_the_order_asked_on_one_thread_of_their_own():
 class _Processes:
     """Stands for the typed-claims processes' client: every text answered with its own bytes."""
 
-    def __init__(self):
+    def __init__(self, ready: bool = True):
         self.asked: list[str] = []
+        self.ready = ready  # whether one process at least has read the build
+
+    def any_ready(self) -> bool:
+        return self.ready
 
     async def answer(self, text: str, rule) -> tuple[int, bytes]:
         self.asked.append(text)
@@ -64,6 +68,20 @@ def test_typed_texts_go_to_the_processes_where_the_server_has_them(demo_build):
         posted = client.post("/api/trace", json={"text": "Glaciers retreat."})
     assert got.json() == posted.json() == {"from": "processes"}
     assert processes.asked == ["Sea levels are rising.", "Glaciers retreat."]
+
+
+def test_before_any_process_is_ready_the_server_traces_typed_texts_itself(demo_build):
+    from claimtrace.web.app import create_app
+    from claimtrace.web.typed_processes import typed_answer_json
+
+    site_data = SiteData(demo_build)
+    processes = site_data.typed_claims.processes = _Processes(ready=False)
+    with TestClient(create_app(site_data=site_data)) as client:
+        got = client.get("/api/trace", params={"text": "Sea levels are rising."})
+        posted = client.post("/api/trace", json={"text": "Glaciers retreat."})
+    assert (got.status_code, got.content) == typed_answer_json(site_data.typed_claims, "Sea levels are rising.")
+    assert (posted.status_code, posted.content) == typed_answer_json(site_data.typed_claims, "Glaciers retreat.")
+    assert processes.asked == []
 
 
 def test_a_build_read_again_keeps_the_typed_claims_processes(demo_build):

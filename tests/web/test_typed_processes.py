@@ -42,6 +42,14 @@ def test_two_processes_start_and_answer_the_in_process_bytes(processes, demo_sit
     assert _answer(client, "x" * 20_001)[0] == 413
 
 
+def test_the_processes_run_at_a_lower_cpu_priority_than_the_command(processes):
+    """Their start and their reading of the build take what the server leaves of the cores."""
+    from claimtrace.web.typed_processes import NICENESS
+
+    lower = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+    assert NICENESS > 0 and [os.getpriority(os.PRIO_PROCESS, pid) for pid in processes.pids] == [lower, lower]
+
+
 def test_the_json_answer_is_the_encoded_answer(demo_site_data):
     """typed_answer_json (what a typed-claims process and /api/trace send) is encode of typed_answer (what
     the page shows): the trace encoded without its walk is the same bytes, refusals included."""
@@ -118,3 +126,63 @@ def test_a_build_file_a_trace_cannot_read_is_the_servers_503_not_a_dead_process(
         assert status == 503 and value["status"] == 503 and str(root) not in value["error"]
         assert "retrieval/index.npz" in value["error"] or "classifier/dev.json" in value["error"]
         assert {k: value[k] for k in fields} == fields
+
+
+def test_a_claim_sent_while_the_processes_are_starting_is_traced_by_the_server(
+    demo_build, data_dir, demo_site_data, monkeypatch
+):
+    """Processes that start after the first page (``serve``) and have not been told it was
+    answered: a typed claim is answered at once by the server itself (the in-process bytes), not
+    left waiting on their socket; once one is ready, claims go to it."""
+    from fastapi.testclient import TestClient
+
+    from claimtrace.web import typed_processes
+    from claimtrace.web.app import create_app
+
+    monkeypatch.setattr(typed_processes, "ANSWER_SECONDS", 5.0)  # a claim left on the socket: a 503 in 5 s
+
+    typed_claims = demo_site_data.typed_claims
+    text = "Sea ice in the Arctic shrank by a third since 1979."
+    expected = typed_answer_json(typed_claims, text)
+    starting = TypedProcesses(demo_build.root, data_dir, 1, start_after=600)
+    client = starting.client()
+    typed_claims.processes = client
+    try:
+        with TestClient(create_app(site_data=demo_site_data)) as web:
+            started = time.monotonic()
+            answer = web.post("/api/trace", json={"text": text})
+            took = time.monotonic() - started
+            assert (answer.status_code, answer.content) == expected
+            assert took < 10 and client.ready() == 0 and starting.pids == []  # none started, none waited for
+            client.first_page_served()  # what a server process says once its first page is answered
+            assert client.wait_ready(120) == 1 and len(starting.pids) == 1
+            traced_here = []
+            original = typed_claims.trace_text_json
+            typed_claims.trace_text_json = lambda typed: traced_here.append(typed) or original(typed)
+            try:
+                answer = web.post("/api/trace", json={"text": text})
+            finally:
+                typed_claims.trace_text_json = original
+            assert (answer.status_code, answer.content) == expected and traced_here == []  # the process's answer
+    finally:
+        typed_claims.processes = None
+        starting.close()
+
+
+def test_a_server_process_tells_the_processes_once_its_first_page_is_answered(tmp_path):
+    """``create_app(warm=True, typed=...)``'s thread: the file the waiting processes look for is
+    written once the first page is answered, not before."""
+    import threading
+    from types import SimpleNamespace
+
+    from claimtrace.web.app import tell_first_page
+    from claimtrace.web.typed_processes import FIRST_PAGE_FILE
+
+    site_data = SimpleNamespace(first_page_served=threading.Event())
+    telling = threading.Thread(target=tell_first_page, args=(site_data, TypedClient(tmp_path / "typed.sock", 2)))
+    telling.start()
+    telling.join(0.3)
+    assert telling.is_alive() and not (tmp_path / FIRST_PAGE_FILE).exists()
+    site_data.first_page_served.set()
+    telling.join(10)
+    assert (tmp_path / FIRST_PAGE_FILE).exists()

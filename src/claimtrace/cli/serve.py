@@ -32,6 +32,9 @@ BUILD_START_SECONDS = 60.0
 #: Typed-claims processes per server process by default: one per core of the two-core machines
 #: the project is measured on (bench/bench_typed.py; docs/benchmarks.md, "Typed claims under load").
 TYPED_PROCESSES = 2
+#: Seconds the typed-claims processes wait, at most, for the server's first page before they
+#: start (``SiteData.warm`` waits as long before it computes every Explore).
+TYPED_START_AFTER = 30.0
 
 
 def predictions_options(command: Callable) -> Callable:
@@ -131,7 +134,8 @@ def _give_runs(site_data, runs: list[tuple[str, str | None]]) -> None:
     default=TYPED_PROCESSES,
     show_default=True,
     help="Processes tracing typed claims side by side for every server process, from one queue (each holds a "
-    "reader of the build); 0: each server process traces its own, one at a time.",
+    "reader of the build); they start once the first page is answered, at a lower CPU priority, and until one "
+    "is ready the server traces typed claims itself; 0: each server process traces its own, one at a time.",
 )
 @click.option(
     "--prerender",
@@ -185,8 +189,12 @@ def serve_command(
     click.echo(f"claimtrace: runs kept in {store['path']}", err=True)
     click.echo(f"claimtrace: serving {workdir} on http://127.0.0.1:{port}/ ({workers} process(es))", err=True)
     if typed_processes:
-        click.echo(f"claimtrace: typed claims traced by {typed_processes} process(es) of their own", err=True)
-    typed = TypedProcesses(build.root, folder, typed_processes) if typed_processes else None
+        click.echo(
+            f"claimtrace: typed claims traced by {typed_processes} process(es) of their own, started once the "
+            "first page is answered (until one is ready, the server traces them itself)",
+            err=True,
+        )
+    typed = TypedProcesses(build.root, folder, typed_processes, TYPED_START_AFTER) if typed_processes else None
     try:
         _run_server(build, folder, port, workers, site_data, prerender, runs, store, origins, typed)
     finally:

@@ -104,6 +104,10 @@ def create_app(
     app.add_middleware(GZipMiddleware, minimum_size=1000)  # the last added is the outermost
     if warm:  # a server (tests and the static export make apps without a warm-up)
         site_data.typed_claims.processes = typed
+        if typed is not None:
+            threading.Thread(
+                target=tell_first_page, args=(site_data, typed), name="claimtrace-first-page", daemon=True
+            ).start()
         threading.Thread(
             target=warm_up, args=(app, answers, prerender, freeze_when_warm), name="claimtrace-warm", daemon=True
         ).start()
@@ -125,6 +129,13 @@ def reload_site(app: FastAPI, answers: AnswerCache) -> None:
 
 
 # -- warming up: the front page, every Explore, and with ``prerender`` every claim page ------------
+
+
+def tell_first_page(site_data: SiteData, typed: TypedClient) -> None:
+    """Once this process has answered its first page, say so to the typed-claims processes, which
+    start then (``serve``: their start took the cores from the first page)."""
+    site_data.first_page_served.wait()
+    typed.first_page_served()
 
 
 def warm_up(app: FastAPI, answers: AnswerCache, prerender: bool, freeze: bool = False) -> None:

@@ -244,9 +244,12 @@ def live_response(
 
 async def typed_json(request: Request, text: str, rule_name: str | None) -> Response:
     """A typed text's JSON answer under the rule named: traced by the typed-claims processes where
-    the server has them (``serve --typed-processes``), else in turn on this process's typed-claims thread."""
+    the server has them (``serve --typed-processes``) and one is ready, else in turn on this
+    process's typed-claims thread (the same bytes)."""
     typed_claims = _site(request).site_data.typed_claims
-    if typed_claims.processes is not None:
+    # Before any process is ready (they start after the first page, then read the build), a claim
+    # sent to their socket would wait for one to finish reading it: traced here instead.
+    if typed_claims.processes is not None and typed_claims.processes.any_ready():
         try:  # refused here, before a process is asked
             status, body = await typed_claims.processes.answer(text, asked_rule(rule_name))
         except BadRule as err:

@@ -14,6 +14,13 @@ are traced at once on N cores whichever worker took the request. A server proces
 typed text over and sends back the answer's bytes (:class:`TypedClient`): the same bytes as its
 own trace would be (:func:`typed_answer_json`, the same encoder; ``tests/web/test_typed_processes.py``).
 
+The processes start once the server has answered its first page (or after ``start_after``
+seconds if none is asked for), at a lower CPU priority (:data:`NICENESS`): started with the
+server, their imports and their reading of the build took the two cores from the first page
+while it was being made. Until one is ready (each says so with a file beside the socket), a
+server process traces a typed claim itself, the same bytes, rather than leaving it to wait for a
+process still reading the build (``claimtrace.web.routes.typed_json``).
+
 A process that dies is started again within a second, and the claim it held is answered 503
 saying so; a process looks at the build's manifest at most once a second and reads the build
 again when it was completed or repaired, as the server's pages do; every process ends with the
@@ -63,6 +70,17 @@ WAITING = 256
 ANSWER_SECONDS = 60.0
 #: Bytes of a message's length prefix; a status and a length prefix the answer.
 _PREFIX = 4
+#: How much lower than the command's the processes' CPU priority is (``nice``). Started after the
+#: first page, their imports and reading of the build took the cores from the server while it
+#: traced the claims typed meanwhile and made its next pages; at a lower priority they take what
+#: the server leaves. An unprivileged process cannot raise its priority again, so they keep it:
+#: with only typed claims to trace the server leaves them the cores, and under a mixed load a
+#: page (or another program on the machine) goes before a typed claim's trace.
+NICENESS = 10
+#: The file beside the socket that says a server process has answered its first page.
+FIRST_PAGE_FILE = "first-page-served"
+#: How often the command looks for that file while its processes wait for it.
+FIRST_PAGE_POLL_SECONDS = 0.05
 
 
 def typed_answer(typed_claims: TypedClaimQueue, text: str, rule: Rule = NOTEBOOK_RULE) -> tuple[int, dict]:
@@ -108,7 +126,7 @@ def unavailable(why: str) -> tuple[int, bytes]:
 
 
 class TypedProcesses:
-    """N processes tracing typed claims, accepting on one Unix socket (started at once).
+    """N processes tracing typed claims, accepting on one Unix socket.
 
     Parameters
     ----------
@@ -116,9 +134,13 @@ class TypedProcesses:
         The build and the course data, as the server has them.
     processes : int
         How many claims are traced at once (one core each).
+    start_after : float
+        0: the processes start at once. Else they start once a server process has answered its
+        first page (:meth:`TypedClient.first_page_served`), or after this many seconds if none has,
+        so that they take no core from the first page (``serve``).
     """
 
-    def __init__(self, workdir, data_dir, processes: int):
+    def __init__(self, workdir, data_dir, processes: int, start_after: float = 0.0):
         self.workdir, self.data_dir, self.processes = str(workdir), str(data_dir), int(processes)
         self.folder = Path(tempfile.mkdtemp(prefix="claimtrace-typed-"))
         self.socket_path = self.folder / "typed.sock"
@@ -128,9 +150,11 @@ class TypedProcesses:
         # spawn, not fork: the command may have threads whose locks a forked child would inherit held
         self._context = multiprocessing.get_context("spawn")
         self._closing = threading.Event()
-        self._running = [self._start() for _ in range(self.processes)]
+        self._running = [] if start_after > 0 else [self._start() for _ in range(self.processes)]
         self.restarted = 0
-        self._watcher = threading.Thread(target=self._watch, name="typed-claims-watch", daemon=True)
+        self._watcher = threading.Thread(
+            target=self._watch, args=(float(start_after),), name="typed-claims-watch", daemon=True
+        )
         self._watcher.start()
 
     def _start(self):
@@ -141,9 +165,23 @@ class TypedProcesses:
             daemon=True,  # ended when the command exits normally; _end_with covers the rest
         )
         process.start()
+        # set from here, at once: the child's own first act would come after its imports
+        priority = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+        try:
+            os.setpriority(os.PRIO_PROCESS, process.pid, priority)
+        except OSError:  # it ended already: the watcher starts it again
+            pass
         return process
 
-    def _watch(self) -> None:
+    def _watch(self, start_after: float) -> None:
+        if not self._running:  # they start after the server's first page
+            deadline = time.monotonic() + start_after
+            while not (self.folder / FIRST_PAGE_FILE).exists() and time.monotonic() < deadline:
+                if self._closing.wait(FIRST_PAGE_POLL_SECONDS):
+                    return
+            if self._closing.is_set():
+                return
+            self._running = [self._start() for _ in range(self.processes)]
         while not self._closing.wait(CHECK_SECONDS):
             for index, process in enumerate(self._running):
                 if not process.is_alive() and not self._closing.is_set():
@@ -262,6 +300,20 @@ class TypedClient:
     def ready(self) -> int:
         """How many of the processes are warm (each says so with a file beside the socket)."""
         return len(list(Path(self.socket_path).parent.glob("ready-*")))
+
+    def any_ready(self) -> bool:
+        """Whether one process at least is warm (a claim sent now is traced without waiting for
+        one to read the build)."""
+        try:
+            with os.scandir(Path(self.socket_path).parent) as entries:
+                return any(entry.name.startswith("ready-") for entry in entries)
+        except FileNotFoundError:  # their folder is gone: so are they
+            return False
+
+    def first_page_served(self) -> None:
+        """Say that this server process has answered its first page: processes started with
+        ``start_after`` may start now (a file beside the socket, which every worker shares)."""
+        Path(self.socket_path).with_name(FIRST_PAGE_FILE).touch()
 
     def wait_ready(self, limit: float) -> int:
         deadline = time.monotonic() + limit
