@@ -12,6 +12,7 @@ cannot change the tokens once step 3 removed every '.', '?' and '!'.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import string
@@ -36,7 +37,16 @@ PUNCT_RE = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
 def notebook_preprocess(text, keep_stopwords=False):
-    """The notebook's final preprocessing function (keep_stopwords=False) or its older variant."""
+    """The notebook's final preprocessing function (keep_stopwords=False) or its older variant.
+
+    A fresh list each call from a memo by text (and the stemmer's by word): the function is pure,
+    and the tagging oracle preprocesses each passage several times, as the notebook did (the
+    fit, its tags' transform, the stems of those stems)."""
+    return list(_preprocessed(text, keep_stopwords))
+
+
+@functools.lru_cache(maxsize=None)
+def _preprocessed(text, keep_stopwords):
     try:
         text = contractions.fix(text)
     except IndexError:
@@ -50,7 +60,12 @@ def notebook_preprocess(text, keep_stopwords=False):
         kept = [t for t in tokens if t.isalpha()]
     else:
         kept = [t for t in tokens if t not in STOP and t.isalpha()]
-    return [STEMMER.stem(t) for t in kept]
+    return tuple(_stem(t) for t in kept)
+
+
+#: PorterStemmer.stem, a pure function of its word, memoised: most of the oracle's time was the
+#: stemmer's rules applied again to words it had seen.
+_stem = functools.lru_cache(maxsize=None)(STEMMER.stem)
 
 
 def tagging_vectorizer():
