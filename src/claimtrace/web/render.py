@@ -46,6 +46,7 @@ STATIC_FILES = (
     "app-explore.js",
     "app-forms.js",
     "app-sweep.js",
+    "app-tour.js",
     "app-llm.js",
     "app-llm-score.js",
     "app-llm-page.js",
