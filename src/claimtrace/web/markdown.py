@@ -1,5 +1,6 @@
 """The site's own markdown documents (``web/content/*.md``): the model cards, the data statement,
-the design decisions and the notebook's steps, rendered safely with their figures filled in.
+the statements and design decisions (each page's lead its first paragraph) and the notebook's
+steps, rendered safely with their figures filled in.
 
 A document never types a figure: it holds a placeholder, ``{{ name }}``, which
 :func:`fill` replaces with the build's (or :mod:`claimtrace.course`'s) value, given by the page's
