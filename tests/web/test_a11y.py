@@ -26,6 +26,7 @@ SERVED = [
     "/results.html",
     "/attribution.html",  # not computed on the demo build: the page says how (tests/web/views/ has it computed)
     "/methods.html",
+    "/methods/exact-tfidf-tags.html",  # a decision; the statements are the same template (SERVED_AGAIN)
     "/seeds.html",  # the shipped seed-spread file's state (tests/web/test_seeds_page.py draws five seeds)
     "/nowhere.html",
 ]
@@ -36,6 +37,7 @@ SERVED_AGAIN = [
     "/explore/test.html",
     "/explore/train.html",
     "/live.html?text=Greenland+is+gaining+ice",
+    "/methods/language-models.html",
 ]
 EXPORTED = [
     "index.html",
@@ -48,6 +50,7 @@ EXPORTED = [
     "results.html",
     "attribution.html",
     "methods.html",
+    "methods/exact-tfidf-tags.html",
     "seeds.html",
     "404.html",
 ]

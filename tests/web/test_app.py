@@ -735,8 +735,10 @@ def test_answers_over_1_kb_are_gzipped_and_static_files_cached_by_their_hashed_n
     small = web_client.get("/claim/claim-424242.json", headers={"Accept-Encoding": "gzip"})
     assert "content-encoding" not in small.headers  # under 1 KB: sent as it is
     evaluation = web_client.get("/evaluation.html").text  # the LLM scripts: linked by the LLM pages
+    tour = web_client.get("/tour.html").text  # the tour's dialog: linked by the tour alone
+    linked_by = {**dict.fromkeys(LLM_SCRIPTS, evaluation), "app-tour.js": tour}
     for name, hashed in ASSETS.items():
-        assert f"static/{hashed}" in (evaluation if name in LLM_SCRIPTS else page.text)
+        assert f"static/{hashed}" in linked_by.get(name, page.text)
         answer = web_client.get(f"/static/{hashed}")
         assert answer.status_code == 200 and answer.headers["cache-control"] == "public, max-age=31536000, immutable"
         assert answer.content == (STATIC / name).read_bytes()

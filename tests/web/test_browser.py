@@ -283,6 +283,8 @@ def test_missed_gold_rows_on_claim_375(page, web_server, demo_site_data):
         "/explore/dev.html",
         "/explore/train.html",
         "/live.html",
+        "/tour.html",
+        "/methods/assumptions.html",
         "/nowhere.html",
     ],
 )

@@ -35,6 +35,7 @@ SERVED = [
     "/parity.html",
     "/results.html",
     "/methods.html",
+    "/methods/limitations.html",
     "/tour.html",
     "/seeds.html",
     "/compare/index.html",

@@ -48,6 +48,7 @@ PAGE_ROUTES = [
     "/methods",
     "/methods.html",
     "/methods.json",
+    "/methods/{name}",
     "/seeds",
     "/seeds.html",
     "/seeds.json",

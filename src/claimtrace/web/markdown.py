@@ -1,5 +1,6 @@
 """The site's own markdown documents (``web/content/*.md``): the model cards, the data statement,
-the design decisions and the notebook's steps, rendered safely with their figures filled in.
+the statements and design decisions (each page's lead its first paragraph) and the notebook's
+steps, rendered safely with their figures filled in.
 
 A document never types a figure: it holds a placeholder, ``{{ name }}``, which
 :func:`fill` replaces with the build's (or :mod:`claimtrace.course`'s) value, given by the page's
@@ -35,11 +36,13 @@ class MissingFigure(KeyError):
 
 @dataclass(frozen=True)
 class Document:
-    """A rendered document: its title (its first ``#`` heading), its file's stem and its HTML."""
+    """A rendered document: its title (its first ``#`` heading), its file's stem and its HTML;
+    ``lead`` its opening paragraph (before its first ``##``) when it was asked for apart."""
 
     name: str
     title: str
     html: Markup
+    lead: Markup = Markup("")
 
 
 def read(relative: str) -> str:
@@ -92,10 +95,29 @@ def title_and_body(text: str) -> tuple[str, str]:
     return first[2:].strip(), rest
 
 
-def document(relative: str, figures: Mapping[str, str], shift: int = 2) -> Document:
-    """A content file rendered: its title filled, and its body's headings ``shift`` levels down."""
+def lead_and_rest(body: str) -> tuple[str, str]:
+    """A body's opening paragraph (what comes before its first heading, up to a blank line) and
+    the rest; an empty lead when the body opens with a heading."""
+    body = body.lstrip("\n")
+    if not body.strip() or body.startswith("#"):
+        return "", body
+    lead, _, rest = body.partition("\n\n")
+    return " ".join(lead.split()), rest
+
+
+def document(relative: str, figures: Mapping[str, str], shift: int = 2, lead: bool = False) -> Document:
+    """A content file rendered: its title filled, and its body's headings ``shift`` levels down;
+    with ``lead``, its opening paragraph apart (inline markdown: a page prints it as its lead)."""
     title, body = title_and_body(read(relative))
-    return Document(Path(relative).stem, fill(title, figures, relative), render(body, figures, relative, shift))
+    opening = ""
+    if lead:
+        opening, body = lead_and_rest(body)
+    return Document(
+        Path(relative).stem,
+        fill(title, figures, relative),
+        render(body, figures, relative, shift),
+        Markup(_PARSER.renderInline(fill(opening, figures, relative))),
+    )
 
 
 def sections(relative: str, figures: Mapping[str, str], shift: int = 2) -> list[tuple[str, Markup]]:

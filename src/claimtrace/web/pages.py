@@ -25,13 +25,11 @@ from claimtrace.web.live_page import live_context
 from claimtrace.web.render import Renderer, claim_context, evaluation_context, root_for
 from claimtrace.web.runs import with_runs
 from claimtrace.web.site_data import SiteData
-from claimtrace.web.views.attribution import attribution_page
 from claimtrace.web.views.explore import PREDICTION_SPLITS, prediction_path, row_predictions
 from claimtrace.web.views.llm import AI_LOG_DATA, evaluation_data
+from claimtrace.web.views.methods import series_slugs
 from claimtrace.web.views.parity import parity
 from claimtrace.web.views.results import results
-from claimtrace.web.views.seeds import seeds_page
-from claimtrace.web.views.tour import tour_view
 
 
 class Asked(NamedTuple):
@@ -329,18 +327,12 @@ PARITY = Page(
 )
 
 
-def tour_data(site_data: SiteData) -> dict:
-    """The tour's journeys and captions (:func:`claimtrace.web.views.tour.tour_view`: the site's
-    own, the same over any build)."""
-    return tour_view()
-
-
 #: The tour: three journeys as captioned screenshots (scripts/tour.py makes them).
 TOUR = Page(
     "tour",
     "tour.html",
     "tour.json",
-    data_function=tour_data,
+    data_function=SiteData.tour,
     template="tour.html",
     title="The tour: three journeys, in pictures",
     data_name="tour",
@@ -359,8 +351,8 @@ RESULTS = Page(
     aliases=(Address("/results", None, "html"),),
 )
 
-#: How the notebook works step by step, the data at a glance, the model cards, the data statement
-#: and the decisions.
+#: How the notebook works step by step, the data at a glance, the model cards, the data statement,
+#: and the list of the statements and decisions.
 METHODS = Page(
     "methods",
     "methods.html",
@@ -373,9 +365,23 @@ METHODS = Page(
 )
 
 
-def seeds_data(site_data: SiteData) -> dict:
-    """The seeds page (:func:`claimtrace.web.views.seeds.seeds_page`) over the build."""
-    return seeds_page(site_data.build)
+def _series_keys(site_data: SiteData, claim_ids: dict[str, list[str]]) -> list[str]:
+    return series_slugs()
+
+
+#: A statement (what the port assumes, its limitations, where a language model enters) or a design
+#: decision, each at its own address, chained to its neighbours and back to the methods page.
+METHODS_DOCUMENT = Page(
+    "methods-document",
+    "methods/{key}.html",
+    "methods/{key}.json",
+    data_function=SiteData.methods_document,
+    template="methods_document.html",
+    title="{data[title]}",
+    data_name="d",
+    section="methods",
+    keys=_series_keys,
+)
 
 
 #: The notebook's Transformer and its LSTM retrained under several seeds, beside the build's own
@@ -385,7 +391,7 @@ SEEDS = Page(
     "seeds",
     "seeds.html",
     "seeds.json",
-    data_function=seeds_data,
+    data_function=SiteData.seeds,
     template="seeds.html",
     title="Seeds: one training run is not the model",
     data_name="s",
@@ -413,17 +419,12 @@ COMPARE_CLASS = Page(
 )
 
 
-def attribution_data(site_data: SiteData) -> dict:
-    """The attribution page (:func:`claimtrace.web.views.attribution.attribution_page`) over the build."""
-    return attribution_page(site_data.build)
-
-
 #: Attribution methods graded against the exact per-token shares (``claimtrace attribute``).
 ATTRIBUTION = Page(
     "attribution",
     "attribution.html",
     "attribution.json",
-    data_function=attribution_data,
+    data_function=SiteData.attribution,
     template="attribution.html",
     title="Attribution methods, graded",
     data_name="a",
@@ -486,6 +487,7 @@ PAGES = (
     RESULTS,
     ATTRIBUTION,
     METHODS,
+    METHODS_DOCUMENT,
     SEEDS,
     EVALUATION,
     AI_LOG,

@@ -46,6 +46,7 @@ STATIC_FILES = (
     "app-explore.js",
     "app-forms.js",
     "app-sweep.js",
+    "app-tour.js",
     "app-llm.js",
     "app-llm-score.js",
     "app-llm-page.js",
@@ -340,6 +341,7 @@ DESCRIPTIONS = {
     "claim": _CLAIM_DESCRIPTION,
     "explore": "Every {data[split]} claim of the course through the notebook’s pipeline: its passages, its verdicts "
     "under both protocols, what each quirk costs.",
+    "methods-document": "{data[summary]}",
     "live": "Type a climate claim and trace it through the notebook’s pipeline, or edit the model’s input and see "
     "the verdict recomputed in your browser.",
 }

@@ -40,6 +40,7 @@ from claimtrace.web.typed_claims import MAX_TEXT_CHARS
 from claimtrace.web.typed_processes import typed_answer, typed_answer_json
 from claimtrace.web.views import tour
 from claimtrace.web.views.explore import UnknownRow
+from claimtrace.web.views.methods import UnknownDocument
 
 #: How long an Explore request waits for a split's verdicts before answering "being computed".
 EXPLORE_WAIT_SECONDS = 20.0
@@ -291,6 +292,20 @@ def answer_build(request: Request, page: Page, asked: Asked) -> Response:
     )
 
 
+def answer_methods_document(request: Request, page: Page, asked: Asked) -> Response:
+    """A statement or decision of the methods' series, or 404 naming where they are listed."""
+    try:
+        data = page.data(_site(request).site_data, asked.key)
+    except UnknownDocument:
+        return not_found(
+            request,
+            f"There is no statement or decision “{asked.key}” in Methods.",
+            "The methods page lists them all, each at methods/<name>.html.",
+            asked.format == "json",
+        )
+    return page_response(request, page, data, asked.format)
+
+
 def answer_landing(request: Request, page: Page, asked: Asked) -> Response:
     """The landing page or its twin; once answered, the Explore warm-up may start."""
     try:
@@ -310,6 +325,7 @@ ANSWERS: dict[str, Callable[[Request, Page, Asked], Response]] = {
     "predictions": answer_predictions,
     "row-predictions": answer_row_predictions,
     "compare": answer_compare,
+    "methods-document": answer_methods_document,
     "table": answer_table,
     "build": answer_build,
 }

@@ -17,6 +17,8 @@ Layout of the output folder (the server's URLs, one file each; links are relativ
                                         (a script, so file:// works; few files, not 1,535 tiny ones);
                                         each claim page draws its model input and charts from it
     predictions/<split>.json            the build's predictions in the course's shape (Explore's download)
+    methods/<slug>.html, .json          each statement and design decision of the methods page
+    static/tour/<picture>.png           the tour's pictures
     api/table.json, api/build.json      the classifier's table; what the build holds
     static/app.<hash>.js, static/style.<hash>.css   the site's script and style, named by content
     static/table.js                     the table once, as a script every page shares

@@ -32,12 +32,15 @@ from claimtrace.web.public_reasons import public_reasons
 from claimtrace.web.runs import Runs
 from claimtrace.web.typed_claims import TypedClaimQueue
 from claimtrace.web.views import walkthrough
+from claimtrace.web.views.attribution import attribution_page
 from claimtrace.web.views.counterfactuals import shown
 from claimtrace.web.views.explore import explore as explore_split
 from claimtrace.web.views.landing import example_claims, landing
-from claimtrace.web.views.methods import methods
+from claimtrace.web.views.methods import methods, series_document
+from claimtrace.web.views.seeds import seeds_page
 from claimtrace.web.views.status import build_info
 from claimtrace.web.views.table import table_payload
+from claimtrace.web.views.tour import tour_view
 from claimtrace.workdir.reader import BuildReader
 
 #: Traces kept in memory.
@@ -164,6 +167,25 @@ class SiteData:
     def methods(self) -> dict:
         """The methods page (:func:`claimtrace.web.views.methods.methods`), made once per build."""
         return self.build.once(("web", "methods"), lambda: public_reasons(methods(self.build), self.build.root))
+
+    def methods_document(self, slug: str) -> dict:
+        """A statement or decision of the methods' series at its own page
+        (:func:`claimtrace.web.views.methods.series_document`); UnknownDocument for another slug."""
+        return series_document(self.methods(), slug)
+
+    def tour(self) -> dict:
+        """The tour's journeys and captions (:func:`claimtrace.web.views.tour.tour_view`: the
+        site's own, the same over any build)."""
+        return tour_view()
+
+    def seeds(self) -> dict:
+        """The seeds page (:func:`claimtrace.web.views.seeds.seeds_page`) over the build, read
+        afresh: the file grows while the seeds train."""
+        return seeds_page(self.build)
+
+    def attribution(self) -> dict:
+        """The attribution page (:func:`claimtrace.web.views.attribution.attribution_page`) over the build."""
+        return attribution_page(self.build)
 
     def table(self) -> dict:
         return self.build.once(("web", "table"), lambda: table_payload(self.build))

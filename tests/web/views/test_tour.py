@@ -4,6 +4,7 @@ and the page served and exported."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -66,11 +67,27 @@ def test_the_tour_is_served_with_its_pictures_and_linked_from_the_front_page(web
     assert 'href="tour.html"' in web_client.get("/").text
 
 
-def test_the_export_holds_the_tour_and_its_pictures(demo_site_data, tmp_path):
+def test_each_picture_is_a_link_to_its_file_and_the_script_is_the_tours_alone(web_client):
+    """Without a script, a picture's link opens its file; app-tour.js (the dialog) is linked by
+    this page only, deferred so that it runs after app.js."""
+    from claimtrace.web.render import ASSETS
+
+    page = web_client.get("/tour.html").text
+    links = re.findall(r'<a class="tour-zoom" href="([^"]+)">', page)
+    steps = [s for j in tour_view()["journeys"] for s in j["steps"]]
+    assert links == [s["shots"][0]["url"] for s in steps] and len(links) == len(steps)
+    assert page.count("(opens larger)") == len(steps)
+    assert f'<script defer src="static/{ASSETS["app-tour.js"]}"></script>' in page
+    assert "app-tour" not in web_client.get("/methods.html").text
+
+
+def test_the_export_holds_the_tour_and_its_pictures(demo_site_data, web_client, tmp_path):
     from claimtrace.web.site import write_site
 
     write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
     page = (tmp_path / "tour.html").read_text(encoding="utf-8")
+    main = lambda html: html[html.index("<main") : html.index("</main>")]  # noqa: E731
+    assert main(page) == main(web_client.get("/tour.html").text)
     assert json.loads((tmp_path / "tour.json").read_text(encoding="utf-8")) == tour_view()
     for journey in tour_view()["journeys"]:
         for step in journey["steps"]:

@@ -11,6 +11,8 @@
      app-editor.js   the live model-input editor, and a static claim page's charts
      app-explore.js  Explore's claims table, and the tables whose heads sort them
      app-forms.js    the claim form, the forms that filter in place, and a run's upload and box
+     app-tour.js     the tour's pictures opened larger in a dialog, its steps moved with the arrow keys
+                     (linked by the tour page alone, deferred: it runs after app.js)
      app-llm.js      the LLM harness: settings and key, the sample, the prompt, the providers, the answer
      app-llm-score.js  an LLM run's file, its check on import, and its scores
      app-llm-page.js the evaluation page, the audit log page and a claim page's second opinion

@@ -1,7 +1,9 @@
-"""Methods: the notebook's pipeline step by step, a model card per model, the data statement and
-the design decisions, each a markdown document of ``web/content/`` whose figures are filled from
-the build (its scoreboard, verdicts, tagging summary, checkpoints' provenance) and
-:mod:`claimtrace.course`: no figure is typed in a document (``tests/web/views/test_methods.py``).
+"""Methods: the notebook's pipeline step by step, a model card per model, the data statement,
+and a series of documents each at its own address (``methods/<slug>.html``): the statements (what
+the port assumes, its limitations, where a language model enters) and the design decisions. Each
+is a markdown document of ``web/content/`` whose figures are filled from the build (its
+scoreboard, verdicts, tagging summary, checkpoints' provenance), :mod:`claimtrace.course` and the
+package's constants: no figure is typed in a document (``tests/web/views/test_methods.py``).
 
 A figure that the build lacks (a stage not built) is filled with "not built", so the page still
 reads; its JSON twin holds the figures themselves.
@@ -9,22 +11,36 @@ reads; its JSON twin holds the figures themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from html import unescape
+from pathlib import Path
 from typing import Any
 
 from claimtrace import constants, course
 from claimtrace.assets import ASSETS_DIR
 from claimtrace.errors import DataError
 from claimtrace.evaluation import statistics as S
+from claimtrace.evaluation.llm import PROMPT_VERSION
 from claimtrace.evaluation.scoreboard import NOTEBOOK_ROW, ScoreRow
 from claimtrace.lib.build_files import read_json
 from claimtrace.web import markdown
 from claimtrace.web.views.data_overview import MODELS, data_overview
+from claimtrace.web.views.llm import AI_LOG_DATA, DEFAULT_N, half_width
 from claimtrace.workdir.reader import BuildReader
 
 NOT_BUILT = "not built"
 DATA_STATEMENT = "data-statement.md"
 STEPS_FILE = "steps.md"
+#: The series of documents each at its own address, in its order: (kind, its folder in
+#: ``web/content``, what one is called), each folder's files in their numbered order.
+SERIES = (("statement", "statements", "Statement"), ("decision", "decisions", "Decision"))
+#: Where the series' pages live, from the site's top folder (served and exported alike).
+SERIES_FOLDER = "methods/"
+#: Where the methods page lists the series.
+SERIES_INDEX = "methods.html#series"
+#: A file's number, left out of its page's address: ``01-exact-tfidf-tags.md`` -> ``exact-tfidf-tags``.
+_NUMBER = re.compile(r"^\d+-")
 
 
 def _interval(entry: dict | None, digits: int = 3) -> str:
@@ -119,11 +135,32 @@ def model_figures(build: BuildReader, scoreboard: dict | None, model: str) -> di
 
 def _counts_of(build: BuildReader) -> dict[str, str]:
     counts = {f"{split}_claims": f"{len(build.claims(split)):,}" for split in constants.SPLITS}
-    train = [claim.label for claim in build.claims("train").values()]
-    for label in constants.LABELS:
-        k = train.count(label)
-        counts[f"train_{label}"] = f"{k:,} ({100 * k / len(train):.0f}%)"
+    for split in ("train", "dev"):
+        labels = [claim.label for claim in build.claims(split).values()]
+        for label in constants.LABELS:
+            k = labels.count(label)
+            counts[f"{split}_{label}"] = f"{k:,} ({100 * k / len(labels):.0f}%)"
     return counts
+
+
+def statement_figures(dev_claims: int) -> dict[str, str]:
+    """What the statements cite beyond the build's counts: the seeds, the checks and the LLM
+    harness's settings, from the package's constants (``dev_claims``: how many the build's dev
+    split holds, for the width of an interval on it)."""
+    dev_interval = S.wilson(dev_claims // 2, dev_claims)
+    return {
+        "stopwords_count": str(constants.STOPWORDS_COUNT),
+        "shuffle_seed": str(constants.PASSAGE_SHUFFLE_SEED),
+        "bootstrap_seed": str(S.SEED),
+        "resamples": f"{S.RESAMPLES:,}",
+        "interval_level": f"{S.LEVEL:.0%}",
+        "float32_agreement": f"{constants.FLOAT32_AGREEMENT:.0e}".replace("e-0", "e-"),
+        "dev_half_width": f"{(dev_interval.upper - dev_interval.lower) / 2:.2f}",
+        "prompt_version": PROMPT_VERSION,
+        "ai_log_kept": str(AI_LOG_DATA["kept"]),
+        "llm_default_n": str(DEFAULT_N),
+        "llm_half_width": f"{half_width(DEFAULT_N):.2f}",
+    }
 
 
 def _corpus_kind(corpus: dict | None) -> str:
@@ -142,6 +179,7 @@ def figures(build: BuildReader, page: dict) -> dict[str, str]:
     record = _safely(build.build_record) or {}
     out = {
         **_counts_of(build),
+        **statement_figures(len(build.claims("dev"))),
         "passages": f"{(record.get('corpus') or {}).get('passages', 0):,}",
         "corpus_kind": _corpus_kind(record.get("corpus")),
         "course_passages": f"{constants.EVIDENCE_PASSAGES:,}",
@@ -207,21 +245,90 @@ def steps(figures_: dict[str, str]) -> list[dict]:
     return out
 
 
+def _files(folder: str) -> list[str]:
+    return sorted(f"{folder}/{path.name}" for path in (markdown.CONTENT / folder).glob("*.md"))
+
+
 def decisions() -> list[str]:
     """The decision records' files, in their numbered order."""
-    return sorted(f"decisions/{path.name}" for path in (markdown.CONTENT / "decisions").glob("*.md"))
+    return _files("decisions")
+
+
+def statements() -> list[str]:
+    """The statements' files (assumptions, limitations, where a language model enters), in order."""
+    return _files("statements")
+
+
+def slug_of(relative: str) -> str:
+    """A series document's address in the series' folder: its file's name without its number."""
+    return _NUMBER.sub("", Path(relative).stem)
+
+
+def series_slugs() -> list[str]:
+    """Every document of the series, statements first, in the order its pages chain."""
+    return [slug_of(relative) for _, folder, _ in SERIES for relative in _files(folder)]
+
+
+def _series_document(kind: str, relative: str, figures_: dict[str, str]) -> dict:
+    """A document of the series as its page shows it: the title, the lead (its opening
+    paragraph, also as plain text: ``summary``) and the rest, its ``##`` parts the page's ``<h2>``."""
+    doc = markdown.document(relative, figures_, shift=0, lead=True)
+    slug = slug_of(relative)
+    return {
+        "kind": kind,
+        "slug": slug,
+        "name": doc.name,
+        "file": relative,
+        "title": doc.title,
+        "lead": str(doc.lead),
+        "summary": " ".join(unescape(re.sub(r"<[^>]+>", "", doc.lead)).split()),
+        "html": str(doc.html),
+        "url": f"{SERIES_FOLDER}{slug}.html",
+    }
+
+
+class UnknownDocument(LookupError):
+    """No statement or decision of the series has this address."""
+
+
+def series_document(page: dict, slug: str) -> dict:
+    """One page of the series (``methods/<slug>.html``): its document, where it stands among its
+    kind (``number`` of ``of``), and its neighbours in the series (``previous``, ``next``: the
+    last statement leads to the first decision), each ``{"kind", "slug", "title", "url"}`` or
+    None; ``index``, the methods page's list. UnknownDocument when no document has the slug."""
+    series = [*page["statements"], *page["decisions"]]
+    at = next((i for i, doc in enumerate(series) if doc["slug"] == slug), None)
+    if at is None:
+        raise UnknownDocument(slug)
+    doc = series[at]
+    kind = [other for other in series if other["kind"] == doc["kind"]]
+
+    def link(other: dict | None) -> dict | None:
+        return None if other is None else {key: other[key] for key in ("kind", "slug", "title", "url")}
+
+    return {
+        **doc,
+        "kind_title": next(title for kind_, _, title in SERIES if kind_ == doc["kind"]),
+        "number": kind.index(doc) + 1,
+        "of": len(kind),
+        "previous": link(series[at - 1] if at > 0 else None),
+        "next": link(series[at + 1] if at + 1 < len(series) else None),
+        "index": SERIES_INDEX,
+    }
 
 
 def methods(build: BuildReader) -> dict:
-    """The methods page: the data at a glance, the steps, the model cards, the data statement and
-    the decisions, each document rendered with the figures it cites (``figures``, also in the
-    twin)."""
+    """The methods page: the data at a glance, the steps, the model cards, the data statement,
+    and the series' statements and decisions, each document rendered with the figures it cites
+    (``figures``, also in the twin); a document of the series is shown whole on its own page
+    (:func:`series_document`)."""
     page: dict[str, Any] = {"glance": data_overview(build)}
     figures_ = figures(build, page)
     page["figures"] = figures_
     page["steps"] = steps(figures_)
     page["models"] = [{"name": m.name, **_document(m.card, figures_)} for m in MODELS]
     page["data_statement"] = _document(DATA_STATEMENT, figures_)
-    page["decisions"] = [_document(relative, figures_, shift=2) for relative in decisions()]
+    for kind, folder, _ in SERIES:
+        page[folder] = [_series_document(kind, relative, figures_) for relative in _files(folder)]
     page["notebook_url"] = course.NOTEBOOK_URL
     return page
