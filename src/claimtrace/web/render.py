@@ -46,9 +46,11 @@ STATIC_FILES = (
     "app-explore.js",
     "app-forms.js",
     "app-sweep.js",
+    "app-llm-settings.js",
     "app-llm.js",
     "app-llm-score.js",
     "app-llm-page.js",
+    "app-llm-log.js",
     "app.js",
     "style.css",
     "favicon.svg",
@@ -56,8 +58,10 @@ STATIC_FILES = (
 
 
 #: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
-#: only when its second opinion is there (the claim pages are most of a static export).
-LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js")
+#: only when its second opinion is there (the claim pages are most of a static export). The
+#: first, the provider settings' dialog, is all the header's "LLM settings" button loads on
+#: another page, and only once it is used.
+LLM_SCRIPTS = ("app-llm-settings.js", "app-llm.js", "app-llm-score.js", "app-llm-page.js", "app-llm-log.js")
 
 
 def _hashed(name: str) -> str:
