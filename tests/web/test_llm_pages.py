@@ -286,11 +286,9 @@ def test_forget_remember_and_the_audit_log(page, site, provider):
 
     page.goto(site + "/ai-log.html", wait_until="load")
     count = page.locator("#ai-log-count").inner_text()
-    assert count.endswith("call(s) kept in this browser.")
+    assert count.endswith("kept in this browser.")
     log = json.loads(_download(page, "#ai-log-export"))
     assert len(log) == page.locator("#ai-log details").count() and KEY not in json.dumps(log)
-    page.click("#ai-log-clear")
-    assert page.locator("#ai-log-count").inner_text().startswith("0 call(s)")
     assert not page.problems, page.problems
 
 

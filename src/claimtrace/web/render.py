@@ -47,9 +47,11 @@ STATIC_FILES = (
     "app-forms.js",
     "app-sweep.js",
     "app-tour.js",
+    "app-llm-settings.js",
     "app-llm.js",
     "app-llm-score.js",
     "app-llm-page.js",
+    "app-llm-log.js",
     "app.js",
     "style.css",
     "favicon.svg",
@@ -57,8 +59,10 @@ STATIC_FILES = (
 
 
 #: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
-#: only when its second opinion is there (the claim pages are most of a static export).
-LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js")
+#: only when its second opinion is there (the claim pages are most of a static export). The
+#: first, the provider settings' dialog, is all the header's "LLM settings" button loads on
+#: another page, and only once it is used.
+LLM_SCRIPTS = ("app-llm-settings.js", "app-llm.js", "app-llm-score.js", "app-llm-page.js", "app-llm-log.js")
 
 
 def _hashed(name: str) -> str:

@@ -13,9 +13,11 @@
      app-forms.js    the claim form, the forms that filter in place, and a run's upload and box
      app-tour.js     the tour's pictures opened larger in a dialog, its steps moved with the arrow keys
                      (linked by the tour page alone, deferred: it runs after app.js)
-     app-llm.js      the LLM harness: settings and key, the sample, the prompt, the providers, the answer
+     app-llm-settings.js  the LLM provider settings and key, and their dialog (the header's button)
+     app-llm.js      the LLM harness: the audit log, the sample, the prompt, the providers, the answer
      app-llm-score.js  an LLM run's file, its check on import, and its scores
-     app-llm-page.js the evaluation page, the audit log page and a claim page's second opinion
+     app-llm-page.js the evaluation page and a claim page's second opinion
+     app-llm-log.js  the audit log page: its counts, filter, review, CSV and clearing
      app.js          the start: the static export's shared parts put back, then each part started
 
    Each part adds its own entry to the object (claimtrace.table, claimtrace.charts, ...). */
@@ -35,6 +37,7 @@
       editor: null, // the live editor's elements, its claim and whether its table is loaded
       explore: null, // Explore's claims, filters, sort and page (app-explore.js)
       llm: null, // the evaluation page's data and its run (app-llm-page.js)
+      scripts: {}, // the scripts loaded after the page, by address: each asked for once (loadScript)
       resizing: null // the timer that waits for the window to stop resizing (app.js)
     }
   });
@@ -58,15 +61,21 @@
     return (x >= 0 ? "+" : "") + x.toFixed(digits);
   };
 
-  /* A script file beside the page (works from file://, where fetch does not). */
+  /* A script file beside the page (works from file://, where fetch does not), loaded once
+     however many parts ask for it. */
   claimtrace.loadScript = function (src) {
-    return new Promise(function (resolve, reject) {
+    var loading = claimtrace.state.scripts;
+    if (!loading[src]) loading[src] = new Promise(function (resolve, reject) {
       var script = document.createElement("script");
       script.src = src;
       script.onload = resolve;
-      script.onerror = function () { reject(new Error("could not load " + src)); };
+      script.onerror = function () {
+        delete loading[src]; // asked again next time
+        reject(new Error("could not load " + src));
+      };
       document.head.appendChild(script);
     });
+    return loading[src];
   };
 
   /* A table wider than the screen scrolls inside its box (style.css): such a box is made

@@ -1,6 +1,7 @@
-/* claimtrace's LLM pages (app-core.js lists the parts): the evaluation page (provider settings,
-   a run, its results, export and import), the audit log page, and a claim page's second opinion.
-   Every text goes into the page through textContent. */
+/* claimtrace's LLM pages (app-core.js lists the parts): the evaluation page (a run, its results,
+   export and import) and a claim page's second opinion, with the decision on a model's answer
+   the audit log page (app-llm-log.js) offers too. The provider settings' dialog is
+   app-llm-settings.js's. Every text goes into the page through textContent. */
 (function (claimtrace) {
   "use strict";
 
@@ -16,43 +17,18 @@
     return script ? JSON.parse(script.textContent) : null;
   }
 
-  /* ---------------------------------------------------------------- the settings dialog */
+  /* ---------------------------------------------------------------- the provider, on the evaluation page */
 
-  function describe(settings) {
-    if (!settings) return "No provider set: a run needs one.";
-    return "Provider: " + settings.provider + ", model " + settings.model +
-      (settings.base_url ? " at " + settings.base_url : "") +
-      (settings.key ? "; key kept in " + (settings.remember ? "this browser (localStorage)" : "this tab (sessionStorage)") : "; no key") + ".";
-  }
-
+  /* What the page says of the provider follows the settings, whichever button opened the dialog. */
   function startSettings(onChange) {
-    var dialog = document.getElementById("llm-settings");
-    var form = document.getElementById("llm-settings-form");
     var status = document.getElementById("llm-provider-status");
-    if (!dialog || !form) return;
-    function show() { if (status) status.textContent = describe(llm.settings()); onChange(); }
-    document.getElementById("llm-open-settings").addEventListener("click", function () {
-      var now = llm.settings() || { provider: "anthropic", base_url: "", model: "", remember: false, key: "" };
-      form.elements.provider.value = now.provider;
-      form.elements.base_url.value = now.base_url;
-      form.elements.model.value = now.model;
-      form.elements.key.value = now.key;
-      form.elements.remember.checked = now.remember;
-      dialog.showModal();
-    });
-    /* Saved as the form is sent (the dialog's close event comes later, asynchronously). */
-    form.addEventListener("submit", function (event) {
-      if (!event.submitter || event.submitter.value !== "save") return;
-      llm.saveSettings({ provider: form.elements.provider.value, base_url: form.elements.base_url.value.trim(),
-                         model: form.elements.model.value.trim(), key: form.elements.key.value.trim(),
-                         remember: form.elements.remember.checked });
-      show();
-    });
-    dialog.addEventListener("close", function () {
-      form.elements.key.value = ""; // the key stays only in its storage slot
-    });
+    var open = document.getElementById("llm-open-settings");
+    if (!open) return;
+    function show() { if (status) status.textContent = claimtrace.llmSettings.describe(llm.settings()); onChange(); }
+    open.addEventListener("click", function () { claimtrace.llmSettings.open(open); });
+    document.addEventListener(claimtrace.llmSettings.CHANGED, show);
     var forget = document.getElementById("llm-forget");
-    if (forget) forget.addEventListener("click", function () { llm.forget(); show(); });
+    if (forget) forget.addEventListener("click", claimtrace.llmSettings.forget);
     show();
   }
 
@@ -70,6 +46,7 @@
         base_url: llm.baseUrl(settings, data.protocol), model: settings.model, prompt_version: data.protocol.prompt_version,
         system: prompt.system, user: prompt.user, output: answer.text == null ? null : answer.text,
         status: parsed ? parsed.status : "failed", label: parsed ? parsed.label : null, cited_ids: parsed ? parsed.cited_ids : [],
+        rationale: parsed ? parsed.rationale : null,
         error: parsed ? parsed.error : answer.error, latency_ms: answer.latency_ms == null ? null : answer.latency_ms,
         tokens_in: answer.tokens_in == null ? null : answer.tokens_in, tokens_out: answer.tokens_out == null ? null : answer.tokens_out,
         attempts: answer.attempts, decision: null
@@ -130,8 +107,8 @@
     claimtrace.markScrollables(box);
   }
 
-  function download(name, text) {
-    var link = el("a", { href: URL.createObjectURL(new Blob([text], { type: "application/json" })), download: name });
+  function download(name, text, type) {
+    var link = el("a", { href: URL.createObjectURL(new Blob([text], { type: type || "application/json" })), download: name });
     document.body.appendChild(link);
     link.click();
     link.remove();
@@ -206,40 +183,13 @@
     });
   }
 
-  /* ---------------------------------------------------------------- the audit log page */
-
-  function startAiLog() {
-    var box = document.getElementById("ai-log");
-    if (!box) return;
-    function draw() {
-      var log = llm.audit();
-      box.textContent = "";
-      document.getElementById("ai-log-count").textContent = log.length + " call(s) kept in this browser.";
-      log.slice().reverse().forEach(function (entry) {
-        box.appendChild(el("details", { cls: "ai-call" }, [
-          el("summary", { text: entry.time + " · " + entry.model + " · " + (entry.claim_id || "") + " · " + entry.status +
-            (entry.label ? " " + entry.label : "") + " · " + (entry.latency_ms == null ? "—" : entry.latency_ms + " ms") +
-            " · tokens " + (entry.tokens_in == null ? "—" : entry.tokens_in) + "/" + (entry.tokens_out == null ? "—" : entry.tokens_out) +
-            " · decision: " + (entry.decision || "none") }),
-          el("p", { text: "where: " + entry.where + ", " + entry.provider + " " + entry.base_url + ", prompt " + entry.prompt_version + ", " + entry.condition + " passages" }),
-          el("pre", { cls: "prompt", text: "system: " + entry.system + "\n\nuser: " + entry.user }),
-          el("pre", { cls: "prompt", text: "output: " + (entry.output == null ? "(none: " + entry.error + ")" : entry.output) })
-        ]));
-      });
-    }
-    document.getElementById("ai-log-export").addEventListener("click", function () {
-      download("claimtrace-ai-log.json", JSON.stringify(llm.audit(), null, 1));
-    });
-    document.getElementById("ai-log-clear").addEventListener("click", function () { llm.clearAudit(); draw(); });
-    draw();
-  }
-
   /* ---------------------------------------------------------------- a claim page's second opinion */
 
-  /* Accept, edit (another label) or reject a model's answer: the decision kept with its call. */
-  function decisionButtons(audit, said, labels, status) {
+  /* Accept, edit (another label) or reject a model's answer: the decision kept with its call.
+     prefix names the controls (prefix-accept...); after(decision) is told of each decision. */
+  function decisionButtons(audit, said, labels, status, prefix, after) {
     var box = el("div", { cls: "decision" });
-    var choose = el("select", { id: "second-opinion-label", "aria-label": "your label" }, labels.map(function (label) {
+    var choose = el("select", { id: prefix + "-label", "aria-label": "your label" }, labels.map(function (label) {
       var option = el("option", { value: label, text: label });
       if (label === said) option.selected = true;
       return option;
@@ -248,10 +198,11 @@
       llm.decide(audit.id, decision, label);
       status.textContent = "Your decision, " + decision + (label ? " (" + label + ")" : "") + ", is kept with the call in this browser’s audit log.";
       box.setAttribute("data-decision", decision);
+      if (after) after(decision);
     }
-    var accept = el("button", { type: "button", cls: "llm-button", id: "second-opinion-accept", text: "Accept" });
-    var edit = el("button", { type: "button", cls: "llm-button", id: "second-opinion-edit", text: "Keep my label" });
-    var reject = el("button", { type: "button", cls: "llm-button", id: "second-opinion-reject", text: "Reject" });
+    var accept = el("button", { type: "button", cls: "llm-button", id: prefix + "-accept", text: "Accept" });
+    var edit = el("button", { type: "button", cls: "llm-button", id: prefix + "-edit", text: "Keep my label" });
+    var reject = el("button", { type: "button", cls: "llm-button", id: prefix + "-reject", text: "Reject" });
     accept.addEventListener("click", function () { decide("accepted", said); });
     edit.addEventListener("click", function () { decide("edited", choose.value); });
     reject.addEventListener("click", function () { decide("rejected", null); });
@@ -275,7 +226,7 @@
       if (call.rationale) out.appendChild(el("p", { cls: "rationale", text: "Its reason: " + call.rationale }));
       out.appendChild(el("p", { text: "Beside it, the notebook’s verdict on the same passages (batches of 16): " + (notebook || "—") +
         (claim.label ? "; the gold label: " + claim.label : "") + "." }));
-      out.appendChild(decisionButtons(got.audit, said, data.protocol.labels, status));
+      out.appendChild(decisionButtons(got.audit, said, data.protocol.labels, status, "second-opinion"));
     }
     box.textContent = "";
     box.appendChild(out);
@@ -316,9 +267,15 @@
     if (!data.claim.gold.length) form.querySelector("input[value=gold]").disabled = true;
     var status = document.getElementById("second-opinion-status"), answer = document.getElementById("second-opinion-answer");
     var ask = document.getElementById("second-opinion-ask");
-    var settings = llm.settings();
-    status.textContent = settings ? "Your model: " + settings.model + " (" + settings.provider + ")." : "No provider set: set one on the LLM page first.";
-    ask.disabled = !settings;
+    var settings;
+    function show() {
+      settings = llm.settings();
+      status.textContent = settings ? "Your model: " + settings.model + " (" + settings.provider + ")."
+        : "No provider set: set one with “LLM settings” at the top of the page first.";
+      ask.disabled = !settings;
+    }
+    document.addEventListener(claimtrace.llmSettings.CHANGED, show);
+    show();
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       settings = llm.settings();
@@ -334,6 +291,6 @@
     });
   }
 
-  claimtrace.llmPages = { startEvaluation: startEvaluation, startAiLog: startAiLog, startSecondOpinion: startSecondOpinion,
-                          drawResults: drawResults };
+  claimtrace.llmPages = { startEvaluation: startEvaluation, startSecondOpinion: startSecondOpinion,
+                          drawResults: drawResults, decisionButtons: decisionButtons, download: download };
 })(window.claimtrace);

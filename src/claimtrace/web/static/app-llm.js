@@ -1,68 +1,25 @@
 /* claimtrace's LLM harness (app-core.js lists the parts): the protocol docs/llm.md states, run in
    the browser with the visitor's own provider. The sample, the prompt, the providers' wire
-   formats, the answer's validation, the run file and its scores; no page is touched here
-   (app-llm-page.js draws). The protocol's constants come from the page's data
-   (web/views/llm.py), never typed here.
-
-   The key lives in one storage slot (KEY_SLOT) and goes only into the provider's request; every
-   other record kept (settings, the audit log) is scrubbed of it before it is written. */
+   formats, the answer's validation, the audit log; no page is touched here (app-llm-page.js
+   draws). The protocol's constants come from the page's data (web/views/llm.py), never typed
+   here. The settings and the key are app-llm-settings.js's, loaded before this file. */
 (function (claimtrace) {
   "use strict";
 
-  var KEY_SLOT = "claimtrace.llm.key";
-  var SETTINGS_SLOT = "claimtrace.llm.settings";
   var AUDIT_SLOT = "claimtrace.llm.audit";
   /* The audit log keeps the latest calls only (localStorage holds about 5 MB). */
   var AUDIT_MAX = 500;
-  var llm = (claimtrace.llm = { KEY_SLOT: KEY_SLOT, SETTINGS_SLOT: SETTINGS_SLOT, AUDIT_SLOT: AUDIT_SLOT });
-
-  /* ---------------------------------------------------------------- settings and the key */
-
-  function readJSON(storage, slot) {
-    try { return JSON.parse(storage.getItem(slot) || "null"); } catch (e) { return null; }
-  }
-
-  /* {provider, base_url, model, remember} and the key, or null when none is set. */
-  llm.settings = function () {
-    var remembered = readJSON(window.localStorage, SETTINGS_SLOT);
-    var settings = readJSON(window.sessionStorage, SETTINGS_SLOT) || remembered;
-    if (!settings) return null;
-    var key = window.sessionStorage.getItem(KEY_SLOT) || window.localStorage.getItem(KEY_SLOT) || "";
-    return { provider: settings.provider, base_url: settings.base_url || "", model: settings.model,
-             remember: !!settings.remember, key: key };
-  };
-
-  llm.saveSettings = function (settings) {
-    var record = JSON.stringify({ provider: settings.provider, base_url: settings.base_url || "",
-                                  model: settings.model, remember: !!settings.remember });
-    llm.forget();
-    var storage = settings.remember ? window.localStorage : window.sessionStorage;
-    storage.setItem(SETTINGS_SLOT, scrub(record, settings.key));
-    if (settings.key) storage.setItem(KEY_SLOT, settings.key);
-  };
-
-  /* The key and the settings gone from both storages (the audit log stays: it never held the key). */
-  llm.forget = function () {
-    [window.sessionStorage, window.localStorage].forEach(function (storage) {
-      storage.removeItem(KEY_SLOT);
-      storage.removeItem(SETTINGS_SLOT);
-    });
-  };
-
-  function scrub(text, key) {
-    if (!key || typeof text !== "string") return text;
-    return text.split(key).join("[key removed]");
-  }
-  llm.scrub = scrub;
+  var llm = claimtrace.llm;
+  llm.AUDIT_SLOT = AUDIT_SLOT;
 
   /* ---------------------------------------------------------------- the audit log */
 
-  llm.audit = function () { return readJSON(window.localStorage, AUDIT_SLOT) || []; };
+  llm.audit = function () { return llm.readJSON(window.localStorage, AUDIT_SLOT) || []; };
 
   /* One call kept: its record scrubbed of the key, whatever field a provider echoed it in. */
   llm.record = function (entry, key) {
     var log = llm.audit();
-    var text = scrub(JSON.stringify(entry), key);
+    var text = llm.scrub(JSON.stringify(entry), key);
     log.push(JSON.parse(text));
     window.localStorage.setItem(AUDIT_SLOT, JSON.stringify(log.slice(-AUDIT_MAX)));
     return log[log.length - 1];

@@ -36,19 +36,24 @@
     claimtrace.state.resizing = setTimeout(function () { claimtrace.markScrollables(); }, 150);
   });
 
+  /* Scripts named by an element's data-scripts (addresses from the site's root), in order. */
+  function loadNamed(element) {
+    return element.getAttribute("data-scripts").split(" ").reduce(function (loaded, src) {
+      return loaded.then(function () { return claimtrace.loadScript(claimtrace.root + src); });
+    }, Promise.resolve());
+  }
+
   /* The LLM scripts: linked by the evaluation and audit log pages; a claim page loads them only
      for its second opinion, from the addresses its box names. */
   function startLlm() {
     if (claimtrace.llmPages) {
       claimtrace.llmPages.startEvaluation();
-      claimtrace.llmPages.startAiLog();
+      claimtrace.llmLog.start();
       return;
     }
     var box = document.getElementById("second-opinion");
     if (!box) return;
-    box.getAttribute("data-scripts").split(" ").reduce(function (loaded, src) {
-      return loaded.then(function () { return claimtrace.loadScript(claimtrace.root + src); });
-    }, Promise.resolve()).then(function () {
+    loadNamed(box).then(function () {
       claimtrace.llmPages.startSecondOpinion();
       box.setAttribute("data-ready", "true");
     }, function (err) {
@@ -100,8 +105,23 @@
     });
   }
 
+  /* The header's "LLM settings" button (hidden without this script): the settings' dialog, its
+     code loaded the first time the button is used, on a page that has not linked it. */
+  function startLlmSettings() {
+    var button = document.getElementById("llm-settings-button");
+    if (!button) return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      var ready = claimtrace.llmSettings ? Promise.resolve() : loadNamed(button);
+      ready.then(function () { claimtrace.llmSettings.open(button); }, function (err) {
+        button.setAttribute("title", "The settings cannot open: " + err.message);
+      });
+    });
+  }
+
   expandShared();
   startMenu();
+  startLlmSettings();
   reloadWhenReady();
   claimtrace.explore.start();
   claimtrace.explore.startSortable();

@@ -33,11 +33,15 @@ def page_protocol() -> dict:
     return {**protocol_constants(), "stratify_order": list(LABELS), "bootstrap": BOOTSTRAP}
 
 
-#: The audit log page's twin: where the browser keeps the log and what a record holds (the log
-#: itself never leaves the browser).
+#: The audit log page's twin and its page's data: where the browser keeps the log, what a record
+#: holds (in this order: the CSV export's columns), the names of the features a call comes from
+#: (a record's ``where``), the labels a decision may choose (the log itself never leaves the
+#: browser).
 AI_LOG_DATA = {
     "storage": "localStorage claimtrace.llm.audit",
     "kept": 500,
+    "where": {"evaluation": "evaluation run", "claim": "claim page second opinion"},
+    "labels": list(LABELS),
     "fields": [
         "id",
         "time",
@@ -54,6 +58,7 @@ AI_LOG_DATA = {
         "status",
         "label",
         "cited_ids",
+        "rationale",
         "error",
         "latency_ms",
         "tokens_in",
