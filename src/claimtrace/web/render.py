@@ -49,6 +49,7 @@ STATIC_FILES = (
     "app-llm.js",
     "app-llm-score.js",
     "app-llm-page.js",
+    "app-llm-run.js",
     "app.js",
     "style.css",
     "favicon.svg",
@@ -57,7 +58,7 @@ STATIC_FILES = (
 
 #: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
 #: only when its second opinion is there (the claim pages are most of a static export).
-LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js")
+LLM_SCRIPTS = ("app-llm.js", "app-llm-score.js", "app-llm-page.js", "app-llm-run.js")
 
 
 def _hashed(name: str) -> str:

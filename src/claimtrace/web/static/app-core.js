@@ -13,7 +13,8 @@
      app-forms.js    the claim form, the forms that filter in place, and a run's upload and box
      app-llm.js      the LLM harness: settings and key, the sample, the prompt, the providers, the answer
      app-llm-score.js  an LLM run's file, its check on import, and its scores
-     app-llm-page.js the evaluation page, the audit log page and a claim page's second opinion
+     app-llm-page.js the provider settings, the audit log page and a claim page's second opinion
+     app-llm-run.js  the evaluation page: a run's estimate, its calls, stop, results, export, import
      app.js          the start: the static export's shared parts put back, then each part started
 
    Each part adds its own entry to the object (claimtrace.table, claimtrace.charts, ...). */
