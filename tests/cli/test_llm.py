@@ -5,6 +5,8 @@ an imported run verified."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
@@ -238,3 +240,53 @@ def test_a_finished_run_is_not_asked_again(demo_root, data_dir, tmp_path):
         result = _llm(data_dir, demo_root, fake, out, "--sample", "2", key=None)
         assert fake.requests == []
     assert result.exit_code == 2 and "a finished run is there already" in result.output
+
+
+def test_a_run_writes_its_csv_and_two_conditions_compare_paired(demo_build, demo_root, data_dir, tmp_path):
+    runs = {}
+    with FakeProvider() as fake:
+        for condition in ("retrieved", "gold"):
+            runs[condition] = tmp_path / f"{condition}.json"
+            more = [
+                "--sample",
+                "6",
+                "--seed",
+                "3",
+                "--condition",
+                condition,
+                "--csv",
+                str(tmp_path / f"{condition}.csv"),
+            ]
+            result = _llm(data_dir, demo_root, fake, runs[condition], *more, key=None)
+            assert result.exit_code == 0, result.output
+            assert f"wrote {tmp_path / f'{condition}.csv'}: a row per claim asked per condition" in result.output
+            assert "HM (of accuracy and evidence F)" in result.output
+    rows = list(csv.reader(io.StringIO((tmp_path / "gold.csv").read_text(encoding="utf-8"), newline="")))
+    value = json.loads(runs["gold"].read_text())
+    claims = demo_build.claims("dev")
+    assert rows[0] == list(P.CSV_COLUMNS) and [r[0] for r in rows[1:]] == value[P.RUN_KEY]["sample"]["claim_ids"]
+    for row in rows[1:]:
+        entry = value[row[0]]
+        assert row[1:4] == ["gold", entry["llm"]["status"], claims[row[0]].label]
+        assert row[4] == demo_build.verdict_table("dev", "gold")[row[0]]["notebook"]
+        assert row[5:8] == [
+            entry["claim_label"] or "",
+            str(entry["claim_label"] == claims[row[0]].label).lower(),
+            " ".join(entry["evidences"]),
+        ]
+    # both verified at once, their CSV the two runs' rows in the order given
+    both = tmp_path / "both.csv"
+    args = ["--data", str(data_dir), "llm", "--workdir", str(demo_root), "--csv", str(both)]
+    result = CliRunner().invoke(main, [*args, "--verify", str(runs["retrieved"]), "--verify", str(runs["gold"])])
+    assert result.exit_code == 0, result.output
+    parts = [(tmp_path / f"{c}.csv").read_bytes().split(b"\r\n", 1) for c in ("retrieved", "gold")]
+    assert both.read_bytes() == parts[0][0] + b"\r\n" + parts[0][1] + parts[1][1]
+
+    shown = CliRunner().invoke(
+        main,
+        ["--data", str(data_dir), "compare", "--workdir", str(demo_root)]
+        + ["--predictions", str(runs["retrieved"]), "--predictions", str(runs["gold"])],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "fake-model on the same 6 claims, gold passages (gold) minus retrieved (retrieved): accuracy" in shown.output
+    assert "McNemar exact p = " in shown.output.split("gold passages (gold) minus")[1]

@@ -3,7 +3,9 @@ prompt, how an answer is judged, the probe's overlap."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 from collections import Counter
 
@@ -115,3 +117,37 @@ def test_the_constants_the_browser_reads_hold_the_probe_and_the_prices():
     assert constants["probe_system_prompt"] == P.PROBE_SYSTEM_V1 and constants["near_verbatim"] == 0.8
     assert {"prefix": "gpt-4o-mini", "in": 0.15, "out": 0.60} in constants["prices"]
     assert constants["prices_date"] == P.PRICES_DATE and constants["width_at_half"] == 0.98
+
+
+def test_a_runs_csv_rows_and_their_quoting():
+    awkward = 'It says "no", then\r\nyes'
+    run = {
+        "c1": P.claim_entry(
+            "one", P.judge_answer('{"label": "REFUTES", "evidence_ids": ["e1", "e2"]}'), "x", 1, (1, 1)
+        ),
+        "c2": P.claim_entry("two", P.judge_answer("no object"), "no object", 1, (1, 1)),
+        "c3": P.claim_entry(
+            "three",
+            P.judge_answer(json.dumps({"label": "SUPPORTS", "evidence_ids": [], "rationale": awkward})),
+            "",
+            1,
+            (1, 1),
+        ),
+        P.RUN_KEY: {
+            "condition": "gold",
+            "sample": {"claim_ids": ["c1", "c2", "c4", "c3", "c5"]},
+            "failed": {"c4": "HTTP 500"},
+        },
+    }
+    gold = {"c1": "REFUTES", "c2": "SUPPORTS", "c3": "SUPPORTS", "c4": "DISPUTED", "c5": "SUPPORTS"}
+    notebook = dict.fromkeys(gold, "NOT_ENOUGH_INFO")
+    rows = P.csv_rows(run, gold, notebook)
+    assert rows == [
+        ["c1", "gold", "ok", "REFUTES", "NOT_ENOUGH_INFO", "REFUTES", "true", "e1 e2", ""],
+        ["c2", "gold", "unusable", "SUPPORTS", "NOT_ENOUGH_INFO", "", "false", "", ""],
+        ["c4", "gold", "failed", "DISPUTED", "NOT_ENOUGH_INFO", "", "", "", ""],  # c5 was not asked: no row
+        ["c3", "gold", "ok", "SUPPORTS", "NOT_ENOUGH_INFO", "SUPPORTS", "true", "", awkward],
+    ]
+    text = P.csv_text(rows)
+    assert text.startswith(",".join(P.CSV_COLUMNS) + "\r\n") and text.endswith('"It says ""no"", then\r\nyes"\r\n')
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [list(P.CSV_COLUMNS), *rows]

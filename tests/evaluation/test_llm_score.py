@@ -62,3 +62,27 @@ def test_prices_by_the_longest_prefix_and_unknown_otherwise():
 def test_a_run_with_nothing_scored_says_so():
     report = L.score_run(_run([], ["c0"]), GOLD, {}, {})
     assert report["counts"]["scored"] == 0 and "accuracy" not in report
+
+
+def test_hm_is_the_courses_harmonic_mean_of_accuracy_and_evidence_f():
+    ok = '{"label": "SUPPORTS", "evidence_ids": ["e1", "e9"]}'
+    run = _run([(ok, 1), ('{"label": "REFUTES", "evidence_ids": ["e1"]}', 1), (ok, 1), ("no", 1)])
+    report = L.score_run(run, GOLD, {f"c{i}": "SUPPORTS" for i in range(6)}, {}, resamples=200)
+    a, f = 2 / 4, (2 / 3 + 1 + 2 / 3) / 4
+    assert report["hm"]["estimate"] == pytest.approx(2 * a * f / (a + f))
+    assert report["hm"]["lower"] <= report["hm"]["estimate"] <= report["hm"]["upper"]
+    assert report["hm"]["method"] == "percentile bootstrap"
+
+
+def test_two_conditions_are_paired_on_the_claims_scored_under_both():
+    right, wrong = '{"label": "SUPPORTS", "evidence_ids": ["e1"]}', '{"label": "REFUTES", "evidence_ids": []}'
+    retrieved = _run([(wrong, 1), (wrong, 1), (right, 1), (wrong, 1)], failed=["c4"])
+    on_gold = _run([(right, 1), (right, 1), (right, 1), (wrong, 1), (right, 1)])
+    paired = L.conditions_paired(retrieved, on_gold, GOLD, resamples=200)
+    assert paired["claims"] == 4  # c4 failed with the retrieved passages
+    assert (paired["mcnemar"]["b"], paired["mcnemar"]["c"]) == (2, 0)
+    assert paired["A"]["estimate"] == pytest.approx(3 / 4 - 1 / 4) and paired["F"]["estimate"] == pytest.approx(0.5)
+    assert paired["hm"] == {"gold": pytest.approx(0.75), "retrieved": pytest.approx(0.25)}
+    assert paired["HM"]["estimate"] == pytest.approx(0.5) and paired["p"] == pytest.approx(0.5)
+    assert paired["verdict"] == "cannot be told apart" and paired["cohens_h"] > 0
+    assert L.conditions_paired(retrieved, {P.RUN_KEY: {}}, GOLD) == {"claims": 0}

@@ -3,7 +3,10 @@ that speaks OpenAI's Chat Completions (``POST /v1/chat/completions``) and Anthro
 (``POST /v1/messages``) wire formats, answers deterministically, and can be told to misbehave
 (429s with Retry-After, malformed answers, refusals, a 401 for a wrong key, a slow answer).
 
-It answers CORS preflights so that the site's evaluation page can call it from Chromium.
+It answers CORS preflights so that the site's evaluation page can call it from Chromium. It
+counts the requests it is answering at once (``in_flight``, ``max_in_flight``) and, while it
+waits to answer slowly, notices a client that closed its connection (``closed``): what a
+browser's aborted call looks like from the server.
 
 It does not stand in for: the providers' real rate limits and quotas, streaming, tool use, token
 counting (it counts words), or any model's behaviour.
@@ -16,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +31,10 @@ LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
 ALLOWED_HEADERS = "authorization, content-type, x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access"
 REFUSAL = "I'm sorry, but I can't help with labelling this claim."
 MALFORMED = 'Label: SUPPORTS, because {"label": maybe'
+
+
+class ClientGone(Exception):
+    """The client closed its connection before the answer was sent."""
 
 
 @dataclass
@@ -112,6 +121,9 @@ class FakeProvider:
         self.expected_key = expected_key
         self.delay = delay
         self.requests: list[dict] = []
+        #: Requests being answered now, the most at once so far, and those whose client left
+        #: (closed its connection) while a slow answer was waited for.
+        self.in_flight = self.max_in_flight = self.closed = 0
         self._lock = threading.Lock()
         self._claims: dict[str, int] = {}
         self._failed: dict[object, int] = {}
@@ -185,7 +197,7 @@ class FakeProvider:
             headers = {} if self.retry_after is None else {"Retry-After": f"{self.retry_after:g}"}
             return Reply("rate limited by the stand-in", 429, headers)
         if self.delay:
-            time.sleep(self.delay)
+            _wait(self.delay, request.get("gone"))
         if self.script is not None:
             scripted = self.script(request)
             if scripted is not None:
@@ -195,6 +207,15 @@ class FakeProvider:
         if _matches(self.refuse, claim, ordinal) is not None:
             return Reply(REFUSAL)
         return Reply(default_answer(request["prompt"]))
+
+
+def _wait(seconds: float, gone: Callable[[], bool] | None) -> None:
+    """Sleep ``seconds``, looking every 10 ms whether the client left (then raise ClientGone)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if gone is not None and gone():
+            raise ClientGone
+        time.sleep(0.01)
 
 
 def _words(text: str) -> int:
@@ -232,10 +253,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
+        fake = self.fake
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
         try:
             self._post()
         except (BrokenPipeError, ConnectionResetError):  # the client was killed mid-answer
             pass
+        except ClientGone:
+            with fake._lock:
+                fake.closed += 1
+            self.close_connection = True
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+
+    def _gone(self) -> bool:
+        """Whether the client closed its connection: readable with nothing to read (it sends
+        nothing more on this connection before the answer)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -268,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._openai_error(400, problem, "invalid_request_error")
         system = next((m["content"] for m in body["messages"] if m.get("role") == "system"), "")
         prompt = next((m["content"] for m in body["messages"] if m.get("role") == "user"), "")
-        reply = self.fake.reply(_request(self.path, headers, body, prompt, system))
+        reply = self.fake.reply(_request(self.path, headers, body, prompt, system, self._gone))
         if reply.status != 200:
             return self._openai_error(reply.status, reply.text, "rate_limit_error", reply.headers)
         self._send(
@@ -303,7 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._anthropic_error(400, problem, "invalid_request_error")
         prompt = "".join(_text_of(m.get("content")) for m in body["messages"] if m.get("role") == "user")
         system = body.get("system") or ""
-        reply = self.fake.reply(_request(self.path, headers, body, prompt, system))
+        reply = self.fake.reply(_request(self.path, headers, body, prompt, system, self._gone))
         if reply.status != 200:
             kind = "rate_limit_error" if reply.status == 429 else "api_error"
             return self._anthropic_error(reply.status, reply.text, kind, reply.headers)
@@ -322,8 +363,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-def _request(path: str, headers: dict, body: dict, prompt: str, system: str) -> dict:
+def _request(path: str, headers: dict, body: dict, prompt: str, system: str, gone=None) -> dict:
     return {
+        "gone": gone,
         "path": path,
         "headers": headers,
         "body": body,

@@ -199,8 +199,9 @@ def _echo_statistics(statistics: dict | None) -> None:
 
 def _echo_llm(report: dict) -> None:
     """Each LLM run's own figures on its sample, paired with the notebook's classifier on the
-    same claims, and the run-to-run spread of several runs of one model (docs/llm.md)."""
-    from claimtrace.compare.llm_report import spread_sentence
+    same claims, the run-to-run spread of several runs of one model, and one model's gold-passage
+    and retrieved-passage runs of one sample paired (docs/llm.md)."""
+    from claimtrace.compare.llm_report import condition_sentence, spread_sentence
 
     for run in (r for r in report["runs"] if "llm" in r):
         llm = run["llm"]
@@ -214,6 +215,8 @@ def _echo_llm(report: dict) -> None:
         echo_llm_figures(llm)
     for row in report.get("llm_spread", []):
         click.echo(spread_sentence(row))
+    for row in report.get("llm_conditions", []):
+        click.echo(condition_sentence(row))
 
 
 def echo_llm_figures(llm: dict) -> None:
@@ -236,7 +239,8 @@ def echo_llm_figures(llm: dict) -> None:
     citations = llm["citations"]
     click.echo(
         f"  citations: {citations['valid']} of {citations['cited']} cited ids were among the passages shown "
-        f"({_interval(citations['validity'])}); evidence F of the cited ids {_interval(llm['evidence_f'])}"
+        f"({_interval(citations['validity'])}); evidence F of the cited ids {_interval(llm['evidence_f'])}; "
+        f"HM (of accuracy and evidence F) {_interval(llm['hm'])}"
     )
     lat, tokens, cost = llm["latency"], llm["tokens"], llm["cost"]
     usd = cost["usd"] if cost["usd"] == "unknown" else f"${cost['usd']:.4f}"

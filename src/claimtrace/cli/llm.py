@@ -53,7 +53,20 @@ def _key(api_key_env: str | None) -> str | None:
 @click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True)
 @click.option("--probe", is_flag=True, help="Also run the contamination probe (docs/llm.md).")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="The run file to write.")
-@click.option("--verify", "verify_path", default=None, type=click.Path(dir_okay=False), help="Verify a run file.")
+@click.option(
+    "--verify",
+    "verify_paths",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Verify a run file (repeat for several).",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write the run (or the runs verified) as CSV: a row per claim asked per condition.",
+)
 @click.pass_context
 def llm_command(
     ctx,
@@ -70,13 +83,14 @@ def llm_command(
     concurrency,
     probe,
     out,
-    verify_path,
+    verify_paths,
+    csv_path,
 ) -> None:
     """Ask a large language model to label a seeded sample of claims from the build's passages,
     and write a run file (also a predictions file: `claimtrace compare --predictions RUN` scores
     it beside the notebook's classifier). A killed run resumes from RUN.partial.jsonl."""
-    if verify_path is not None:
-        return _verify(ctx, workdir, verify_path)
+    if verify_paths:
+        return _verify(ctx, workdir, verify_paths, csv_path)
     if not (base_url or provider == "anthropic") or not model or not out:
         raise click.UsageError("give --base-url URL (not needed for Anthropic's API), --model M and --out RUN")
     from claimtrace.compare.llm_client import Provider, default_base_url
@@ -89,6 +103,8 @@ def llm_command(
     )
     build = open_build(ctx, workdir)
     value = run(build, settings, out, progress=_bar())
+    if csv_path is not None:
+        _write_csv(build, [value], csv_path)
     _report(build, value, out)
 
 
@@ -131,16 +147,35 @@ def _report(build, value: dict, out: str) -> None:
         sys.exit(1)
 
 
-def _verify(ctx, workdir: str, path: str) -> None:
+def _verify(ctx, workdir: str, paths: tuple[str, ...], csv_path: str | None) -> None:
+    """Each run file verified against the build (exit 2 at the first that differs); then, when
+    asked, every run's rows written as one CSV, the runs in the order given."""
     from claimtrace.compare.llm_run import verify
     from claimtrace.data.files import json_from_bytes
     from claimtrace.evaluation.scorer import predictions_bytes
 
-    value = json_from_bytes(predictions_bytes(path), path)
-    problems = verify(open_build(ctx, workdir), value, path)
-    if problems:
-        raise DataError(f"{path}: does not verify against the build:\n  " + "\n  ".join(problems))
-    click.echo(f"{path}: verified: {P.describe_run(value[P.RUN_KEY])}; sample, answers and passages as the build gives")
+    build = open_build(ctx, workdir)
+    values = []
+    for path in paths:
+        value = json_from_bytes(predictions_bytes(path), path)
+        problems = verify(build, value, path)
+        if problems:
+            raise DataError(f"{path}: does not verify against the build:\n  " + "\n  ".join(problems))
+        click.echo(
+            f"{path}: verified: {P.describe_run(value[P.RUN_KEY])}; sample, answers and passages as the build gives"
+        )
+        values.append(value)
+    if csv_path is not None:
+        _write_csv(build, values, csv_path)
+
+
+def _write_csv(build, values: list[dict], path: str) -> None:
+    """The runs as one CSV (:func:`claimtrace.compare.llm_report.run_csv`), UTF-8, CRLF lines."""
+    from claimtrace.compare.llm_report import run_csv
+
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        out.write(run_csv(build, values))
+    click.echo(f"wrote {path}: a row per claim asked per condition")
 
 
 COMMANDS = [llm_command]

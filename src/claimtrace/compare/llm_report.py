@@ -1,17 +1,17 @@
 """An LLM run read against a build (docs/llm.md): the sample and the passages shown, computed
 from the build, and the run scored beside the build's notebook classifier on the same claims
-(:func:`claimtrace.evaluation.llm_score.score_run`); several runs of one model, their spread. No
-network here.
+(:func:`claimtrace.evaluation.llm_score.score_run`); several runs of one model, their spread, and
+its gold-passage and retrieved-passage runs of one sample paired; runs as CSV. No network here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from claimtrace.data.files import Claim
 from claimtrace.errors import DataError
 from claimtrace.evaluation import llm as P
-from claimtrace.evaluation.llm_score import score_run
+from claimtrace.evaluation.llm_score import conditions_paired, score_run
 from claimtrace.workdir.reader import BuildReader
 
 
@@ -100,3 +100,54 @@ def spread_sentence(row: dict) -> str:
         f"{high:.2f}, a spread of {row['range']:.2f}; each run's 95% interval is about ±{row['interval_width']:.2f} "
         "wide, so a spread within that cannot be told apart from chance"
     )
+
+
+def condition_pairs(build: BuildReader, values: Mapping[str, Mapping]) -> list[dict]:
+    """Runs of one model on one sample, one with the gold passages and one with the retrieved
+    ones, paired claim by claim (:func:`~claimtrace.evaluation.llm_score.conditions_paired`):
+    every such pair among ``values`` (name -> run file's value), in the order given."""
+    metas = {name: P.run_metadata(value) or {} for name, value in values.items()}
+
+    def sample_of_run(meta: dict) -> tuple:
+        return (meta.get("model"), meta.get("split"), tuple((meta.get("sample") or {}).get("claim_ids") or ()))
+
+    out = []
+    for gold_name, gold_meta in metas.items():
+        if gold_meta.get("condition") != "gold":
+            continue
+        for name, meta in metas.items():
+            if meta.get("condition") == "retrieved" and sample_of_run(meta) == sample_of_run(gold_meta):
+                claims = build.claims(meta.get("split", "dev"))
+                paired = conditions_paired(values[name], values[gold_name], claims)
+                out.append({"model": meta.get("model"), "retrieved": name, "gold": gold_name, "paired": paired})
+    return out
+
+
+def condition_sentence(row: dict) -> str:
+    """A pair of conditions in a sentence: gold minus retrieved, each difference and its test."""
+    paired = row["paired"]
+    if not paired["claims"]:
+        return (
+            f"{row['model']}, gold passages ({row['gold']}) and retrieved ({row['retrieved']}): no claim scored in both"
+        )
+    a, hm, test = paired["A"], paired["HM"], paired["mcnemar"]
+    return (
+        f"{row['model']} on the same {paired['claims']} claims, gold passages ({row['gold']}) minus retrieved "
+        f"({row['retrieved']}): accuracy {a['estimate']:+.4f} [{a['lower']:+.4f}, {a['upper']:+.4f}], McNemar exact "
+        f"p = {paired['p']:.4f} (b = {test['b']}, c = {test['c']}), Cohen's h = {paired['cohens_h']:+.3f}: "
+        f"{paired['verdict']}; HM {hm['estimate']:+.4f} [{hm['lower']:+.4f}, {hm['upper']:+.4f}]"
+    )
+
+
+def run_csv(build: BuildReader, values: Sequence[Mapping]) -> str:
+    """Runs as one CSV (:func:`claimtrace.evaluation.llm.csv_rows`): each run's rows in its
+    sample's order, the runs in the order given; the gold labels and the notebook classifier's
+    labels on each run's passages read from the build."""
+    rows = []
+    for value in values:
+        meta = P.run_metadata(value) or {}
+        split, condition = meta.get("split", "dev"), meta.get("condition", "retrieved")
+        gold = {cid: claim.label for cid, claim in build.claims(split).items() if claim.label is not None}
+        notebook = {cid: row["notebook"] for cid, row in build.verdict_table(split, condition).items()}
+        rows += P.csv_rows(value, gold, notebook)
+    return P.csv_text(rows)

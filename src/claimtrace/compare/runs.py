@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claimtrace import course
-from claimtrace.compare.llm_report import llm_report, spread
+from claimtrace.compare.llm_report import condition_pairs, llm_report, spread
 from claimtrace.compare.run_store import run_digest
 from claimtrace.compare.uncertainty import run_statistics
 from claimtrace.data.files import Claim, json_from_bytes
@@ -237,8 +237,9 @@ def compare(build: BuildReader, runs: Sequence[Run], split: str = "dev", passage
 
 
 def _llm_figures(build: BuildReader, runs: Sequence[Run], summaries: list[dict], out: dict) -> None:
-    """Each LLM run's own figures on its sample (docs/llm.md), in its summary's ``llm``, and the
-    run-to-run spread of several runs of one model (``llm_spread``)."""
+    """Each LLM run's own figures on its sample (docs/llm.md), in its summary's ``llm``, the
+    run-to-run spread of several runs of one model (``llm_spread``) and its gold-passage and
+    retrieved-passage runs of one sample paired (``llm_conditions``)."""
     llm_runs = {run.name: run.report["llm_run"] for run in runs if "llm_run" in run.report}
     if not llm_runs:
         return
@@ -247,6 +248,7 @@ def _llm_figures(build: BuildReader, runs: Sequence[Run], summaries: list[dict],
         if summary["name"] in reports:
             summary["llm"] = reports[summary["name"]]
     out["llm_spread"] = spread(reports, {name: L.run_metadata(value) for name, value in llm_runs.items()})
+    out["llm_conditions"] = condition_pairs(build, llm_runs)
 
 
 def scoreboard_rows(build: BuildReader) -> list[dict]:

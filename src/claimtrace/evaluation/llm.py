@@ -10,7 +10,9 @@ so nothing is typed twice.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -116,6 +118,7 @@ def protocol_constants() -> dict:
         "prices": [{"prefix": prefix, "in": inp, "out": out} for prefix, inp, out in PRICES],
         "prices_date": PRICES_DATE,
         "width_at_half": WIDTH_AT_HALF,
+        "csv_columns": list(CSV_COLUMNS),
     }
 
 
@@ -272,6 +275,59 @@ def describe_run(meta: Mapping) -> str:
 def claim_entries(run: Mapping) -> dict[str, dict]:
     """The run's claim entries (every key but the reserved one)."""
     return {key: value for key, value in run.items() if key != RUN_KEY}
+
+
+#: A run's rows as CSV (docs/llm.md, "The run as CSV"): one per claim asked, scored or failed.
+CSV_COLUMNS = (
+    "claim_id",
+    "condition",
+    "status",
+    "gold_label",
+    "notebook_label",
+    "model_label",
+    "correct",
+    "evidence_ids",
+    "rationale",
+)
+
+
+def csv_rows(run: Mapping, gold: Mapping[str, str], notebook: Mapping[str, str]) -> list[list[str]]:
+    """A run's CSV rows (:data:`CSV_COLUMNS`), in its sample's order: every claim scored, and
+    every failed call with its status and no answer (a claim not asked has no row).
+
+    ``gold``: claim id -> gold label; ``notebook``: claim id -> the notebook classifier's label on
+    the passages of the run's condition. An unusable answer has no model label and is not correct;
+    the cited ids are joined by single spaces."""
+    meta = run_metadata(run) or {}
+    entries, failed = claim_entries(run), meta.get("failed") or {}
+    condition = str(meta.get("condition") or "")
+    rows = []
+    for cid in (meta.get("sample") or {}).get("claim_ids") or []:
+        if cid in entries:
+            entry, llm = entries[cid], entries[cid].get("llm") or {}
+            said = entry.get("claim_label")
+            right = "true" if said is not None and said == gold.get(cid) else "false"
+            cited = " ".join(entry.get("evidences") or [])
+            status, rationale = str(llm.get("status") or ""), str(llm.get("rationale") or "")
+        elif cid in failed:
+            said, right, cited, status, rationale = None, "", "", "failed", ""
+        else:
+            continue
+        rows.append(
+            [cid, condition, status, gold.get(cid) or "", notebook.get(cid) or "", said or "", right, cited, rationale]
+        )
+    return rows
+
+
+def csv_text(rows: Sequence[Sequence[str]]) -> str:
+    """The rows under :data:`CSV_COLUMNS` as RFC 4180 CSV: lines end in CRLF; a field holding a
+    comma, a double quote or a line break is quoted, its quotes doubled (the browser writes the
+    same bytes)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 # -- the contamination probe ---------------------------------------------------------------------

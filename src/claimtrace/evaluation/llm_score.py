@@ -1,6 +1,7 @@
 """An LLM run scored beside the notebook's classifier on the same sampled claims (docs/llm.md,
 "The scores"): accuracy and macro-F1 with intervals, the paired difference (McNemar, Cohen's h),
-citation validity, the evidence F of the cited ids, latency, tokens and an estimated cost.
+citation validity, the evidence F of the cited ids and HM, latency, tokens and an estimated cost;
+and one model's two runs, gold passages and retrieved, paired on the same claims.
 
 Reads a run file's value (:mod:`claimtrace.evaluation.llm`) and what the caller read from the
 build (the notebook's labels, the passage ids shown); never the network, never the build.
@@ -87,8 +88,9 @@ def score_run(
     dict
         ``counts``, ``accuracy`` and ``notebook_accuracy`` (Wilson), ``macro_f1`` (bootstrap),
         ``paired`` (:func:`claimtrace.evaluation.significance.labels_paired`, run minus notebook),
-        ``citations`` (validity, Wilson), ``evidence_f`` (bootstrap), ``latency``, ``tokens``,
-        ``cost``, ``interval_width`` and ``note``.
+        ``citations`` (validity, Wilson), ``evidence_f`` (bootstrap), ``hm`` (the course's
+        harmonic mean of accuracy and evidence F, bootstrap), ``latency``, ``tokens``, ``cost``,
+        ``interval_width`` and ``note``.
     """
     meta = P.run_metadata(run) or {}
     entries = P.claim_entries(run)
@@ -112,13 +114,64 @@ def score_run(
     predicted = [entries[cid].get("claim_label") for cid in ids]
     theirs = [notebook[cid] for cid in ids]
     indices = S.resample_indices(len(ids), resamples, seed)
-    out["accuracy"] = S.wilson(sum(p == t for p, t in zip(predicted, truth, strict=True)), len(ids)).to_dict()
+    right = [p == t for p, t in zip(predicted, truth, strict=True)]
+    out["accuracy"] = S.wilson(sum(right), len(ids)).to_dict()
     out["notebook_accuracy"] = S.wilson(sum(p == t for p, t in zip(theirs, truth, strict=True)), len(ids)).to_dict()
     out["macro_f1"] = S.bootstrap_macro_f1(truth, _named(predicted), indices, seed).to_dict()
     out["paired"] = _plain(labels_paired(truth, _named(predicted), theirs, resamples, seed))
-    out.update(_evidence(ids, entries, gold, shown, indices, seed))
+    out.update(_evidence(ids, entries, gold, shown, indices, seed, right))
     out.update(_usage(llm, str(meta.get("model") or "")))
     return out
+
+
+def _cited_f(ids: Sequence[str], entries: Mapping, gold: Mapping[str, Claim]) -> list[float]:
+    """Each claim's evidence F of the ids its answer cited (the course's per-claim F)."""
+    return [evidence_f(list(entries[cid].get("evidences") or []), list(gold[cid].evidences)) for cid in ids]
+
+
+def _harmonic(right: Sequence[bool], f: Sequence[float], indices: np.ndarray, seed: int) -> dict:
+    """The course's HM, ``2FA / (F + A)`` of the accuracy A and the mean evidence F, with its
+    percentile bootstrap interval over the same resampled claims as the other figures."""
+    a_values, f_values = np.asarray(right, dtype=np.float64), np.asarray(f, dtype=np.float64)
+    estimate = float(S.harmonic_means(np.array(f_values.mean()), np.array(a_values.mean())))
+    resampled = S.harmonic_means(S.resampled_means(f_values, indices), S.resampled_means(a_values, indices))
+    return S.percentile_interval(estimate, resampled, len(indices), seed).to_dict()
+
+
+def conditions_paired(
+    retrieved: Mapping, on_gold: Mapping, gold: Mapping[str, Claim], resamples: int = S.RESAMPLES, seed: int = S.SEED
+) -> dict:
+    """One model asked about the same claims twice, with the gold passages and with the retrieved
+    ones (two runs): gold minus retrieved on the claims scored in both, in sorted id order, by the
+    evaluation layer's paired test (:meth:`claimtrace.evaluation.statistics.Resampled.paired`):
+    the differences in accuracy (McNemar's exact test, Cohen's h), evidence F and HM, each with
+    its paired bootstrap interval.
+
+    Returns
+    -------
+    dict
+        ``{"claims", "accuracy": {"retrieved", "gold"} (Wilson), "hm": {"retrieved", "gold"}
+        (estimates), "A", "F", "HM", "mcnemar", "cohens_h", "p", "verdict"}``; with no claim
+        scored in both, ``{"claims": 0}``.
+    """
+    entries = {"gold": P.claim_entries(on_gold), "retrieved": P.claim_entries(retrieved)}
+    ids = [cid for cid in sorted(gold) if all(cid in e for e in entries.values())]
+    if not ids:
+        return {"claims": 0}
+    truth = tuple(gold[cid].label for cid in ids)
+    systems = {}
+    for condition, found in entries.items():
+        predicted = _named([found[cid].get("claim_label") for cid in ids])
+        right = np.array([p == t for p, t in zip(predicted, truth, strict=True)])
+        systems[condition] = S.PerClaim(truth, tuple(predicted), np.array(_cited_f(ids, found, gold)), right)
+    paired = S.Resampled([systems["gold"], systems["retrieved"]], resamples, seed).paired(0, 1)
+    return {
+        "claims": len(ids),
+        "accuracy": {c: S.wilson(int(s.right.sum()), len(ids)).to_dict() for c, s in systems.items()},
+        "hm": {c: float(S.harmonic_means(np.array(s.f.mean()), np.array(s.right.mean()))) for c, s in systems.items()},
+        **{key: paired[key] for key in ("A", "F", "HM", "mcnemar", "cohens_h", "p")},
+        "verdict": S.verdict(paired["p"]),
+    }
 
 
 def _usage(llm: Sequence[dict], model: str) -> dict:
@@ -137,15 +190,17 @@ def _named(labels: Sequence[str | None]) -> list[str]:
     return ["UNUSABLE" if label is None else label for label in labels]
 
 
-def _evidence(ids, entries, gold, shown, indices, seed) -> dict:
-    """Citation validity (Wilson over every id cited) and the cited ids' evidence F (bootstrap)."""
+def _evidence(ids, entries, gold, shown, indices, seed, right) -> dict:
+    """Citation validity (Wilson over every id cited), the cited ids' evidence F (bootstrap) and
+    its HM with the accuracy (``right``: each claim's label right or not)."""
     cited = [list(entries[cid].get("evidences") or []) for cid in ids]
     total = sum(len(c) for c in cited)
     valid = sum(1 for cid, c in zip(ids, cited, strict=True) for pid in c if pid in set(shown.get(cid, ())))
-    f = [evidence_f(c, list(gold[cid].evidences)) for cid, c in zip(ids, cited, strict=True)]
+    f = _cited_f(ids, entries, gold)
     return {
         "citations": {"cited": total, "valid": valid, "validity": S.wilson(valid, total).to_dict()},
         "evidence_f": S.bootstrap_mean(f, indices, seed).to_dict(),
+        "hm": _harmonic(right, f, indices, seed),
     }
 
 

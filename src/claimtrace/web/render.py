@@ -52,6 +52,7 @@ STATIC_FILES = (
     "app-llm-score.js",
     "app-llm-page.js",
     "app-llm-log.js",
+    "app-llm-run.js",
     "app.js",
     "style.css",
     "favicon.svg",
@@ -62,7 +63,14 @@ STATIC_FILES = (
 #: only when its second opinion is there (the claim pages are most of a static export). The
 #: first, the provider settings' dialog, is all the header's "LLM settings" button loads on
 #: another page, and only once it is used.
-LLM_SCRIPTS = ("app-llm-settings.js", "app-llm.js", "app-llm-score.js", "app-llm-page.js", "app-llm-log.js")
+LLM_SCRIPTS = (
+    "app-llm-settings.js",
+    "app-llm.js",
+    "app-llm-score.js",
+    "app-llm-page.js",
+    "app-llm-log.js",
+    "app-llm-run.js",
+)
 
 
 def _hashed(name: str) -> str:

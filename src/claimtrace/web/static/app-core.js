@@ -16,8 +16,9 @@
      app-llm-settings.js  the LLM provider settings and key, and their dialog (the header's button)
      app-llm.js      the LLM harness: the audit log, the sample, the prompt, the providers, the answer
      app-llm-score.js  an LLM run's file, its check on import, and its scores
-     app-llm-page.js the evaluation page and a claim page's second opinion
+     app-llm-page.js one claim asked, and a claim page's second opinion
      app-llm-log.js  the audit log page: its counts, filter, review, CSV and clearing
+     app-llm-run.js  the evaluation page: a run's estimate, its calls, stop, results, export, import
      app.js          the start: the static export's shared parts put back, then each part started
 
    Each part adds its own entry to the object (claimtrace.table, claimtrace.charts, ...). */

@@ -3,7 +3,8 @@
    scores it (claimtrace.evaluation.statistics): accuracy with its Wilson interval, macro-F1 with
    a seeded bootstrap over claims, paired against the notebook's classifier on the same claims
    (difference, McNemar's exact test, Cohen's h), citation validity, the evidence F of the cited
-   ids, latency and tokens. */
+   ids, the course's HM, latency and tokens; one model's gold and retrieved runs paired; runs as
+   CSV. */
 (function (claimtrace) {
   "use strict";
 
@@ -108,13 +109,33 @@
 
   stats.verdict = function (p) { return p < ALPHA ? "more than chance" : "cannot be told apart"; };
 
+  /* The course's headline: the harmonic mean 2FA / (F + A), 0 when both are 0. */
+  stats.harmonic = function (f, a) { return f + a === 0 ? 0 : (2 * f * a) / (f + a); };
+
+  /* The course's HM of a system's accuracy and mean evidence F over the same claims (``right``
+     1/0 a claim, ``f`` its evidence F), with its percentile bootstrap interval. */
+  stats.hm = function (right, f, boot) {
+    var n = right.length, meanA = weightedMean(right), meanF = weightedMean(f), ones = right.map(function () { return 1; });
+    var estimate = n ? stats.harmonic(meanF(ones), meanA(ones)) : NaN;
+    return Object.assign({ estimate: estimate }, n ? stats.bootstrap(n, function (w) {
+      return stats.harmonic(meanF(w), meanA(w));
+    }, boot.resamples, boot.seed) : {});
+  };
+
+  /* The price table's row for a model id ({prefix, in, out}: dollars per million tokens), the
+     longest prefix that matches, or null. */
+  stats.price = function (protocol, model) {
+    var best = null;
+    protocol.prices.forEach(function (row) {
+      if ((model || "").indexOf(row.prefix) === 0 && (!best || row.prefix.length > best.prefix.length)) best = row;
+    });
+    return best;
+  };
+
   /* The estimated cost in dollars from the protocol's price table (the longest model id prefix
      that matches), or "unknown"; with the table's date. */
   stats.cost = function (protocol, model, tokensIn, tokensOut) {
-    var best = null;
-    protocol.prices.forEach(function (row) {
-      if (model.indexOf(row.prefix) === 0 && (!best || row.prefix.length > best.prefix.length)) best = row;
-    });
+    var best = stats.price(protocol, model);
     if (!best) return { usd: "unknown", prices_date: protocol.prices_date };
     return { usd: (tokensIn * best["in"] + tokensOut * best.out) / 1e6, prices_date: protocol.prices_date };
   };
@@ -228,6 +249,7 @@
       return Object.assign({ estimate: estimate }, n ? llm.stats.bootstrap(n, weightedMean(values), boot.resamples, boot.seed) : {});
     };
     var accuracy = llm.stats.wilson(count(mineRight), n), notebookAccuracy = llm.stats.wilson(count(notebookRight), n);
+    var ones = function (flags) { return flags.map(function (r) { return r ? 1 : 0; }); };
     var sorted = latencies.slice().sort(function (x, y) { return x - y; });
     var test = llm.stats.mcnemar(b, c);
     return {
@@ -239,10 +261,92 @@
                 verdict: llm.stats.verdict(test.p), h: llm.stats.cohensH(accuracy.estimate, notebookAccuracy.estimate) },
       citations: Object.assign({ cited: cited, valid: citedValid }, llm.stats.wilson(citedValid, cited)),
       evidence_f: meanF(evidence), notebook_evidence_f: meanF(notebookEvidence),
+      hm: llm.stats.hm(ones(mineRight), evidence, boot), notebook_hm: llm.stats.hm(ones(notebookRight), notebookEvidence, boot),
       latency: { median: llm.stats.quantile(sorted, 0.5), p90: llm.stats.quantile(sorted, 0.9), calls: sorted.length },
       tokens: { input: tokensIn, output: tokensOut },
       cost: llm.stats.cost(data.protocol, header.model || "", tokensIn, tokensOut),
       rows: rows
     };
+  };
+
+  /* ---------------------------------------------------------------- two conditions paired */
+
+  /* One model asked about the same claims with the gold passages and with the retrieved ones
+     ({retrieved: run, gold: run}): gold minus retrieved on the claims scored in both, as
+     claimtrace.evaluation.llm_score.conditions_paired computes it (the evaluation layer's paired
+     test): the differences in accuracy (McNemar's exact test, Cohen's h), evidence F and HM (its
+     interval from the page's own bootstrap stream). */
+  llm.pairConditions = function (byCondition, data) {
+    var key = data.protocol.run_key, boot = data.protocol.bootstrap, byId = {};
+    data.claims.forEach(function (claim) { byId[claim.id] = claim; });
+    var retrieved = byCondition.retrieved, gold = byCondition.gold;
+    var ids = retrieved[key].sample.claim_ids.filter(function (id) { return byId[id] && id in retrieved && id in gold; });
+    var n = ids.length;
+    function side(run) {
+      var right = [], f = [];
+      ids.forEach(function (id) {
+        right.push(run[id].claim_label === byId[id].label ? 1 : 0);
+        f.push(llm.stats.evidenceF(run[id].evidences || [], byId[id].gold));
+      });
+      var ones = right.map(function () { return 1; });
+      return { right: right, f: f, accuracy: llm.stats.wilson(right.filter(Boolean).length, n),
+               evidence_f: withInterval(weightedMean(f)(ones), weightedMean(f)), hm: llm.stats.hm(right, f, boot) };
+    }
+    function withInterval(estimate, statistic) {
+      return Object.assign({ estimate: estimate }, n ? llm.stats.bootstrap(n, statistic, boot.resamples, boot.seed) : {});
+    }
+    var r = side(retrieved), g = side(gold), b = 0, c = 0;
+    ids.forEach(function (id, i) { if (g.right[i] && !r.right[i]) b += 1; if (!g.right[i] && r.right[i]) c += 1; });
+    var test = llm.stats.mcnemar(b, c);
+    /* gold minus retrieved of a statistic of (right, f) over the same resampled claims */
+    function gap(statistic) {
+      return function (w) { return statistic(weightedMean(g.right)(w), weightedMean(g.f)(w)) - statistic(weightedMean(r.right)(w), weightedMean(r.f)(w)); };
+    }
+    return {
+      n: n, retrieved: r, gold: g, b: b, c: c, p: test.p, verdict: llm.stats.verdict(test.p),
+      h: llm.stats.cohensH(g.accuracy.estimate, r.accuracy.estimate),
+      difference: {
+        A: withInterval(g.accuracy.estimate - r.accuracy.estimate, gap(function (a) { return a; })),
+        F: withInterval(g.evidence_f.estimate - r.evidence_f.estimate, gap(function (a, f) { return f; })),
+        HM: withInterval(g.hm.estimate - r.hm.estimate, gap(function (a, f) { return llm.stats.harmonic(f, a); }))
+      }
+    };
+  };
+
+  /* ---------------------------------------------------------------- the run as CSV */
+
+  /* A run's CSV rows (the protocol's csv_columns), as claimtrace.evaluation.llm.csv_rows gives
+     them: in the sample's order, every claim scored and every failed call (a claim not asked has
+     no row); the notebook's label on the run's passages; the cited ids joined by single spaces. */
+  llm.csvRows = function (run, data) {
+    var header = run[data.protocol.run_key], condition = header.condition, failed = header.failed || {}, byId = {};
+    data.claims.forEach(function (claim) { byId[claim.id] = claim; });
+    var rows = [];
+    header.sample.claim_ids.forEach(function (id) {
+      var claim = byId[id] || { label: "", notebook: {} }, entry = run[id];
+      var gold = claim.label || "", notebook = claim.notebook[condition] || "";
+      if (entry && id !== data.protocol.run_key) {
+        var call = entry.llm || {}, said = entry.claim_label;
+        rows.push([id, condition, call.status || "", gold, notebook, said || "",
+                   said != null && said === claim.label ? "true" : "false", (entry.evidences || []).join(" "), call.rationale || ""]);
+      } else if (id in failed) {
+        rows.push([id, condition, "failed", gold, notebook, "", "", "", ""]);
+      }
+    });
+    return rows;
+  };
+
+  /* RFC 4180, as Python's csv module writes it: CRLF line ends; a field holding a comma, a double
+     quote or a line break quoted, its quotes doubled. */
+  function csvField(value) {
+    var text = String(value);
+    return /[",\r\n]/.test(text) ? "\"" + text.replace(/"/g, "\"\"") + "\"" : text;
+  }
+
+  /* Runs as one CSV: each run's rows, the runs in the order given. */
+  llm.csv = function (runs, data) {
+    var rows = [data.protocol.csv_columns];
+    runs.forEach(function (run) { rows = rows.concat(llm.csvRows(run, data)); });
+    return rows.map(function (row) { return row.map(csvField).join(","); }).join("\r\n") + "\r\n";
   };
 })(window.claimtrace);

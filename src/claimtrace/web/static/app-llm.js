@@ -153,25 +153,35 @@
              tokens_out: usage.completion_tokens == null ? null : usage.completion_tokens };
   };
 
-  function wait(seconds) { return new Promise(function (resolve) { setTimeout(resolve, seconds * 1000); }); }
+  /* A wait between retries, cut short when the run is stopped. */
+  function wait(seconds, signal) {
+    return new Promise(function (resolve) {
+      var timer = setTimeout(resolve, seconds * 1000);
+      if (signal) signal.addEventListener("abort", function () { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
 
   function retryable(status) { return status === 429 || status >= 500; }
 
   /* One call with the protocol's retries (429, 5xx and network errors; Retry-After honoured;
      capped). {status: "answered", text, tokens_in, tokens_out, latency_ms, attempts} or
-     {status: "failed", error, attempts}. */
-  llm.call = function (settings, protocol, prompt) {
+     {status: "failed", error, attempts}; with an AbortSignal (optional) that fires, the request in
+     flight is aborted and no other is sent: {status: "aborted", error, attempts}. */
+  llm.call = function (settings, protocol, prompt, signal) {
     var request = llm.request(settings, protocol, prompt);
+    var init = Object.assign({}, request.init, signal ? { signal: signal } : {});
     var attempt = 0;
+    function aborted() { return { status: "aborted", error: "stopped before the answer came", attempts: attempt }; }
     function again(error, after) {
       if (attempt > protocol.retries) return { status: "failed", error: error, attempts: attempt };
       var delay = Math.min(protocol.backoff_cap, after != null ? after : protocol.backoff_base * Math.pow(2, attempt - 1));
-      return wait(delay).then(next);
+      return wait(delay, signal).then(next);
     }
     function next() {
+      if (signal && signal.aborted) return Promise.resolve(aborted());
       attempt += 1;
       var started = performance.now();
-      return fetch(request.url, request.init).then(function (response) {
+      return fetch(request.url, init).then(function (response) {
         var latency = Math.round(performance.now() - started);
         if (!response.ok) {
           var error = "HTTP " + response.status;
@@ -183,8 +193,14 @@
           var answer = llm.readAnswer(settings.provider, body);
           return { status: "answered", text: answer.text, tokens_in: answer.tokens_in,
                    tokens_out: answer.tokens_out, latency_ms: latency, attempts: attempt };
-        }, function () { return { status: "answered", text: "", tokens_in: null, tokens_out: null, latency_ms: latency, attempts: attempt }; });
-      }, function (err) { return again("network: " + (err && err.message || err), null); });
+        }, function () {
+          if (signal && signal.aborted) return aborted();
+          return { status: "answered", text: "", tokens_in: null, tokens_out: null, latency_ms: latency, attempts: attempt };
+        });
+      }, function (err) {
+        if (signal && signal.aborted) return aborted();
+        return again("network: " + (err && err.message || err), null);
+      });
     }
     return next();
   };

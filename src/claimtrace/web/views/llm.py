@@ -21,6 +21,10 @@ SPLIT = "dev"
 #: The sample size the page starts with (the protocol's interval note is given at it).
 DEFAULT_N = 20
 DEFAULT_SEED = 2024
+#: Calls the page makes at a time, at first and at most (a visitor's provider may limit the
+#: requests a key makes at once; a few are enough to overlap one call's wait with another's).
+DEFAULT_CONCURRENCY = 2
+MAX_CONCURRENCY = 8
 
 #: Shown with the protocol: the bootstrap the page's figures use (the evaluation layer's).
 BOOTSTRAP = {"resamples": S.RESAMPLES, "seed": S.SEED}
@@ -84,7 +88,8 @@ def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
     Returns
     -------
     dict
-        ``{"split", "protocol", "defaults": {"n", "seed"}, "half_width": {n: width},
+        ``{"split", "protocol", "defaults": {"n", "seed", "concurrency", "concurrency_max"},
+        "half_width": {n: width},
         "label_counts", "claims": [{"id", "text", "label", "gold", "retrieved",
         "notebook": {"retrieved", "gold"}}], "tool"}``: ``gold`` and ``retrieved`` passage ids,
         ``notebook`` the classifier's verdicts (batches of 16) on each.
@@ -115,7 +120,12 @@ def evaluation_data(build, version: str, split: str = SPLIT) -> dict:
     return {
         "split": split,
         "protocol": page_protocol(),
-        "defaults": {"n": DEFAULT_N, "seed": DEFAULT_SEED},
+        "defaults": {
+            "n": DEFAULT_N,
+            "seed": DEFAULT_SEED,
+            "concurrency": DEFAULT_CONCURRENCY,
+            "concurrency_max": MAX_CONCURRENCY,
+        },
         "half_width": {str(n): round(half_width(n), 2) for n in (10, 20, 50, 100, len(rows))},
         "label_counts": counts,
         "claims": rows,
