@@ -67,8 +67,6 @@
     link.remove();
   }
 
-  }
-
   /* ---------------------------------------------------------------- a claim page's second opinion */
 
   /* Accept, edit (another label) or reject a model's answer: the decision kept with its call.
