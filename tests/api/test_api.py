@@ -100,6 +100,34 @@ def test_a_typed_trace_is_the_live_pages_json(typed, web_client):
     assert trace.claim_id is None and trace.label is None
 
 
+def test_a_typed_trace_under_a_rule_is_api_traces_json(build, typed, web_client):
+    from tests.web.test_live_rule import DIFFERING
+
+    trace = build.trace(DIFFERING, rule="submission")
+    asked = web_client.get("/api/trace", params={"text": DIFFERING, "rule": "submission"}).json()
+    assert trace.to_dict() == asked and trace.rule == "submission"
+    assert trace.to_dict()["retrieval"]["rule"]["name"] == "submission"
+    assert trace.passages != build.trace(DIFFERING).passages
+    assert "(rule submission)" in repr(trace) and typed.rule == "notebook"
+    assert "the team’s submission’s" in trace._repr_html_()  # the filter stage says the rule
+    assert build.claim("claim-752").rule == "notebook"
+
+
+@pytest.mark.parametrize("rule", ["bm25", 2, None])
+def test_a_rule_that_is_none_is_refused_naming_the_field(build, rule):
+    with pytest.raises(DataError, match=r"^rule: .* is no scoring rule; give 'notebook' or 'submission'"):
+        build.trace(TYPED, rule=rule)
+
+
+def test_a_traces_counterfactuals_keep_its_rule(build):
+    from claimtrace.explain.counterfactuals.report import counterfactuals
+    from tests.web.test_live_rule import DIFFERING
+
+    found = build.trace(DIFFERING, rule="submission").counterfactuals(max_words=2)
+    assert found["rule"] == "submission"
+    assert found == counterfactuals(build.reader, text=DIFFERING, rule="submission", max_words=2)
+
+
 def test_a_trace_draws_the_sites_page_in_a_frame(build, typed):
     html = build.claim("claim-752")._repr_html_()
     assert html.startswith('<div class="claimtrace-output"') and "<iframe" in html and "sandbox" in html

@@ -1,11 +1,13 @@
 """The live page's scoring rule for a typed claim (the notebook's, or the team's submission's):
-chosen on the form, in the address or in /api/trace's body, and honoured by the retrieval; and
-each retrieved passage's links to the course claims it is a gold passage of."""
+chosen on the form, in the address or in /api/trace's body, and honoured by the retrieval and by
+the typed claim's counterfactuals (their address carries it); and each retrieved passage's links
+to the course claims it is a gold passage of."""
 
 from __future__ import annotations
 
 import json
-from urllib.parse import urlencode
+import time
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -66,6 +68,8 @@ def test_without_a_rule_the_notebooks_is_used(web_client):
         lambda c: c.post("/api/trace", json={"text": DIFFERING, "rule": "bm25"}),
         lambda c: c.get("/live.html?" + urlencode({"text": DIFFERING, "rule": "bm25"})),
         lambda c: c.post("/live.html", data={"text": DIFFERING, "rule": "bm25"}),
+        lambda c: c.get("/counterfactuals.json?" + urlencode({"text": DIFFERING, "rule": "bm25"})),
+        lambda c: c.get("/counterfactuals.html?" + urlencode({"text": DIFFERING, "rule": "bm25"})),
     ],
 )
 def test_a_bad_rule_is_refused(web_client, ask):
@@ -87,6 +91,45 @@ def test_the_page_says_the_rule_and_offers_the_toggle(web_client):
     assert "rule=submission" in html  # the share link traces it again under the same rule
     plain = web_client.get("/live.html?" + urlencode({"text": DIFFERING})).text
     assert '<input type="radio" name="rule" value="notebook" checked' in plain
+
+
+def _computed(client, path: str, **query):
+    """A typed text's counterfactuals page or its JSON, once computed (202 until then)."""
+    deadline = time.monotonic() + 300
+    while True:
+        answer = client.get(path + "?" + urlencode({"text": DIFFERING, **query}))
+        if answer.status_code != 202 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_the_counterfactuals_follow_the_rule_asked(web_client, demo_site_data):
+    from claimtrace.explain.counterfactuals.report import counterfactuals
+    from claimtrace.web.views.counterfactuals import shown
+
+    link = "counterfactuals.html?text=" + quote(DIFFERING, safe="")
+    assert _live_json(web_client)["counterfactuals"]["link"] == link
+    section = _live_json(web_client, rule="submission")["counterfactuals"]
+    assert section["link"] == link + "&rule=submission" and section["json"].endswith("&rule=submission")
+    html = web_client.get("/live.html?" + urlencode({"text": DIFFERING, "rule": "submission"})).text
+    assert f'href="{link}&amp;rule=submission"' in html
+    answer = _computed(web_client, "/counterfactuals.json", rule="submission")
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert answer.json() == shown(counterfactuals(demo_site_data.build, text=DIFFERING, rule="submission"))
+    assert result["rule"] == "submission" and result["words"]["edits"]
+    assert all(edit["link"].endswith("&rule=submission") for edit in result["words"]["edits"])
+    # each word edit's link traces it live under the same rule, to the verdict shown
+    for edit in result["words"]["edits"][:3]:
+        live = web_client.get("/" + edit["link"].replace("live.html", "live.json")).json()
+        assert live["retrieval"]["rule"]["name"] == "submission"
+        assert live["classifier"]["alone"]["verdict"] == edit["verified_verdict"]
+    notebook = _computed(web_client, "/counterfactuals.json").json()["result"]
+    assert notebook["rule"] == "notebook" and notebook["words"]["edits"] != result["words"]["edits"]
+    page = _computed(web_client, "/counterfactuals.html", rule="submission").text
+    assert "--text TEXT --rule submission --json" in page and "the team’s submission’s scoring rule" in page
+    assert f'live.html?text={quote(DIFFERING)}&amp;rule=submission">its whole trace' in page
+    assert "--rule" not in _computed(web_client, "/counterfactuals.html").text
 
 
 def test_a_retrieved_passage_links_the_claims_it_is_gold_for(web_client, demo_site_data):

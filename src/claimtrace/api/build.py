@@ -15,7 +15,9 @@ import orjson
 
 from claimtrace.data.files import find_data_dir
 from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.sweep import RULES
 from claimtrace.explain.counterfactuals.report import counterfactuals as find_counterfactuals
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, rule_named
 from claimtrace.web import pages
 from claimtrace.web.encoding import encode
 from claimtrace.web.notebook import notebook_page, notebook_renderer, notebook_template
@@ -31,7 +33,7 @@ __all__ = ["Build", "Trace", "open_build", "data_folder"]
 class Build:
     """A finished (or partly finished) ``claimtrace build`` folder.
 
-    ``claim(claim_id)`` and ``trace(text)`` give a :class:`Trace`;
+    ``claim(claim_id)`` and ``trace(text, rule="notebook")`` give a :class:`Trace`;
     ``root`` is the folder, ``data_dir`` the data folder it is read with; ``reader`` is the
     build reader every command and page reads it through."""
 
@@ -62,13 +64,20 @@ class Build:
             raise DataError(f"{claim_id}: no such claim in the train, dev or test claims of {self.data_dir}") from None
         return Trace(self, data)
 
-    def trace(self, text: str) -> Trace:
-        """Any text traced as a new claim (no gold, no batch): the live page's trace of it."""
+    def trace(self, text: str, rule: str = NOTEBOOK_RULE.name) -> Trace:
+        """Any text traced as a new claim (no gold, no batch): the live page's trace of it, its
+        passages retrieved under the scoring rule ``rule`` (``"notebook"`` or ``"submission"``,
+        :data:`claimtrace.evaluation.sweep.RULES`; the live page's ``rule=``)."""
         try:
-            data = self.site_data.typed_claims.trace_text(text)
+            chosen = rule_named(rule)
+        except ValueError:
+            choices = " or ".join(repr(r.name) for r in RULES)
+            raise DataError(f"rule: {rule!r} is no scoring rule; give {choices}") from None
+        try:
+            data = self.site_data.typed_claims.trace_text(text, chosen)
         except BadText as err:
             raise DataError(f"text: {err}") from None
-        return Trace(self, data, text=text)
+        return Trace(self, data, text=text, rule=chosen.name)
 
     def claim_ids(self, split: str = "dev") -> list[str]:
         """The ids of a split's claims, in file order."""
@@ -108,14 +117,15 @@ def open_build(workdir: str | os.PathLike | None = None, data: str | os.PathLike
 
 
 class Trace:
-    """A course claim's trace (``build.claim(id)``) or a typed text's (``build.trace(text)``).
+    """A course claim's trace (``build.claim(id)``) or a typed text's (``build.trace(text, rule)``).
 
     Every property reads the trace the site shows; :meth:`to_dict` is the page's JSON twin."""
 
-    def __init__(self, build: Build, data: dict, text: str | None = None):
+    def __init__(self, build: Build, data: dict, text: str | None = None, rule: str = NOTEBOOK_RULE.name):
         self.build = build
         self._data = data
         self._typed_text = text  # what was typed, for a typed claim (None: a course claim)
+        self._rule = rule
 
     # -- what the claim is -------------------------------------------------------------------------
 
@@ -136,6 +146,12 @@ class Trace:
     @property
     def text(self) -> str:
         return self.claim["text"]
+
+    @property
+    def rule(self) -> str:
+        """The scoring rule its passages were retrieved under: a typed text's, the one asked for;
+        a course claim's, the build's, the notebook's."""
+        return self._rule
 
     @property
     def label(self) -> str | None:
@@ -216,20 +232,22 @@ class Trace:
         ``claimtrace counterfactual CLAIM_ID --json`` (or ``--text``) prints and the page's section
         shows (``explain.counterfactuals.report.counterfactuals``). A course claim's record is read
         from the build when ``claimtrace counterfactual --all`` wrote one with this bound, computed
-        otherwise; a typed text is always computed (a few seconds to a minute)."""
+        otherwise; a typed text is always computed (a few seconds to a minute), under the trace's
+        rule (every re-trace too)."""
         if self.typed:
-            return find_counterfactuals(self.build.reader, text=self._typed_text, max_words=max_words)
+            return find_counterfactuals(self.build.reader, text=self._typed_text, max_words=max_words, rule=self.rule)
         return find_counterfactuals(self.build.reader, claim_id=self.claim_id, max_words=max_words)
 
     # -- as the site has it ----------------------------------------------------------------------
 
     def to_dict(self) -> dict:
         """The page's JSON twin, read back: ``/claim/<id>.json`` for a course claim,
-        ``/live.json?text=...`` for a typed text (the same bytes, decoded)."""
+        ``/live.json?text=...&rule=...`` (``/api/trace``'s) for a typed text (the same bytes,
+        decoded)."""
         return orjson.loads(encode(self._data))
 
     def __repr__(self) -> str:
-        who = "typed claim" if self.typed else self.claim_id
+        who = f"typed claim (rule {self.rule})" if self.typed else self.claim_id
         try:
             verdict = self.verdicts["retrieved"]
             said = ", ".join(f"{p}: {v}" for p, v in verdict.items())
@@ -239,5 +257,12 @@ class Trace:
 
     def _repr_html_(self) -> str:
         if self.typed:
-            return notebook_page(self.build.renderer, pages.LIVE, self._data, text=self._typed_text, error=None)
+            return notebook_page(
+                self.build.renderer,
+                pages.LIVE,
+                self._data,
+                text=self._typed_text,
+                error=None,
+                rule=rule_named(self.rule),
+            )
         return notebook_page(self.build.renderer, pages.CLAIM, self._data)

@@ -1,7 +1,8 @@
 """``claimtrace counterfactual``: what would change a verdict, the smallest edits that flip it,
-each re-run through the pipeline (:mod:`claimtrace.explain.counterfactuals`); ``--all`` writes
-every dev and test claim's into the build (``counterfactuals/``), resumably, with the shares of
-dev claims one edit of each kind changes."""
+each re-run through the pipeline (:mod:`claimtrace.explain.counterfactuals`), a typed text's
+under the scoring rule ``--rule`` names; ``--all`` writes every dev and test claim's into the
+build (``counterfactuals/``), resumably, with the shares of dev claims one edit of each kind
+changes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from claimtrace.cli.options import open_build, print_json, workdir_option
 from claimtrace.errors import DataError
 
 __all__ = ["counterfactual_command", "write_all", "COMMANDS"]
+
+#: The notebook's scoring rule, by name (``--rule``'s default; the rules are
+#: :data:`claimtrace.evaluation.sweep.RULES`, imported when the command runs).
+NOTEBOOK = "notebook"
 
 
 def _finished(build, split: str, max_words: int) -> dict[str, dict]:
@@ -100,6 +105,8 @@ def _echo(result: dict) -> None:
     """One claim's counterfactuals, in words."""
     head = result["claim_id"] or "the text"
     click.echo(f"{head}: {result['text']}")
+    if result["kind"] == "text":
+        click.echo(f"passages retrieved under the {result['rule']} rule")
     click.echo(f"verdict (alone): {result['verdict']}")
     model = result["model_input"]
     click.echo(f"model input ({model['real_tokens']} real tokens, {model['pad_tokens']} [PAD]):")
@@ -142,22 +149,29 @@ def _echo_summary(summary: dict) -> None:
 @click.argument("claim_id", required=False)
 @click.option("--text", default=None, help="Any text, traced as a typed claim.")
 @click.option("--all", "every", is_flag=True, help="Every dev and test claim, written into the build (resumable).")
+@click.option(
+    "--rule",
+    default=NOTEBOOK,
+    show_default=True,
+    help="With --text: the scoring rule its passages are retrieved under at every re-trace (notebook or submission).",
+)
 @click.option("--max-words", type=int, default=3, show_default=True, help="The largest set of the claim's words tried.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="With --all: the first N claims of each split.")
 @workdir_option()
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON (what the page's JSON twin holds).")
 @click.pass_context
 def counterfactual_command(
-    ctx: click.Context, claim_id, text, every: bool, max_words: int, limit, workdir: str, as_json: bool
+    ctx: click.Context, claim_id, text, every: bool, rule: str, max_words: int, limit, workdir: str, as_json: bool
 ) -> None:
     """What would change CLAIM_ID's verdict (or --text's): the fewest model-input tokens to remove
     or add for each other label (exact), the smallest sets of the claim's words whose removal
     changes it (every set up to --max-words), each passage left out, each notebook batch-mate
-    taken out; every edit re-run through the pipeline."""
+    taken out; every edit re-run through the pipeline (a text's under --rule)."""
     if sum(x is not None and x is not False for x in (claim_id, text, every or None)) != 1:
         raise DataError("counterfactual: give one of CLAIM_ID, --text TEXT or --all")
     if max_words < 1:
         raise DataError(f"--max-words: {max_words} is not a positive number of words")
+    _check_rule(rule, typed=text is not None)
     build = open_build(ctx, workdir)
     if every:
         summary = write_all(build, max_words, limit, progress=lambda m: click.echo(m, err=True))
@@ -165,8 +179,24 @@ def counterfactual_command(
         return
     from claimtrace.explain.counterfactuals.report import counterfactuals
 
-    result = counterfactuals(build, claim_id=claim_id, text=text, max_words=max_words)
+    result = counterfactuals(build, claim_id=claim_id, text=text, max_words=max_words, rule=rule)
     print_json(result) if as_json else _echo(result)
+
+
+def _check_rule(name: str, typed: bool) -> None:
+    """``--rule`` names a scoring rule, and one other than the notebook's only with ``--text``: a
+    course claim's counterfactuals follow the build's retrieval (a DataError otherwise)."""
+    from claimtrace.explain.retrieval import rule_named
+
+    try:
+        rule_named(name)
+    except ValueError as err:
+        raise DataError(f"--rule: {err}") from None
+    if name != NOTEBOOK and not typed:
+        raise DataError(
+            f"--rule: a course claim's counterfactuals follow the build's retrieval, under the notebook's rule; "
+            f"--rule {name} is for --text"
+        )
 
 
 COMMANDS = (counterfactual_command,)

@@ -1,7 +1,9 @@
 """Why a passage was or was not returned for a claim, read from the build's retrieval model
-(nothing refit): the notebook's filter rule, once, and :class:`RetrievalView`, the one view of any
-passage that the walkthrough (its missed gold passages, its near misses, the vectorisation's
-verdict) and a compared run (:mod:`claimtrace.compare.runs`) both show.
+(nothing refit): the filter rule, once (the notebook's tests, and a typed text's retrieval under
+a scoring rule of :data:`claimtrace.evaluation.sweep.RULES`, which the walkthrough and the
+counterfactuals' tracer both run), and :class:`RetrievalView`, the one view of any passage that
+the walkthrough (its missed gold passages, its near misses, the vectorisation's verdict) and a
+compared run (:mod:`claimtrace.compare.runs`) both show.
 
 The filter keeps a passage whose cosine is above 0.55 and whose tag overlap is above 0.5
 (:data:`claimtrace.constants.COSINE_THRESHOLD`, :data:`~claimtrace.constants.OVERLAP_THRESHOLD`);
@@ -18,8 +20,22 @@ from typing import Any
 import numpy as np
 
 from claimtrace.constants import COSINE_THRESHOLD, MAX_EVIDENCES, OVERLAP_THRESHOLD
+from claimtrace.evaluation.sweep import RULES, Rule
+from claimtrace.pipeline.retrieval import Query, Retrieval, Retriever, Scores, Thresholds
 
-__all__ = ["FailedTest", "filter_failures", "passes_filter", "Stop", "filter_stop", "RetrievalView"]
+__all__ = [
+    "FailedTest",
+    "filter_failures",
+    "passes_filter",
+    "Stop",
+    "filter_stop",
+    "NOTEBOOK_RULE",
+    "rule_named",
+    "rule_thresholds",
+    "retrieval_under",
+    "retrieval_and_scores_under",
+    "RetrievalView",
+]
 
 
 # --- the filter rule -----------------------------------------------------------------------------
@@ -67,6 +83,51 @@ def filter_stop(row: dict) -> Stop | None:
         return None
     first = failures[0]
     return Stop(first.name, f"{first.name} {first.value:.3f} ≤ {first.threshold}")
+
+
+#: The notebook's own rule (:data:`claimtrace.evaluation.sweep.RULES`), which every course
+#: claim's retrieval in a build follows.
+NOTEBOOK_RULE = RULES[0]
+
+
+def rule_named(name: str) -> Rule:
+    """The rule of :data:`~claimtrace.evaluation.sweep.RULES` called ``name``; a ValueError
+    naming the choices for any other."""
+    for rule in RULES:
+        if rule.name == name:
+            return rule
+    raise ValueError(f"unknown rule {name!r}: expected one of {', '.join(r.name for r in RULES)}")
+
+
+def rule_thresholds(rule: Rule) -> Thresholds:
+    """The query's three bounds under ``rule``: the notebook's cosine and overlap bounds, the
+    rule's own score bound."""
+    return Thresholds(COSINE_THRESHOLD, OVERLAP_THRESHOLD, rule.score_threshold)
+
+
+def retrieval_under(retriever: Retriever, query: Query, rule: Rule) -> Retrieval:
+    """A query's retrieval under ``rule`` (one kernel pass): the score counts the cosine as the
+    rule does, and the filter keeps a score above the rule's bound. Under the notebook's rule it
+    is the build's own ``retrieve``."""
+    return retriever.retrieve(query, rule.cosine_in_score, thresholds=rule_thresholds(rule))
+
+
+def retrieval_and_scores_under(retriever: Retriever, query: Query, rule: Rule) -> tuple[Retrieval, Scores]:
+    """:func:`retrieval_under` and every passage the query touches, scored under ``rule`` with
+    the rule's filter mask. The notebook's rule takes one kernel pass; another takes two, since
+    :meth:`Retriever.scores` takes no bounds and its mask holds the notebook's score bound (1.5),
+    which binds once the cosine is counted once: the mask is the rule's three tests on the
+    columns themselves (the kernel's comparisons, on the same values), and the retrieval's count
+    of passing rows checks it."""
+    if rule == NOTEBOOK_RULE:
+        return retriever.retrieve_with_scores(query)
+    result = retrieval_under(retriever, query, rule)
+    columns = retriever.scores(query, rule.cosine_in_score)
+    bounds = rule_thresholds(rule)
+    passing = (columns.cosine > bounds.cosine) & (columns.overlap > bounds.overlap) & (columns.score > bounds.score)
+    if int(passing.sum()) != result.passed:
+        raise AssertionError(f"the rule's mask counts {int(passing.sum())} rows, the retrieval {result.passed}")
+    return result, columns._replace(passing=passing)
 
 
 # --- the notebook retrieval's view of any passage ------------------------------------------------

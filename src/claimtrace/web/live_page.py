@@ -5,8 +5,8 @@ that takes it, and the page's context (the text box, a refusal, the rules to cho
 from __future__ import annotations
 
 from claimtrace.evaluation.sweep import RULES, Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, rule_named
 from claimtrace.web.views.landing import SPLIT as EXAMPLE_SPLIT
-from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE, rule_named
 from claimtrace.web.views.walkthrough.retrieval import rule_facts
 
 #: The field that names the rule, in an address, a form or a JSON body.

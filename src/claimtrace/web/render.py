@@ -477,12 +477,14 @@ class Renderer:
             title=f"Explore {split}: being computed",
         )
 
-    def counterfactuals_page(self, root: str, text: str, section: dict | None) -> str:
-        """A typed claim's "What would change this verdict" (``section`` None: being computed)."""
+    def counterfactuals_page(self, root: str, text: str, section: dict | None, rule: str = "notebook") -> str:
+        """A typed claim's "What would change this verdict" under the rule named ``rule`` (``section``
+        None: being computed); its links carry the rule, as the live page's do."""
         return self._render(
             "counterfactuals.html",
             root,
             text=text,
+            rule=rule,
             cf_section=section,
             page="counterfactuals",
             title="What would change this verdict",

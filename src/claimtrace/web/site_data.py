@@ -9,8 +9,8 @@ computed and scheduling the slow work. The data of every answer comes from the v
 * :meth:`SiteData.build_info` : what the build holds and which stages are missing;
 * :attr:`SiteData.typed_claims` : any text traced as a new claim, in turn
   (:class:`claimtrace.web.typed_claims.TypedClaimQueue`);
-* :meth:`SiteData.text_counterfactuals` ``(text)``: what would change a typed claim's verdict,
-  computed in the background (a second request after its live page).
+* :meth:`SiteData.text_counterfactuals` ``(text, rule)``: what would change a typed claim's
+  verdict under a scoring rule, computed in the background (a second request after its live page).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing as StageMissing
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.explain.counterfactuals.report import counterfactuals
+from claimtrace.explain.retrieval import NOTEBOOK_RULE
 from claimtrace.lib.lru import LRU
 from claimtrace.web import previews
 from claimtrace.web.public_reasons import public_reasons
@@ -89,8 +91,8 @@ class SiteData:
         #: The predictions files compared with the build (serve/site --predictions, uploads), kept
         #: in ``store`` (in memory when None).
         self.runs = Runs(build, store)
-        self._counterfactuals: LRU[str, dict] = LRU(COUNTERFACTUAL_CACHE)
-        self._counterfactual_futures: dict[str, Any] = {}  # texts being computed
+        self._counterfactuals: LRU[tuple[str, str], dict] = LRU(COUNTERFACTUAL_CACHE)  # by (text, rule's name)
+        self._counterfactual_futures: dict[tuple[str, str], Any] = {}  # texts being computed
         self._counterfactual_executor: ThreadPoolExecutor | None = None
 
     def claims(self, split: str) -> dict[str, Claim]:
@@ -139,29 +141,32 @@ class SiteData:
         except FutureTimeout:
             return None
 
-    def text_counterfactuals(self, text: str) -> dict | None:
-        """What would change a typed text's verdict (:func:`claimtrace.explain.counterfactuals.report.counterfactuals`,
-        as a page's section), computed on a thread of its own, one text at a time; None while it
-        is computed (the page asks again)."""
-        done = self._counterfactuals.get(text)
+    def text_counterfactuals(self, text: str, rule: Rule = NOTEBOOK_RULE) -> dict | None:
+        """What would change a typed text's verdict, its passages retrieved under ``rule`` at every
+        re-trace (:func:`claimtrace.explain.counterfactuals.report.counterfactuals`, as a page's
+        section), computed on a thread of its own, one text at a time; None while it is computed
+        (the page asks again)."""
+        key = (text, rule.name)
+        done = self._counterfactuals.get(key)
         if done is not None:
             return done
         with self._lock:
             if self._counterfactual_executor is None:
                 self._counterfactual_executor = ThreadPoolExecutor(1, thread_name_prefix="claimtrace-counterfactuals")
-            future = self._counterfactual_futures.get(text)
+            future = self._counterfactual_futures.get(key)
             if future is None:
-                future = self._counterfactual_executor.submit(self._text_counterfactuals, text)
-                self._counterfactual_futures[text] = future
+                future = self._counterfactual_executor.submit(self._text_counterfactuals, key)
+                self._counterfactual_futures[key] = future
         if not future.done():
             return None
         with self._lock:
-            self._counterfactual_futures.pop(text, None)
+            self._counterfactual_futures.pop(key, None)
         return future.result()  # kept in the LRU by the computation; an error is raised here
 
-    def _text_counterfactuals(self, text: str) -> dict:
-        result = shown(counterfactuals(self.build, text=text))
-        self._counterfactuals.put(text, result)
+    def _text_counterfactuals(self, key: tuple[str, str]) -> dict:
+        text, rule = key
+        result = shown(counterfactuals(self.build, text=text, rule=rule))
+        self._counterfactuals.put(key, result)
         return result
 
     def methods(self) -> dict:

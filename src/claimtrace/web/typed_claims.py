@@ -23,10 +23,10 @@ from claimtrace.constants import MAX_LEN
 from claimtrace.errors import DataError
 from claimtrace.errors import Missing as StageMissing
 from claimtrace.evaluation.sweep import Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE
 from claimtrace.web.process_settings import RELEASE_EVERY, release_memory
 from claimtrace.web.public_reasons import encode_public, public_reasons
 from claimtrace.web.views import walkthrough
-from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE
 from claimtrace.workdir.reader import BuildReader
 
 #: A typed claim longer than this is refused with a clear message (the model reads 128 tokens).

@@ -46,6 +46,7 @@ from typing import Any
 
 from claimtrace.errors import DataError
 from claimtrace.evaluation.sweep import Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, rule_named
 from claimtrace.web.encoding import encode
 from claimtrace.web.process_settings import (
     RELEASE_EVERY,
@@ -57,7 +58,6 @@ from claimtrace.web.process_settings import (
 from claimtrace.web.responses import text_problem, unreadable_build
 from claimtrace.web.site_data import build_stamp
 from claimtrace.web.typed_claims import MAX_TEXT_CHARS, BadText, TypedClaimQueue
-from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE, rule_named
 from claimtrace.workdir.reader import BuildReader
 
 #: How often a typed-claims process looks whether its command is still there, and the command

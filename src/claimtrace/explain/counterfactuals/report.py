@@ -1,7 +1,9 @@
 """One claim's counterfactuals, every kind, each shown edit re-run: :func:`counterfactuals`, what
 ``claimtrace counterfactual``, a claim page's section "What would change this verdict" and the
 API's trace all give (a course claim's as the build holds it when ``claimtrace counterfactual
---all`` wrote it, else computed here)."""
+--all`` wrote it, else computed here). A typed text's may be retrieved under another scoring rule
+than the notebook's (every re-trace then under that rule); a course claim's follow the build's
+retrieval, the notebook's rule."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import numpy as np
 
 from claimtrace.constants import LABELS
 from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.explain.counterfactuals.batches import BatchRuns, neighbour_edits
 from claimtrace.explain.counterfactuals.passages import passage_edits
 from claimtrace.explain.counterfactuals.tokens import model_input_edits
 from claimtrace.explain.counterfactuals.trace import Tracer
 from claimtrace.explain.counterfactuals.words import MAX_WORDS, word_edits
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, rule_named
 from claimtrace.explain.verdict import located_claim
 
 __all__ = ["counterfactuals", "compute_claim", "compute_text", "summary", "SPLITS"]
@@ -24,7 +28,14 @@ SPLITS = ("dev", "test")
 SOURCE = "retrieved"
 
 
-def counterfactuals(build, *, claim_id: str | None = None, text: str | None = None, max_words: int = MAX_WORDS) -> dict:
+def counterfactuals(
+    build,
+    *,
+    claim_id: str | None = None,
+    text: str | None = None,
+    max_words: int = MAX_WORDS,
+    rule: str = NOTEBOOK_RULE.name,
+) -> dict:
     """A course claim's counterfactuals (``claim_id``) or any text's (``text``), every shown edit
     re-run through the pipeline.
 
@@ -37,15 +48,33 @@ def counterfactuals(build, *, claim_id: str | None = None, text: str | None = No
         Any text, traced as a typed claim (no notebook batch).
     max_words : int
         The largest set of the claim's words tried (the bound the page says).
+    rule : str
+        The scoring rule a text's passages are retrieved under, at every re-trace
+        (:data:`claimtrace.evaluation.sweep.RULES`); a course claim's are the notebook's, and
+        another rule is refused (a DataError, as an unknown one is).
     """
     if (claim_id is None) == (text is None):
         raise ValueError("give a claim id or a text, not both")
     if max_words < 1:
         raise DataError(f"--max-words: {max_words} is not a positive number of words")
+    chosen = _rule(rule)
     if text is not None:
-        return compute_text(build, text, max_words)
+        return compute_text(build, text, max_words, chosen)
+    if chosen != NOTEBOOK_RULE:
+        raise DataError(
+            f"rule: {claim_id}'s counterfactuals follow the build's retrieval, under the notebook's rule; "
+            f"the rule {chosen.name!r} is for a typed text"
+        )
     stored = _stored(build, claim_id, max_words)
     return stored if stored is not None else compute_claim(build, claim_id, max_words)
+
+
+def _rule(name) -> Rule:
+    """The rule called ``name``, or a DataError naming the field and the choices."""
+    try:
+        return rule_named(name)
+    except ValueError as err:
+        raise DataError(f"rule: {err}") from None
 
 
 def _stored(build, claim_id: str, max_words: int) -> dict | None:
@@ -74,6 +103,7 @@ def compute_claim(build, claim_id: str, max_words: int = MAX_WORDS, runs: BatchR
         "claim_id": claim_id,
         "split": split,
         "text": claim.text,
+        "rule": NOTEBOOK_RULE.name,
         "label": claim.label,
         "verdict": stored,
         "model_input": model_input_edits(build.classifier(), encoded.input_ids[encoded.claim_ids.index(claim_id)]),
@@ -83,12 +113,13 @@ def compute_claim(build, claim_id: str, max_words: int = MAX_WORDS, runs: BatchR
             build, split, claim_id, SOURCE, runs if runs is not None and runs.split == split else None
         ),
     }
-    return _finished(build, result)
+    return _finished(build, result, NOTEBOOK_RULE)
 
 
-def compute_text(build, text: str, max_words: int = MAX_WORDS) -> dict:
-    """Any text's counterfactuals, traced as a typed claim (no gold, no notebook batch)."""
-    tracer = Tracer(build)
+def compute_text(build, text: str, max_words: int = MAX_WORDS, rule: Rule = NOTEBOOK_RULE) -> dict:
+    """Any text's counterfactuals, traced as a typed claim (no gold, no notebook batch), its
+    passages retrieved under ``rule`` at every trace."""
+    tracer = Tracer(build, rule)
     traced = tracer.trace(text)
     record = {"evidences": list(traced.evidences), "fallback": traced.fallback, "passed": traced.passed}
     result = {
@@ -96,6 +127,7 @@ def compute_text(build, text: str, max_words: int = MAX_WORDS) -> dict:
         "claim_id": None,
         "split": None,
         "text": text,
+        "rule": rule.name,
         "label": None,
         "verdict": traced.verdict,
         "model_input": model_input_edits(build.classifier(), traced.input_ids),
@@ -103,13 +135,14 @@ def compute_text(build, text: str, max_words: int = MAX_WORDS) -> dict:
         "passages": passage_edits(tracer, traced.stems, record),
         "batch": None,
     }
-    return _finished(build, result)
+    return _finished(build, result, rule)
 
 
-def _finished(build, result: dict) -> dict:
+def _finished(build, result: dict, rule: Rule) -> dict:
     """Every shown word and passage edit re-run by a tracer that has seen nothing (no cache shared
-    with the search), its verdict beside the search's; and the claim's summary."""
-    fresh = Tracer(build)
+    with the search) under the same ``rule``, its verdict beside the search's; and the claim's
+    summary."""
+    fresh = Tracer(build, rule)
     for edit in result["words"]["edits"]:
         edit["verified_verdict"] = fresh.trace(edit["text"]).verdict
     stems = fresh.trace(result["text"]).stems if result["kind"] == "text" else None

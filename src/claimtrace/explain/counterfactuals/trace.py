@@ -4,7 +4,9 @@ each stage's result kept by what that stage reads: a counterfactual search trace
 texts that differ by a word, and most share their tags or their model input.
 
 The stages are the build's own functions, called as the walkthrough calls them for a typed claim
-(:mod:`claimtrace.web.views.walkthrough`); a test holds the verdicts equal.
+(:mod:`claimtrace.web.views.walkthrough`), the passages retrieved under one scoring rule (the
+notebook's unless another is given; :func:`claimtrace.explain.retrieval.retrieval_under`, the
+walkthrough's own); a test holds the verdicts equal.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from claimtrace import constants
+from claimtrace.evaluation.sweep import Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, retrieval_under
 from claimtrace.lib.lru import LRU
 from claimtrace.models.inputs import join_row
 
@@ -46,25 +50,27 @@ class Traced:
 
 
 class Tracer:
-    """Texts through one build's pipeline; the retrieval of each tag string and the verdict of
-    each model input kept (at most :data:`KEPT` of each)."""
+    """Texts through one build's pipeline, their passages retrieved under ``rule``; the retrieval
+    of each tag string and the verdict of each model input kept (at most :data:`KEPT` of each)."""
 
     #: Tag strings and model inputs kept: a claim's every set of up to three words, several times over.
     KEPT = 4096
 
-    def __init__(self, build):
+    def __init__(self, build, rule: Rule = NOTEBOOK_RULE):
         self.build = build
+        self.rule = rule
         self._retrieved: LRU[str, dict] = LRU(self.KEPT)
         self._verdicts: LRU[str, tuple] = LRU(self.KEPT)
         self._stems: LRU[str, tuple[str | None]] = LRU(self.KEPT)  # (None,): a passage without text
 
     def retrieval(self, tags: str) -> dict:
-        """A tag string's retrieval record (the build's model, run as for a typed claim)."""
+        """A tag string's retrieval record (the build's model, run as for a typed claim, under the
+        tracer's rule)."""
         record = self._retrieved.get(tags)
         if record is None:
             retriever = self.build.retriever()
             restemmed, _ = retriever.restemmer.restem_tags(tags)
-            result = retriever.retrieve(retriever.query(tags, restemmed))
+            result = retrieval_under(retriever, retriever.query(tags, restemmed), self.rule)
             record = retriever.as_record("typed claim", result, ())
             self._retrieved.put(tags, record)
         return record

@@ -14,7 +14,9 @@ import itertools
 from collections import Counter
 from urllib.parse import quote
 
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.explain.counterfactuals.trace import Traced, Tracer
+from claimtrace.explain.retrieval import NOTEBOOK_RULE
 
 #: The largest set of words tried by default.
 MAX_WORDS = 3
@@ -24,9 +26,11 @@ SHOWN = 10
 __all__ = ["word_edits", "changes", "live_link", "MAX_WORDS", "SHOWN"]
 
 
-def live_link(text: str) -> str:
-    """The live page tracing ``text``, relative to the site's root."""
-    return "live.html?text=" + quote(text, safe="")
+def live_link(text: str, rule: Rule = NOTEBOOK_RULE) -> str:
+    """The live page tracing ``text`` under ``rule``, relative to the site's root (the notebook's
+    rule is the page's own, named by no field)."""
+    named = "" if rule == NOTEBOOK_RULE else "&rule=" + quote(rule.name, safe="")
+    return "live.html?text=" + quote(text, safe="") + named
 
 
 def changes(before: Traced, after: Traced) -> dict:
@@ -77,16 +81,16 @@ def word_edits(tracer: Tracer, text: str, max_words: int = MAX_WORDS, shown: int
         "sets_tried": tried,
         "smallest": size_found,
         "count": len(found),
-        "edits": [_edit(words, positions, before, traced) for positions, traced in found[:shown]],
+        "edits": [_edit(words, positions, before, traced, tracer.rule) for positions, traced in found[:shown]],
     }
 
 
-def _edit(words: list[str], positions: tuple[int, ...], before: Traced, after: Traced) -> dict:
+def _edit(words: list[str], positions: tuple[int, ...], before: Traced, after: Traced, rule: Rule) -> dict:
     edited = _without(words, positions)
     return {
         "removed": [words[k] for k in positions],
         "positions": list(positions),
         "text": edited,
         **changes(before, after),
-        "link": live_link(edited),
+        "link": live_link(edited, rule),
     }

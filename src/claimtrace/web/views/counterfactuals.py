@@ -9,16 +9,20 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from claimtrace.errors import DataError, Missing
+from claimtrace.evaluation.sweep import Rule
 from claimtrace.explain.counterfactuals.report import SPLITS
+from claimtrace.explain.retrieval import NOTEBOOK_RULE
 from claimtrace.web.views.status import missing
 from claimtrace.workdir.reader import BuildReader
 
 __all__ = ["claim_section", "typed_section", "shown", "dev_shares", "text_link"]
 
 
-def text_link(text: str, json: bool = False) -> str:
-    """The address (relative to the site's root) of a typed text's counterfactuals."""
-    return f"counterfactuals.{'json' if json else 'html'}?text=" + quote(text, safe="")
+def text_link(text: str, json: bool = False, rule: Rule = NOTEBOOK_RULE) -> str:
+    """The address (relative to the site's root) of a typed text's counterfactuals under ``rule``
+    (the notebook's is named by no field, as on the live page)."""
+    named = "" if rule == NOTEBOOK_RULE else "&rule=" + quote(rule.name, safe="")
+    return f"counterfactuals.{'json' if json else 'html'}?text=" + quote(text, safe="") + named
 
 
 def _bar_scales(result: dict) -> dict:
@@ -57,10 +61,10 @@ def claim_section(build: BuildReader, claim_id: str, split: str) -> dict:
     return shown(record)
 
 
-def typed_section(text: str) -> dict:
-    """A typed claim's section: computed on a second request (its own address), to keep the live
-    page within its time."""
-    return {"status": "deferred", "link": text_link(text), "json": text_link(text, json=True)}
+def typed_section(text: str, rule: Rule = NOTEBOOK_RULE) -> dict:
+    """A typed claim's section: computed on a second request (its own address, carrying the rule
+    its passages were retrieved under), to keep the live page within its time."""
+    return {"status": "deferred", "link": text_link(text, rule=rule), "json": text_link(text, json=True, rule=rule)}
 
 
 def dev_shares(build: BuildReader) -> dict:

@@ -22,10 +22,11 @@ from typing import NamedTuple
 from claimtrace.data.files import Claim
 from claimtrace.errors import Missing
 from claimtrace.evaluation.sweep import Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE
 from claimtrace.web.views.attribution import claim_attribution
 from claimtrace.web.views.counterfactuals import claim_section, typed_section
 from claimtrace.web.views.status import brief_build_info, missing
-from claimtrace.web.views.walkthrough.claim import NOTEBOOK_RULE, ClaimRetrieval, PassageStems, claim_retrieval
+from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, PassageStems, claim_retrieval
 from claimtrace.web.views.walkthrough.classifier import classifier_section
 from claimtrace.web.views.walkthrough.fixes import fixes_section
 from claimtrace.web.views.walkthrough.lstm import lstm_section
@@ -79,7 +80,7 @@ def assemble(
         # each attribution method's top words beside the exact shares' (dev claims, when computed)
         "attribution": claim_attribution(build, claim.id if claim is not None and split == "dev" else None),
         # what would change the verdict: a course claim's from the build, a typed one's on its own page
-        "counterfactuals": typed_section(text) if claim is None else claim_section(build, claim.id, split),
+        "counterfactuals": typed_section(text, rule) if claim is None else claim_section(build, claim.id, split),
         "notes": [note for section in sections.values() for note in section.notes],
     }
 

@@ -1,36 +1,18 @@
 """What a trace computes once for its claim and hands to every section that shows it: the
-claim's retrieval (one kernel pass) and each passage's stems (read from the build); and
+claim's retrieval (a typed text's under the rule asked for,
+:func:`claimtrace.explain.retrieval.retrieval_and_scores_under`) and each passage's stems (read from the build); and
 :class:`Section`, what every section gives back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claimtrace.constants import COSINE_THRESHOLD, OVERLAP_THRESHOLD
 from claimtrace.data.files import Claim
-from claimtrace.evaluation.sweep import RULES, Rule
+from claimtrace.evaluation.sweep import Rule
+from claimtrace.explain.retrieval import NOTEBOOK_RULE, retrieval_and_scores_under
 from claimtrace.pipeline.preprocess import Preprocessed
-from claimtrace.pipeline.retrieval import Query, Retriever, Scores, Thresholds
+from claimtrace.pipeline.retrieval import Query, Retriever, Scores
 from claimtrace.workdir.reader import BuildReader
-
-#: The notebook's own rule (:data:`claimtrace.evaluation.sweep.RULES`), which every course
-#: claim's retrieval in a build follows.
-NOTEBOOK_RULE = RULES[0]
-
-
-def rule_named(name: str) -> Rule:
-    """The rule of :data:`~claimtrace.evaluation.sweep.RULES` called ``name``; a ValueError
-    naming the choices for any other."""
-    for rule in RULES:
-        if rule.name == name:
-            return rule
-    raise ValueError(f"unknown rule {name!r}: expected one of {', '.join(r.name for r in RULES)}")
-
-
-def rule_thresholds(rule: Rule) -> Thresholds:
-    """The query's three bounds under ``rule``: the notebook's cosine and overlap bounds, the
-    rule's own score bound."""
-    return Thresholds(COSINE_THRESHOLD, OVERLAP_THRESHOLD, rule.score_threshold)
 
 
 @dataclass(frozen=True)
@@ -49,8 +31,8 @@ class ClaimRetrieval:
     ``record``: the build's retrieval record (a typed claim's is computed here, ``source``
     ``"computed"``); ``query``: its tag string as the retrieval model reads it, stemmed again
     once (the quirk "stems of stems", :meth:`claimtrace.pipeline.tagging.Restemmer.restem_tags`); ``tag_terms``:
-    what each distinct tag became in that pass; ``scores``: every passage it touches, from the
-    one kernel pass (:meth:`claimtrace.pipeline.retrieval.Retriever.retrieve_with_scores`);
+    what each distinct tag became in that pass; ``scores``: every passage it touches, with the
+    filter's mask under the record's rule;
     ``rule``: the scoring rule the record and the scores follow (a course claim's: the build's,
     the notebook's; a typed claim's: the one asked for)."""
 
@@ -75,27 +57,10 @@ def claim_retrieval(
     query = retriever.query(tags, restemmed)
     if claim is not None:
         record, source, scores = build.retrieval(split)[claim.id], "build", retriever.scores(query)
-    elif rule == NOTEBOOK_RULE:
-        result, scores = retriever.retrieve_with_scores(query)  # one kernel pass
-        record, source = retriever.as_record("typed claim", result, ()), "computed"
     else:
-        result = retriever.retrieve(query, rule.cosine_in_score, thresholds=rule_thresholds(rule))
+        result, scores = retrieval_and_scores_under(retriever, query, rule)
         record, source = retriever.as_record("typed claim", result, ()), "computed"
-        scores = _rule_scores(retriever, query, rule, result.passed)
     return ClaimRetrieval(retriever, record, source, query, tag_terms, scores, rule)
-
-
-def _rule_scores(retriever: Retriever, query: Query, rule: Rule, passed: int) -> Scores:
-    """The columns under a rule other than the notebook's, with the filter's mask: the mask of
-    :meth:`Retriever.scores` holds the notebook's score bound (1.5), which binds once the cosine is
-    counted once, while at the notebook's cosine and overlap bounds each rule's own score bound
-    is implied (0.55 + 0.5 > 1.0, the sweep's docstring), so the notebook's pass gives the mask
-    of every rule; the retrieval's own count of passing rows checks it."""
-    columns = retriever.scores(query, rule.cosine_in_score)
-    passing = retriever.scores(query).passing
-    if int(passing.sum()) != passed:
-        raise AssertionError(f"the filter's mask counts {int(passing.sum())} rows, the retrieval {passed}")
-    return columns._replace(passing=passing)
 
 
 @dataclass

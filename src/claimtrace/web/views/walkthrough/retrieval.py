@@ -14,9 +14,9 @@ from claimtrace.constants import MAX_EVIDENCES
 from claimtrace.data.files import Claim
 from claimtrace.evaluation.scorer import evidence_scores
 from claimtrace.evaluation.sweep import Rule
-from claimtrace.explain.retrieval import RetrievalView, filter_failures
+from claimtrace.explain.retrieval import RetrievalView, filter_failures, rule_thresholds
 from claimtrace.pipeline.retrieval import notebook_order
-from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section, rule_thresholds
+from claimtrace.web.views.walkthrough.claim import ClaimRetrieval, Section
 from claimtrace.workdir.reader import BuildReader
 
 #: Rows of the "passed the filter" table kept in a trace (the count is always exact).
