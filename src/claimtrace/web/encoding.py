@@ -12,6 +12,9 @@ refuses.
 
 What orjson refuses, the standard library writes as before: a lone surrogate (an unknown id
 echoed back) as ``\\uXXXX`` escapes, valid JSON; an integer past 64 bits.
+
+A page's data block (``<script type="application/json">``) is written by
+:func:`json_for_script`, which escapes what could close the element.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from __future__ import annotations
 import json
 
 import orjson
+from markupsafe import Markup
 
-__all__ = ["encode"]
+__all__ = ["encode", "json_for_script"]
 
 #: Dict keys that are not strings (ints, None) written as strings, as the standard library does.
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -48,3 +52,18 @@ def _standard(value) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate echoed back (an unknown id): \uXXXX escapes are valid JSON
         return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def json_for_script(value) -> Markup:
+    """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``
+    or line separators survive literally, so no text can close the script element."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return Markup(text)

@@ -22,7 +22,8 @@ import re
 from collections import Counter
 from html.parser import HTMLParser
 
-from claimtrace.web.render import SHARED_CLOSE, SHARED_OPEN, json_for_script
+from claimtrace.web.encoding import json_for_script
+from claimtrace.web.render import SHARED_CLOSE, SHARED_OPEN
 
 #: A marked part (parts never nest: the ``shared`` filter drops the marks inside a marked part).
 SHARED_PART = re.compile(re.escape(SHARED_OPEN) + "(.*?)" + re.escape(SHARED_CLOSE), re.S)

@@ -9,7 +9,6 @@ folder (``""`` or ``"../"``).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import unicodedata
 from pathlib import Path
@@ -23,6 +22,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.lib.lru import LRU
 from claimtrace.pipeline.preprocess import stem
 from claimtrace.web import pictures
+from claimtrace.web.encoding import json_for_script
 from claimtrace.web.policy import policy
 from claimtrace.web.previews import preview_name
 from claimtrace.web.seed_chart import seed_chart
@@ -89,21 +89,6 @@ def inline_static(name: str) -> Markup:
     if name not in STATIC_FILES:
         raise KeyError(name)
     return Markup((STATIC / name).read_text(encoding="utf-8"))
-
-
-def json_for_script(value: Any) -> Markup:
-    """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``
-    or line separators survive literally, so no text can close the script element."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(raw, escaped)
-    return Markup(text)
 
 
 def _num(value, digits: int = 3) -> str:

@@ -48,6 +48,7 @@ from claimtrace.constants import SPLITS
 from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.errors import Missing
 from claimtrace.lib.build_files import write_atomic
+from claimtrace.web.encoding import json_for_script
 from claimtrace.web.fragments import SharedParts, strip_markers
 from claimtrace.web.pages import CLAIM, EXPLORE, PAGES, PREDICTIONS, ROW_PREDICTIONS, TABLE, WALKTHROUGH, Page
 from claimtrace.web.previews import preview_name, verdict_card
@@ -58,7 +59,6 @@ from claimtrace.web.render import (
     STATIC,
     STATIC_FILES,
     Renderer,
-    json_for_script,
     live_bucket,
 )
 from claimtrace.web.site_data import SiteData
