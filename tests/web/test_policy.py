@@ -1,7 +1,7 @@
 """The content security policy per page: only the pages that call a visitor's LLM (the
-evaluation page, the claim pages' second opinion) may connect beyond the site, to the known
-providers and the origins the server or the export was told of; every other page keeps the
-site's own policy. Served as a header, exported as a ``<meta>``."""
+evaluation page, the second opinion of a claim page and of the served live page's typed claim)
+may connect beyond the site, to the known providers and the origins the server or the export
+was told of; every other page keeps the site's own policy. Served as a header, exported as a ``<meta>``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ LLM_PATHS = [
     "/walkthrough.html",
     "/claim/claim-752.html",
     "/claim/claim-871",
+    "/live.html",
+    "/live",
 ]
 OTHER_PATHS = [
     "/",
@@ -32,7 +34,7 @@ OTHER_PATHS = [
     "/evaluation.json",
     "/ai-log.html",
     "/explore/dev.html",
-    "/live.html",
+    "/live.json",
     "/parity.html",
     "/compare/index.html",
     "/claim/claim-752.json",

@@ -62,7 +62,7 @@ def predictions_options(command: Callable) -> Callable:
         "llm_origins",
         multiple=True,
         help="A provider's base URL (e.g. a local model's http://127.0.0.1:8080/v1) the evaluation page and the "
-        "claim pages' second opinion may call from the browser, beside api.anthropic.com and api.openai.com "
+        "second opinion (a claim page's, the served live page's on a typed claim) may call from the browser, beside api.anthropic.com and api.openai.com "
         "(repeatable; the content security policy lets no other page connect anywhere but this site).",
     )(command)
     return click.option(

@@ -3,7 +3,8 @@
 (:mod:`claimtrace.web.render`).
 
 Every page may reach only its own origin. The pages that call a visitor's LLM from the browser
-(:data:`LLM_PAGES`: the evaluation page and a claim page's second opinion) may also connect to
+(:data:`LLM_PAGES`: the evaluation page, and the second opinion of a claim page and of the
+live page's typed claim) may also connect to
 the providers' own origins and to the base URLs the server or the export was told of
 (``--llm-origin URL``): the key goes from the browser to those, never to this site.
 """
@@ -19,8 +20,9 @@ from claimtrace.errors import DataError
 #: Origins every LLM page may connect to: the known providers' APIs.
 PROVIDER_ORIGINS = ("https://api.anthropic.com", "https://api.openai.com")
 
-#: The server's paths of the pages that call a provider (their files, the walkthrough's and the claim pages').
-LLM_PAGES = re.compile(r"/evaluation(\.html)?|/walkthrough(\.html)?|/claim/[^/]+(?<!\.json)")
+#: The server's paths of the pages that call a provider (their files, the walkthrough's, the claim
+#: pages' and the live page's, a typed claim's).
+LLM_PAGES = re.compile(r"/evaluation(\.html)?|/walkthrough(\.html)?|/claim/[^/]+(?<!\.json)|/live(\.html)?")
 
 _BASE = (
     "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "

@@ -218,11 +218,18 @@ def test_what_the_language_model_statement_says_is_what_the_code_does(page):
     assert re.search(rf"AUDIT_MAX = {AI_LOG_DATA['kept']};", harness)
     assert "window.localStorage.setItem(AUDIT_SLOT" in harness
     # the key: this tab's sessionStorage, or localStorage when remembered
-    assert "settings.remember ? window.localStorage : window.sessionStorage" in harness
+    dialog = (STATIC / "app-llm-settings.js").read_text(encoding="utf-8")  # the settings' own part since the header's button
+    assert "settings.remember ? window.localStorage : window.sessionStorage" in dialog and "fetch(" not in dialog
     assert "sessionStorage" in statement and "localStorage" in statement
     # one request leaves the browser, to the provider's address; the pages make none of their own
     assert harness.count("fetch(") == 1 and "fetch(request.url" in harness and "fetch(" not in pages
     assert {urlparse(origin).hostname for origin in PROVIDER_ORIGINS} == {"api.anthropic.com", "api.openai.com"}
     assert "Anthropic" in statement and "OpenAI" in statement and "--llm-origin" in statement
+    # where it enters: every feature the audit log names is one the statement names, asked from the pages
+    run = (STATIC / "app-llm-run.js").read_text(encoding="utf-8")
+    assert set(AI_LOG_DATA["where"]) == {"evaluation", "claim", "typed claim"}
+    assert '"evaluation"' in run and '"claim"' in pages and '"typed claim"' in pages
+    assert "The LLM page" in statement and "A claim page's second opinion" in statement
+    assert "the claim you typed" in statement and "no gold passages" in statement
     # the contamination probe is the command line's alone
     assert "probe" not in (harness + pages).lower()

@@ -61,9 +61,16 @@
 
   /* ---------------------------------------------------------------- one call, reviewed */
 
+  /* What was asked about, in a call's line: a course claim's id, or a typed claim's text cut short. */
+  function askedAbout(entry) {
+    if (entry.claim_id || entry.claim_text == null) return entry.claim_id || "";
+    var text = String(entry.claim_text);
+    return "“" + (text.length > 40 ? text.slice(0, 39) + "…" : text) + "”";
+  }
+
   function headline(entry, data) {
     return (entry.time || "").slice(0, 19).replace("T", " ") + " · " + featureName(data, entry.where) + " · " + entry.model +
-      " · " + (entry.claim_id || "") + " · " + entry.status + (entry.label ? " " + entry.label : "") +
+      " · " + askedAbout(entry) + " · " + entry.status + (entry.label ? " " + entry.label : "") +
       " · decision: " + (entry.decision ? entry.decision + (entry.decided_label ? " (" + entry.decided_label + ")" : "") : "none");
   }
 
@@ -93,11 +100,20 @@
     return entry.output == null ? "" : llm.parseAnswer(entry.output, data.labels).rationale; // a record from before it was kept
   }
 
-  function facts(entry, data) {
+  /* The claim a call asked about: a course claim's page, or a typed claim's text, linked to the
+     live page that traces it again under the same rule (a record without an id or a text: "—"). */
+  function subject(entry) {
     var root = claimtrace.root;
+    if (entry.claim_id) return ["claim ", el("a", { href: root + "claim/" + entry.claim_id + ".html", text: entry.claim_id })];
+    if (entry.claim_text == null) return ["claim —"];
+    var rule = entry.rule || "notebook";
+    var href = root + "live.html?text=" + encodeURIComponent(entry.claim_text) + (rule === "notebook" ? "" : "&rule=" + encodeURIComponent(rule));
+    return ["typed text “", el("a", { href: href, text: entry.claim_text }), "” under the " + rule + " rule"];
+  }
+
+  function facts(entry, data) {
     var rows = [
-      ["Feature", [featureName(data, entry.where) + ", claim ", entry.claim_id ? el("a", { href: root + "claim/" + entry.claim_id + ".html", text: entry.claim_id }) : "—",
-        ", " + entry.condition + " passages"]],
+      ["Feature", [featureName(data, entry.where) + ", "].concat(subject(entry), [", " + entry.condition + " passages"])],
       ["Model", [entry.model + " (" + entry.provider + (entry.base_url ? " at " + entry.base_url : "") + "), prompt " + entry.prompt_version]],
       ["Call", [entry.time + " · " + (entry.latency_ms == null ? "—" : entry.latency_ms + " ms") + " · tokens " +
         (entry.tokens_in == null ? "—" : entry.tokens_in) + " in, " + (entry.tokens_out == null ? "—" : entry.tokens_out) + " out · " +

@@ -1,5 +1,5 @@
-/* claimtrace's LLM pages (app-core.js lists the parts): one claim asked, and a claim page's
-   second opinion, with the decision on a model's answer the audit log page (app-llm-log.js)
+/* claimtrace's LLM pages (app-core.js lists the parts): one claim asked, and the second opinion
+   of a claim page or of the live page's typed claim, with the decision on a model's answer the audit log page (app-llm-log.js)
    offers too. The evaluation page's run, its results, export and import are app-llm-run.js's;
    the provider settings' dialog is app-llm-settings.js's. Every text goes into the page through
    textContent. */
@@ -35,7 +35,8 @@
 
   /* ---------------------------------------------------------------- one claim asked */
 
-  /* Ask the model about one claim: the call kept in the audit log (scrubbed of the key); resolves
+  /* Ask the model about one claim (a typed one has no id and names its rule: the record says
+     both): the call kept in the audit log (scrubbed of the key); resolves
      to {entry (the run file's), failed (an error), aborted (stopped in flight), audit (the log's
      record)}. ``signal`` (optional) aborts the call. */
   llm.ask = function (data, settings, claim, condition, where, signal) {
@@ -44,7 +45,8 @@
       var parsed = answer.status === "answered" ? llm.parseAnswer(answer.text, data.protocol.labels) : null;
       var audit = llm.record({
         id: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), time: new Date().toISOString(),
-        where: where, claim_id: claim.id, condition: condition, provider: settings.provider,
+        where: where, claim_id: claim.id == null ? null : claim.id,
+        claim_text: claim.text, rule: claim.rule || null, condition: condition, provider: settings.provider,
         base_url: llm.baseUrl(settings, data.protocol), model: settings.model, prompt_version: data.protocol.prompt_version,
         system: prompt.system, user: prompt.user, output: answer.text == null ? null : answer.text,
         status: parsed ? parsed.status : answer.status, label: parsed ? parsed.label : null, cited_ids: parsed ? parsed.cited_ids : [],
@@ -67,7 +69,7 @@
     link.remove();
   }
 
-  /* ---------------------------------------------------------------- a claim page's second opinion */
+  /* ---------------------------------------------------------------- a second opinion (a claim page, the live page) */
 
   /* Accept, edit (another label) or reject a model's answer: the decision kept with its call.
      prefix names the controls (prefix-accept...); after(decision) is told of each decision. */
@@ -108,8 +110,11 @@
         (said || "an unusable answer (" + call.error + ")") +
         (call.cited_ids.length ? ", citing " + call.cited_ids.join(", ") : "") + "." }));
       if (call.rationale) out.appendChild(el("p", { cls: "rationale", text: "Its reason: " + call.rationale }));
-      out.appendChild(el("p", { text: "Beside it, the notebook’s verdict on the same passages (batches of 16): " + (notebook || "—") +
-        (claim.label ? "; the gold label: " + claim.label : "") + "." }));
+      out.appendChild(el("p", { text: claim.typed
+        ? "Beside it, the typed claim’s verdict on the same passages (the notebook’s model on the claim alone: a typed claim has no batch): " +
+          (notebook || "—") + ". A typed claim has no gold label."
+        : "Beside it, the notebook’s verdict on the same passages (batches of 16): " + (notebook || "—") +
+          (claim.label ? "; the gold label: " + claim.label : "") + "." }));
       out.appendChild(decisionButtons(got.audit, said, data.protocol.labels, status, "second-opinion"));
     }
     box.textContent = "";
@@ -148,7 +153,8 @@
     claim.retrieved = shown.retrieved;
     claim.gold = claim.gold.filter(function (id) { return id in shown.texts; }); // the claim's order
     var data = { claim: claim, passages: shown.texts, protocol: pageData("llm-protocol") };
-    if (!data.claim.gold.length) form.querySelector("input[value=gold]").disabled = true;
+    var gold = form.querySelector("input[value=gold]"); // a typed claim's box has none
+    if (gold && !data.claim.gold.length) gold.disabled = true;
     var status = document.getElementById("second-opinion-status"), answer = document.getElementById("second-opinion-answer");
     var ask = document.getElementById("second-opinion-ask");
     var settings;
@@ -167,7 +173,7 @@
       var condition = form.elements.condition.value;
       ask.disabled = true;
       status.textContent = "Asking " + settings.model + "…";
-      llm.ask(data, settings, data.claim, condition, "claim").then(function (got) {
+      llm.ask(data, settings, data.claim, condition, claim.typed ? "typed claim" : "claim").then(function (got) {
         status.textContent = got.failed ? "The call failed." : "Answered by " + settings.model + ".";
         drawOpinion(answer, got, data, settings, condition, status);
       }).catch(function (err) { status.textContent = "The call failed: " + err.message; })

@@ -43,8 +43,9 @@
     }, Promise.resolve());
   }
 
-  /* The LLM scripts: linked by the evaluation and audit log pages; a claim page loads them only
-     for its second opinion, from the addresses its box names. */
+  /* The LLM scripts: linked by the evaluation and audit log pages; a claim page, or the live
+     page on a typed claim, loads them only for its second opinion, from the addresses its box
+     names. */
   function startLlm() {
     if (claimtrace.llmPages) {
       claimtrace.llmPages.startEvaluation();

@@ -40,17 +40,24 @@ def page_protocol() -> dict:
 #: The audit log page's twin and its page's data: where the browser keeps the log, what a record
 #: holds (in this order: the CSV export's columns), the names of the features a call comes from
 #: (a record's ``where``), the labels a decision may choose (the log itself never leaves the
-#: browser).
+#: browser). A typed claim's call has no ``claim_id`` (None): its ``claim_text`` and ``rule`` (the
+#: scoring rule its passages were retrieved under; None for a course claim's) say what was asked.
 AI_LOG_DATA = {
     "storage": "localStorage claimtrace.llm.audit",
     "kept": 500,
-    "where": {"evaluation": "evaluation run", "claim": "claim page second opinion"},
+    "where": {
+        "evaluation": "evaluation run",
+        "claim": "claim page second opinion",
+        "typed claim": "typed claim second opinion",
+    },
     "labels": list(LABELS),
     "fields": [
         "id",
         "time",
         "where",
         "claim_id",
+        "claim_text",
+        "rule",
         "condition",
         "provider",
         "base_url",
@@ -148,20 +155,36 @@ def passage_texts(build, data: dict) -> dict[str, str]:
 
 
 def second_opinion_data(trace: dict) -> dict | None:
-    """What a claim page's second opinion needs beyond what the page shows: the claim's text,
-    label and gold passage ids (in the claim's order), and the notebook's verdicts (batches of 16) on its retrieved and gold passages, read
-    off the claim's trace; None for a typed text or before the retrieval and classifier stages.
-    The passages (their ids, order, texts and which are gold) are those section 5 shows, which
-    the browser reads from the page rather than from a second copy (a static export is mostly
-    claim pages: every byte here is 1,535 bytes there).
+    """What a second opinion needs beyond what the page shows, read off the trace: a course
+    claim's (its page) or a typed claim's (the live page); None before the retrieval and
+    classifier stages. The passages (their ids, order, texts and which are gold) are those
+    section 5 shows, which the browser reads from the page rather than from a second copy (a
+    static export is mostly claim pages: every byte here is 1,535 bytes there).
 
     Returns
     -------
     dict or None
-        ``{"id", "text", "label", "gold", "notebook": {"retrieved", "gold"}}``.
+        A course claim: ``{"id", "text", "label", "gold", "notebook": {"retrieved", "gold"}}``,
+        its gold passage ids (in the claim's order) and the notebook's verdicts (batches of 16)
+        on its retrieved and gold passages. A typed claim: the same with ``id`` and ``label``
+        None, no gold passages, ``notebook`` its verdict on the claim alone (a typed claim has
+        no batch; the verdict the live page shows), and ``typed`` True with ``rule``, the
+        scoring rule its passages were retrieved under.
     """
     head, retrieval, classifier = trace["claim"], trace.get("retrieval", {}), trace.get("classifier", {})
-    if head.get("kind") != "claim" or retrieval.get("status") != "ok" or classifier.get("status") != "ok":
+    if retrieval.get("status") != "ok" or classifier.get("status") != "ok":
+        return None
+    if head.get("kind") == "text":
+        return {
+            "id": None,
+            "text": head["text"],
+            "label": None,
+            "gold": [],
+            "notebook": {"retrieved": classifier["alone"]["verdict"], "gold": None},
+            "typed": True,
+            "rule": (retrieval.get("rule") or {}).get("name", "notebook"),
+        }
+    if head.get("kind") != "claim":
         return None
     on_gold = classifier.get("gold_evidence") or {}
     return {
