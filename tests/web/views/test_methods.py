@@ -218,9 +218,8 @@ def test_what_the_language_model_statement_says_is_what_the_code_does(page):
     assert re.search(rf"AUDIT_MAX = {AI_LOG_DATA['kept']};", harness)
     assert "window.localStorage.setItem(AUDIT_SLOT" in harness
     # the key: this tab's sessionStorage, or localStorage when remembered
-    dialog = (STATIC / "app-llm-settings.js").read_text(
-        encoding="utf-8"
-    )  # the settings' own part since the header's button
+    # (the settings' dialog keeps them: its own part since the header's button opens it)
+    dialog = (STATIC / "app-llm-settings.js").read_text(encoding="utf-8")
     assert "settings.remember ? window.localStorage : window.sessionStorage" in dialog and "fetch(" not in dialog
     assert "sessionStorage" in statement and "localStorage" in statement
     # one request leaves the browser, to the provider's address; the pages make none of their own
