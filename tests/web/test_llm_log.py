@@ -38,6 +38,8 @@ def _call(n: int, where: str, status: str, **fields) -> dict:
         "time": f"2025-06-0{n % 9 + 1}T10:00:0{n % 10}.000Z",
         "where": where,
         "claim_id": f"claim-{700 + n}",
+        "claim_text": "The sea is rising.",
+        "rule": None,
         "condition": "retrieved",
         "provider": "openai-compatible",
         "base_url": "http://127.0.0.1:9/v1",
