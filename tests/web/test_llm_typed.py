@@ -131,6 +131,7 @@ def test_the_log_page_counts_filters_reviews_and_exports_a_typed_claims_call(pag
     call = page.locator("#ai-log details")
     assert f"· “{DIFFERING[:39]}…” ·" in call.locator("summary").inner_text()
     call.locator("summary").click()
+    call.locator(".ai-facts").wait_for()  # drawn when first opened
     facts = dict(
         zip(call.locator(".ai-facts dt").all_text_contents(), call.locator(".ai-facts dd").all_text_contents())
     )
@@ -158,7 +159,6 @@ def test_axe_on_the_live_page_with_its_answer_and_screenshots(axe_page, site, wi
     _ask(page, site, "submission")
     box = page.locator("#second-opinion")
     box.screenshot(path=f"{SHOTS}/typed-opinion-box-{width}.png")
-    page.screenshot(path=f"{SHOTS}/typed-opinion-page-{width}.png", full_page=False)
     box.scroll_into_view_if_needed()
     page.screenshot(path=f"{SHOTS}/typed-opinion-{width}.png")
     page.add_script_tag(content=AXE.read_text())
