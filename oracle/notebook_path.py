@@ -45,7 +45,7 @@ def notebook_preprocess(text, keep_stopwords=False):
     return list(_preprocessed(text, keep_stopwords))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _preprocessed(text, keep_stopwords):
     try:
         text = contractions.fix(text)
@@ -65,7 +65,7 @@ def _preprocessed(text, keep_stopwords):
 
 #: PorterStemmer.stem, a pure function of its word, memoised: most of the oracle's time was the
 #: stemmer's rules applied again to words it had seen.
-_stem = functools.lru_cache(maxsize=None)(STEMMER.stem)
+_stem = functools.cache(STEMMER.stem)
 
 
 def tagging_vectorizer():
