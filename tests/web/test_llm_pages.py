@@ -92,6 +92,7 @@ def _run(page, provider) -> str:
     _set_provider(page, provider.openai_base_url)
     provider.requests.clear()
     page.fill("#llm-n", "20")
+    page.fill("#llm-concurrency", "1")  # one call at a time: the stand-in answers in the order asked
     page.fill("#llm-seed", "2024")
     page.check("#llm-stratified")
     page.click("#llm-start")
