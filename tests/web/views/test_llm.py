@@ -40,4 +40,8 @@ def test_a_claim_pages_second_opinion(demo_site_data):
     opinion = second_opinion_data(trace)
     assert opinion["gold"] == trace["claim"]["gold"] and opinion["label"] == "SUPPORTS"
     assert opinion["notebook"]["retrieved"] == trace["classifier"]["notebook"]["verdict"]
-    assert second_opinion_data(demo_site_data.typed_claims.trace_text("Sea levels are rising.")) is None
+    typed = demo_site_data.typed_claims.trace_text("Sea levels are rising.")
+    opinion = second_opinion_data(typed)
+    assert opinion["id"] is None and opinion["label"] is None and opinion["gold"] == [] and opinion["typed"]
+    assert opinion["text"] == "Sea levels are rising." and opinion["rule"] == "notebook"
+    assert opinion["notebook"] == {"retrieved": typed["classifier"]["alone"]["verdict"], "gold": None}
