@@ -34,6 +34,20 @@ from claimtrace.web.views.llm import page_protocol, passage_texts, second_opinio
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
 
+#: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
+#: or the live page only when its second opinion is there (the claim pages are most of a static
+#: export). The first, the provider settings' dialog, is all the header's "LLM settings" button
+#: loads on another page, and only once it is used.
+LLM_SCRIPTS = (
+    "app-llm-settings.js",
+    "app-llm.js",
+    "app-llm-score.js",
+    "app-llm-page.js",
+    "app-llm-log.js",
+    "app-llm-run.js",
+)
+
+
 #: The site's own static files, each also under a name carrying its content's hash
 #: (``app.<hash>.js``): pages link to those, which a browser may keep for a year; a new version
 #: has a new name.
@@ -47,29 +61,10 @@ STATIC_FILES = (
     "app-forms.js",
     "app-sweep.js",
     "app-tour.js",
-    "app-llm-settings.js",
-    "app-llm.js",
-    "app-llm-score.js",
-    "app-llm-page.js",
-    "app-llm-log.js",
-    "app-llm-run.js",
+    *LLM_SCRIPTS,
     "app.js",
     "style.css",
     "favicon.svg",
-)
-
-
-#: The LLM pages' scripts: linked by the evaluation and audit log pages, loaded by a claim page
-#: only when its second opinion is there (the claim pages are most of a static export). The
-#: first, the provider settings' dialog, is all the header's "LLM settings" button loads on
-#: another page, and only once it is used.
-LLM_SCRIPTS = (
-    "app-llm-settings.js",
-    "app-llm.js",
-    "app-llm-score.js",
-    "app-llm-page.js",
-    "app-llm-log.js",
-    "app-llm-run.js",
 )
 
 
