@@ -10,7 +10,10 @@ new workdir (removed afterwards unless ``--keep DIR``), and is reported with:
 * each stage's wall and CPU time, from the build's own summary (``"seconds"``), and the tagging
   stage's parts (preprocess, fit, tags);
 * its peak memory: the largest resident set of the build's process or of any of its workers
-  (``getrusage``'s ``ru_maxrss`` over the children).
+  (``getrusage``'s ``ru_maxrss`` over the children), and the build and its workers' PSS summed at
+  once (sampled every 0.2 s);
+* each step's peak memory, both ways (``stage_memory.StageMemory``, from the steps the build
+  names on stderr), the step that peaks marked; ``--timeline FILE`` writes every sample.
 
 ``--calls`` times the classifier's forward calls alone on the demo's dev inputs (random ids
 of the same shape when no build is given), the notebook's batches of 16 three ways: one call at
@@ -18,7 +21,7 @@ a time on one PyTorch thread, one at a time on two threads, two at a time on one
 (what the build does: ``claimtrace.models.predict.FORWARD_WORKERS``).
 
 ``--synthetic`` builds over ``bench/synthetic.py``'s 1,208,827 passages (written once to
-``work/synthetic/evidence-<passages>.json``): minutes and 3-4 GB; run it on a quiet machine.
+``work/synthetic/evidence-<passages>.json``): minutes and 2-3 GB; run it on a quiet machine.
 Without ``--demo`` or ``--synthetic``, the demo build alone.
 """
 
