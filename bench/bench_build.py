@@ -10,7 +10,10 @@ new workdir (removed afterwards unless ``--keep DIR``), and is reported with:
 * each stage's wall and CPU time, from the build's own summary (``"seconds"``), and the tagging
   stage's parts (preprocess, fit, tags);
 * its peak memory: the largest resident set of the build's process or of any of its workers
-  (``getrusage``'s ``ru_maxrss`` over the children).
+  (``getrusage``'s ``ru_maxrss`` over the children), and the build and its workers' PSS summed at
+  once (sampled every 0.2 s);
+* each step's peak memory, both ways (``stage_memory.StageMemory``, from the steps the build
+  names on stderr), the step that peaks marked; ``--timeline FILE`` writes every sample.
 
 ``--calls`` times the classifier's forward calls alone on the demo's dev inputs (random ids
 of the same shape when no build is given), the notebook's batches of 16 three ways: one call at
@@ -18,7 +21,7 @@ a time on one PyTorch thread, one at a time on two threads, two at a time on one
 (what the build does: ``claimtrace.models.predict.FORWARD_WORKERS``).
 
 ``--synthetic`` builds over ``bench/synthetic.py``'s 1,208,827 passages (written once to
-``work/synthetic/evidence-<passages>.json``): minutes and 3-4 GB; run it on a quiet machine.
+``work/synthetic/evidence-<passages>.json``): minutes and 2-3 GB; run it on a quiet machine.
 Without ``--demo`` or ``--synthetic``, the demo build alone.
 """
 
@@ -36,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from proctree import memory_kib, process_tree
+from stage_memory import StageMemory
 
 REPO = Path(__file__).resolve().parents[1]
 #: The ``claimtrace`` command, run by this interpreter: the code on its path (``PYTHONPATH`` picks
@@ -56,22 +59,9 @@ def synthetic_corpus(passages: int) -> Path:
     return path
 
 
-class TreeMemory(threading.Thread):
-    """Samples the summed PSS of a process and its workers every 0.2 s; ``peak_mib`` the largest:
-    what the machine gave the build at once (a worker's or a process alongside's memory
-    included), where ``ru_maxrss`` is the largest single process."""
-
-    def __init__(self, pid: int):
-        super().__init__(daemon=True)
-        self.pid, self.peak_mib, self.done = pid, 0.0, threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(0.2):
-            self.peak_mib = max(self.peak_mib, memory_kib(process_tree(self.pid), "Pss") / 1024)
-
-
-def run_build(corpus: list[str], workdir: Path) -> dict:
-    """One build in a fresh process: its summary, wall and CPU time and peak memory."""
+def run_build(corpus: list[str], workdir: Path, timeline: Path | None = None) -> dict:
+    """One build in a fresh process: its summary, wall and CPU time and peak memory, overall and
+    step by step (:class:`stage_memory.StageMemory`)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -80,24 +70,38 @@ def run_build(corpus: list[str], workdir: Path) -> dict:
         stderr=subprocess.PIPE,
         text=True,
     )
-    sampler = TreeMemory(process.pid)
+    sampler = StageMemory(process.pid)
     sampler.start()
-    stdout, stderr = process.communicate()
+    log: list[str] = []
+
+    def read_log() -> None:  # the build's steps as it says them (stdout is read meanwhile)
+        for line in process.stderr:
+            sampler.saw(line)
+            log.append(line)
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    reader.start()
+    stdout = process.stdout.read()
+    process.wait()
+    reader.join()
     sampler.done.set()
     sampler.join()
-    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"build failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    summary = json.loads(done.stdout)
+    if process.returncode != 0:
+        raise SystemExit(f"build failed ({process.returncode}):\n{''.join(log)[-4000:]}")
+    summary = json.loads(stdout)
+    steps = sampler.peaks()
+    if timeline is not None:
+        timeline.write_text(json.dumps(sampler.timeline), encoding="utf-8")
     return {
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         # ru_maxrss: the largest child's peak, in KiB on Linux
         "peak_memory_mib": after.ru_maxrss / 1024,
         # the build's process and its workers at once (PSS summed, sampled every 0.2 s)
-        "peak_tree_memory_mib": sampler.peak_mib,
+        "peak_tree_memory_mib": max((s["pss_mib"] for s in steps.values()), default=0.0),
+        "step_memory_mib": steps,
         "stages": summary.get("seconds", {}),
         "tagging_parts_s": summary["tagging"].get("timings", {}),
         "passages": summary["tagging"]["passages"],
@@ -146,6 +150,15 @@ def report(name: str, figures: dict) -> None:
         print(f"  {stage:<14}{took['wall']:7.1f} s wall {took['cpu']:7.1f} s CPU{alongside}")
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in figures["tagging_parts_s"].items())
     print(f"  (tagging: {parts})")
+    print("  memory by step: largest process's resident set (which) / the build and its workers' PSS at once")
+    steps = figures["step_memory_mib"]
+    top = max(steps, key=lambda step: steps[step]["rss_mib"], default=None)
+    for step, peak in steps.items():
+        mark = "  <- the peak" if step == top else ""
+        print(
+            f"  {step:<14}{peak['rss_mib']:7,.0f} MiB ({peak['largest']}, {peak['processes']} processes) "
+            f"{peak['pss_mib']:7,.0f} MiB{mark}"
+        )
 
 
 def main() -> None:
@@ -155,6 +168,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=PASSAGES, help="the synthetic corpus's size")
     parser.add_argument("--calls", action="store_true", help="time the forward calls' thread layouts only")
     parser.add_argument("--keep", default=None, help="build into DIR/<name> and keep it")
+    parser.add_argument("--timeline", default=None, help="write every memory sample of the last build to FILE (JSON)")
     parser.add_argument("--json", dest="as_json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args()
     if args.calls:
@@ -175,7 +189,7 @@ def main() -> None:
         if workdir.exists():
             raise SystemExit(f"{workdir}: exists (a bench times a new build)")
         try:
-            figures[name] = run_build(corpus, workdir)
+            figures[name] = run_build(corpus, workdir, Path(args.timeline) if args.timeline else None)
         finally:
             if not args.keep:
                 shutil.rmtree(parent, ignore_errors=True)

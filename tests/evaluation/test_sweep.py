@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from claimtrace.evaluation import sweep as sweep_module
+from claimtrace.evaluation.baselines import majority_label
 from claimtrace.evaluation.scorer import evidence_scores
 from claimtrace.evaluation.sweep import NOTEBOOK, RULES, SCORE_GRID, ClaimColumns, settings
 from claimtrace.pipeline.retrieval import Thresholds, fallback_six
@@ -108,3 +110,38 @@ def test_best_setting_is_named_and_tested(sweep_file):
 def _notebook_key(sweep_file, rule):
     """The key of the notebook's setting, read off its point."""
     return _point(sweep_file, rule, "top_n", NOTEBOOK.top_n)["key"]
+
+
+def test_the_sweep_holds_one_claims_columns_at_a_time(demo_build, monkeypatch):
+    """Every setting's retrieval of a claim is taken from its columns, then they are let go:
+    holding every claim's columns for both rules at once was the course-scale build's peak
+    memory (docs/benchmarks.md, "The 1,208,827-passage synthetic build")."""
+    live, most = [0], [0]
+
+    class Counted(ClaimColumns):
+        def __new__(cls, *columns):
+            live[0] += 1
+            most[0] = max(most[0], live[0])
+            return super().__new__(cls, *columns)
+
+        def __del__(self):
+            live[0] -= 1
+
+    monkeypatch.setattr(sweep_module, "ClaimColumns", Counted)
+    every = demo_build.claims("dev")
+    claims = {cid: every[cid] for cid in sorted(every)[:12]}
+    records = demo_build.retrieval("dev")
+    preprocess = demo_build.preprocessor.preprocess
+    classifier = demo_build.classifier()
+    result = sweep_module.sweep(
+        demo_build.retriever(),
+        claims,
+        {cid: records[cid]["tags"] for cid in claims},
+        {cid: preprocess(claim.text).text() for cid, claim in claims.items()},
+        demo_build.passage_stems,
+        classifier.vocab,
+        classifier.table,
+        majority_label(demo_build.claims("train")),
+    )
+    assert result["claims"] == len(claims)
+    assert most[0] == 1 and live[0] == 0

@@ -49,3 +49,29 @@ def test_tfidf_refuses_as_scikit_learn_does_in_its_order():
     empty = NotebookTfidf(tokenizer=str.split, max_df=0.5, min_df=3, empty_when_unfittable=True).fit(["a b", "a"])
     assert empty.cannot_fit_ == "max_df corresponds to < documents than min_df" and empty.vocabulary_ == {}
     assert empty.transform(["a b"]).shape == (1, 0)
+
+
+def test_merging_count_tables_lets_go_of_them_and_adds_their_counts():
+    """The fit's merge owns the tables it is given: it empties the list and each table's columns
+    as it copies them (so that the inputs are freed while it works: the tagging fit's peak over a
+    course-scale corpus), and gives sorted unique keys with their counts added."""
+    from claimtrace.pipeline.tfidf import _merge_tables
+
+    generator = np.random.default_rng(7)
+    tables = []
+    for _ in range(4):
+        keys = np.unique(generator.integers(0, 50, size=30))
+        tables.append([keys, generator.integers(1, 9, size=len(keys)), generator.integers(1, 4, size=len(keys))])
+    held = list(tables)
+    expected: dict[int, list[int]] = {}
+    for keys, tf, df in tables:
+        for key, t, d in zip(keys.tolist(), tf.tolist(), df.tolist(), strict=True):
+            expected.setdefault(key, [0, 0])
+            expected[key][0] += t
+            expected[key][1] += d
+    keys, tf, df = _merge_tables(tables)
+    assert tables == [] and all(column is None for table in held for column in table)
+    assert keys.tolist() == sorted(expected)
+    assert tf.tolist() == [expected[k][0] for k in sorted(expected)]
+    assert df.tolist() == [expected[k][1] for k in sorted(expected)]
+    assert keys.dtype == tf.dtype == df.dtype == np.int64

@@ -12,6 +12,7 @@ from claimtrace.data import files as data
 from claimtrace.workdir import builder as builder_module
 from claimtrace.workdir import layout as workdir
 from claimtrace.workdir.builder import build
+from claimtrace.workdir.layout import Stage
 from claimtrace.workdir.reader import BuildReader
 from claimtrace.workdir.stages import bm25 as bm25_stage
 from claimtrace.workdir.stages import tagging as tagging_stage
@@ -275,7 +276,9 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
 ):
     """With two processes, BM25 runs alongside the tagging and retrieval stages and the
     unpadded-tags retriever alongside the padded one (claimtrace.lib.forked_job): every file is the
-    same bytes as one process's build, which runs them in their place."""
+    same bytes as one process's build, which runs them in their place. The build's process lets go
+    of the corpus after the tagging stage's stems when BM25 has its own (alongside), and keeps it
+    for BM25 in its place with one process."""
     monkeypatch.setattr(workdir, "CHUNK", 200)
     monkeypatch.setattr(bm25_stage, "BM25_CHUNK", 200)
     started = []
@@ -286,6 +289,9 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
         return real_start(job, *args, **kwargs)
 
     monkeypatch.setattr(builder_module.ForkedJob, "start", counted_start)
+    corpus_held = {}
+    for stage in (Stage.RETRIEVAL, Stage.BM25):
+        monkeypatch.setitem(builder_module._STAGE_RUNNERS, stage, _noting_corpus(stage, corpus_held))
     summaries = {}
     for processes in (1, 2):
         with pytest.warns(errors.EvidenceChecksumWarning):
@@ -295,10 +301,22 @@ def test_two_processes_build_the_same_files_with_bm25_and_the_unpadded_retriever
         if processes == 1:
             assert started == []
     assert started == ["build_bm25", "_unpadded_variants"]
+    assert corpus_held == {(1, "retrieval"): True, (1, "bm25"): True, (2, "retrieval"): False, (2, "bm25"): False}
     assert _manifest_entries(tmp_path / "1") == _manifest_entries(tmp_path / "2")
     for summary in summaries.values():
         summary["bm25"].pop("seconds"), summary["retrieval"].pop("seconds"), summary["tagging"].pop("timings")
     assert summaries[1] == summaries[2]
+
+
+def _noting_corpus(stage, held: dict):
+    """The stage's runner, noting first whether the build's run still holds the corpus."""
+    run_stage = builder_module._STAGE_RUNNERS[stage]
+
+    def noting(run):
+        held[(run.processes, stage.value)] = run.passages is not None
+        return run_stage(run)
+
+    return noting
 
 
 def test_a_job_alongside_that_fails_fails_the_build_and_a_failing_stage_stops_it(

@@ -214,23 +214,35 @@ def _rule_points(
     retriever: Retriever, rule: Rule, tags: Sequence[str], claims: Mapping[str, Claim], ids: Sequence[str]
 ) -> list[tuple[str, float, Setting, _Point]]:
     """Every setting's retrievals of the claims ``ids`` (tag strings ``tags``) under one rule,
-    with their course F, from each claim's columns, computed once."""
+    with their course F, from each claim's columns, computed once.
+
+    One claim's columns are held at a time: every setting's retrieval of it is taken, then they
+    are let go. A claim of a course-scale corpus touches about 140,000 passages, and holding
+    every claim's columns for both rules at once was the build's peak (docs/benchmarks.md, "The
+    1,208,827-passage synthetic build")."""
     gold = [claims[c].evidences for c in ids]
-    columns = [ClaimColumns.from_retriever(retriever, t, rule) for t in tags]
-    rows = []
+    swept = []
     for parameter, value, setting in settings():
         if setting.score == rule.score_threshold:
             setting = setting._replace(score=None)  # the rule's own: the notebook setting's key
         threshold = rule.score_threshold if setting.score is None else setting.score
-        found = [col.retrieve(setting, threshold) for col in columns]
-        names = [[retriever.ids[p] for p in positions] for positions, _ in found]
+        swept.append((parameter, value, setting, threshold))
+    found: list[list[tuple[tuple[int, ...], bool]]] = [[] for _ in swept]  # [setting][claim]
+    for claim_tags in tags:
+        columns = ClaimColumns.from_retriever(retriever, claim_tags, rule)
+        for each, (*_, setting, threshold) in zip(found, swept, strict=True):
+            each.append(columns.retrieve(setting, threshold))
+        del columns
+    rows = []
+    for (parameter, value, setting, _), got in zip(swept, found, strict=True):
+        names = [[retriever.ids[p] for p in positions] for positions, _ in got]
         scores = np.array([evidence_scores(n, g) for n, g in zip(names, gold, strict=True)]).reshape(-1, 3)
         point = _Point(
             scores[:, 2],
             scores[:, 0],
             scores[:, 1],
-            [positions for positions, _ in found],
-            np.array([fb for _, fb in found]),
+            [positions for positions, _ in got],
+            np.array([fb for _, fb in got]),
         )
         rows.append((parameter, value, setting, point))
     return rows

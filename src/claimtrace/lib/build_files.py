@@ -60,6 +60,12 @@ class PackedStrings(Sequence):
             raise IndexError(i)
         return bytes(self._buffer[int(self._offsets[i]) : int(self._offsets[i + 1])]).decode("utf-8")
 
+    def __iter__(self) -> Iterator[str]:
+        """Every string in order (a loop over the offsets once, not a look-up per item)."""
+        buffer, offsets = self._buffer, self._offsets.tolist()
+        for start, stop in zip(offsets, offsets[1:]):
+            yield bytes(buffer[start:stop]).decode("utf-8")
+
     @property
     def nbytes(self) -> int:
         return int(self._offsets[-1])

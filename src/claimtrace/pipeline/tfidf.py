@@ -123,17 +123,30 @@ def _sorted_rows(docs: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: 
     return matrix
 
 
-def _merge_tables(tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge (keys, tf, df) count tables into one with sorted unique keys, adding counts."""
-    keys = np.concatenate([t[0] for t in tables])
+def _merge_tables(tables: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge [keys, tf, df] count tables into one with sorted unique keys, adding counts.
+
+    The merge owns ``tables``: each input column is let go once it is copied, and each result
+    column is made while the others wait unsorted, so that at most about five columns of the
+    merged length are held at once rather than ten (the tagging vectorizer's last merge over a
+    course-scale corpus, docs/benchmarks.md). The list is empty afterwards."""
+    merged = []
+    for column in range(3):
+        merged.append(np.concatenate([table[column] for table in tables]))
+        for table in tables:
+            table[column] = None
+    tables.clear()
+    keys, tf, df = merged
+    del merged
     if len(keys) == 0:
         return keys, np.empty(0, np.int64), np.empty(0, np.int64)
-    tf = np.concatenate([t[1] for t in tables])
-    df = np.concatenate([t[2] for t in tables])
     order = np.argsort(keys, kind="stable")
-    keys, tf, df = keys[order], tf[order], df[order]
+    keys = keys[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], np.add.reduceat(tf, starts), np.add.reduceat(df, starts)
+    keys = keys[starts]
+    tf = np.add.reduceat(tf[order], starts)
+    df = np.add.reduceat(df[order], starts)
+    return keys, tf, df
 
 
 @dataclass
@@ -224,8 +237,8 @@ class NotebookTfidf:
         max_n = self.ngram_range[1]
         # Per-batch count tables wait in `pending` and are merged when they grow large, so the
         # big table is re-sorted a few times, not once per batch.
-        merged = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
-        pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        merged = [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)]
+        pending: list[list[np.ndarray]] = []
         pending_size = 0
         n_docs = 0
         # Token ids grow while reading, so the key base is fixed ahead: 2**21, room for
@@ -240,13 +253,16 @@ class NotebookTfidf:
             pk, pc = pair_keys[order], pair_counts[order]
             starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]]) if len(pk) else np.empty(0, np.int64)
             chunk_tf = np.add.reduceat(pc, starts) if len(pk) else np.empty(0, np.int64)
-            pending.append((pk[starts], chunk_tf, np.diff(np.append(starts, len(pk)))))
+            pending.append([pk[starts], chunk_tf, np.diff(np.append(starts, len(pk)))])
             pending_size += len(starts)
             n_docs += batch.n_docs
             if pending_size > max(20_000_000, len(merged[0])):
-                merged = _merge_tables([merged, *pending])
+                tables = [merged, *pending]
                 pending, pending_size = [], 0
-        all_keys, all_tf, all_df = _merge_tables([merged, *pending])
+                merged = list(_merge_tables(tables))  # it lets go of the tables it merged
+        tables = [merged, *pending]
+        del merged, pending
+        all_keys, all_tf, all_df = _merge_tables(tables)
         self._select(all_keys, all_tf, all_df, n_docs, tokens, base)
         return self
 

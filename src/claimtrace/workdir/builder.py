@@ -44,7 +44,7 @@ from claimtrace.workdir.stages.corpus import build_passage_store, load_corpus
 from claimtrace.workdir.stages.quirk_costs import build_more_verdicts, build_scoreboard
 from claimtrace.workdir.stages.retrieval import build_retrieval, build_variant_records
 from claimtrace.workdir.stages.sweep import build_sweep
-from claimtrace.workdir.stages.tagging import build_tagging, stems_items
+from claimtrace.workdir.stages.tagging import finish_tagging, prepare_tagging, stems_items
 
 
 @dataclass
@@ -53,7 +53,8 @@ class BuildRun:
     keeps between them.
 
     reader: the build's one reader (its workdir, its data folder). passages: the corpus,
-    ``id -> text`` in file order. processes: processes at once (``--processes``). until: the last
+    ``id -> text`` in file order, until no step left reads it (:meth:`let_go_of_passages`: None
+    from then on). processes: processes at once (``--processes``). until: the last
     stage to run. files: the manifest, completed after each stage. items: the item counts of the
     files whose items are not lines (the stems chunks: JSON lists). seconds: each step's wall
     and CPU time, filled as the steps end. alongside: the jobs started alongside the stages, by
@@ -61,7 +62,7 @@ class BuildRun:
     """
 
     reader: BuildReader
-    passages: dict[str, str]
+    passages: dict[str, str] | None
     processes: int
     until: Stage
     files: FileManifest
@@ -95,6 +96,14 @@ class BuildRun:
         collected at its place in the stage order. With one process it runs in its place."""
         if self.processes > 1 and self.until >= Stage.BM25 and not bm25_done(self.reader):
             self.alongside["bm25"] = ForkedJob.start(build_bm25, self.reader, self.passages, processes=1)
+
+    def let_go_of_passages(self) -> None:
+        """Drop the corpus once the tagging stage has read what it needs of it, unless the BM25
+        stage is still to run in this process (with one process): BM25 alongside has its own
+        copy, forked. The corpus's Python strings were a third of a GB held by the build's
+        process through every later stage at 1.2M passages (docs/benchmarks.md)."""
+        if "bm25" in self.alongside or self.until < Stage.BM25 or bm25_done(self.reader):
+            self.passages = None
 
 
 def build(
@@ -134,6 +143,7 @@ def build(
         seconds = {} if seconds is None else seconds  # the caller's own dict, filled as the steps end
         run = BuildRun(BuildReader(work.root, data_dir), passages, processes, until, files, items, seconds)
         build_passage_store(work, passages)
+        del passages  # the run holds the corpus, and lets go of it once no step reads it
         run.record_new()
         try:
             summary = _run_stages(run)
@@ -172,7 +182,10 @@ def _run_stages(run: BuildRun) -> dict:
 
 def _tagging(run: BuildRun) -> dict:
     with run.step("tagging", f"stems, the tagging vectorizer and tags of {len(run.passages):,} passages"):
-        summary = build_tagging(run.reader, run.passages, run.processes, run.start_bm25_alongside)
+        inputs = prepare_tagging(run.reader, run.passages, run.processes, run.start_bm25_alongside)
+        run.let_go_of_passages()  # before the fit: what is left of the stage reads its inputs
+        summary = finish_tagging(run.reader, inputs, run.processes)
+        del inputs
     # A summary written before the stage counted the corpus (lengths, tags per passage) is written
     # again with those figures: recorded again, or the manifest would call it damaged.
     if run.files.get(run.reader.work.tagging_summary) is not None:

@@ -1,10 +1,19 @@
-"""claimtrace.workdir.stages.tagging: the corpus figures the tagging stage adds to its summary."""
+"""claimtrace.workdir.stages.tagging: the corpus figures the tagging stage adds to its summary, and
+the stage's second half made from its inputs without the corpus."""
 
 from __future__ import annotations
 
-from claimtrace import course
+import json
+import shutil
+import weakref
+
+import pytest
+
+from claimtrace import course, errors
 from claimtrace.constants import EVIDENCE_PASSAGES
-from claimtrace.workdir.stages.tagging import corpus_figures
+from claimtrace.workdir.builder import build
+from claimtrace.workdir.reader import BuildReader
+from claimtrace.workdir.stages.tagging import corpus_figures, finish_tagging, prepare_tagging
 
 
 def test_passages_fall_in_the_reports_buckets_and_tags_are_counted_once_each():
@@ -48,3 +57,34 @@ def test_the_buckets_bounds_are_the_reports():
         ">200",
     ]
     assert sum(course.TABLE1.values()) == EVIDENCE_PASSAGES
+
+
+class _Corpus(dict):
+    """A corpus whose end a test can see (a plain dict takes no weak reference)."""
+
+
+def test_after_its_stems_the_stage_reads_its_inputs_not_the_corpus(tmp_path, data_dir, small_evidence):
+    """What the tagging stage needs of the corpus is taken before the vectorizer's fit
+    (prepare_tagging), so that the build lets go of the corpus there: the inputs hold none of it,
+    and the tags and summary made from them (two processes) are the files the build wrote."""
+    root = tmp_path / "w"
+    with pytest.warns(errors.EvidenceChecksumWarning):
+        build(root, data_dir, small_evidence, processes=1, until="tagging")
+    tags = root / "tagging" / "tags"
+    written = {path.name: path.read_bytes() for path in sorted(tags.iterdir())}
+    summary_path = root / "tagging" / "summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    shutil.rmtree(tags)
+    summary_path.unlink()
+    (root / "tagging" / "vectorizer.npz").unlink()  # fitted again, from the inputs
+    corpus = _Corpus(json.loads(small_evidence.read_text(encoding="utf-8")))
+    alive = weakref.ref(corpus)
+    reader = BuildReader(root, data_dir)
+    inputs = prepare_tagging(reader, corpus, processes=1)
+    del corpus
+    assert alive() is None
+    remade = finish_tagging(reader, inputs, processes=2)
+    assert {path.name: path.read_bytes() for path in sorted(tags.iterdir())} == written
+    for figures in (summary, remade):
+        figures.pop("timings")
+    assert remade == summary
