@@ -120,6 +120,13 @@ def test_the_arrow_keys_move_between_steps(tour_page):
     page.keyboard.press("ArrowLeft")
     assert dialog.get_attribute("data-step") == str(last - 1)
     page.keyboard.press("Escape")
+    # the dialog's close event comes in a task after the key: wait for it before looking
+    page.wait_for_function("() => !document.querySelector('#tour-lightbox').open")
+    page.wait_for_function(
+        "n => Array.from(document.querySelectorAll('a.tour-zoom')).indexOf(document.activeElement) === n",
+        arg=last - 1,
+        timeout=5000,
+    )
     assert _focused_step(page) == last - 1  # the step last shown, not the one opened
     # not while a form field has the focus: the theme's select keeps its arrows
     page.locator("#theme-choice").focus()
