@@ -98,6 +98,20 @@ def browser():
 
 
 @pytest.fixture(scope="session")
+def axe(browser):
+    """``axe.violations(url, width, scheme)``: axe-core's violations on a page, checked in one tab
+    of the process's Chromium kept open from check to check (tests/web/conftest.py,
+    ``AxeChecker``). axe-core is npm's package, installed by ``make test`` (tests/axe)."""
+    from tests.web.conftest import AXE, AxeChecker
+
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: make test installs it (cd tests/axe && npm ci)")
+    checker = AxeChecker(browser, AXE.read_text(encoding="utf-8"))
+    yield checker
+    checker.close()
+
+
+@pytest.fixture(scope="session")
 def data_dir() -> Path:
     return find_data_dir()
 

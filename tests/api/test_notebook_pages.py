@@ -11,7 +11,6 @@ import pytest
 import claimtrace
 from claimtrace.api.build import Build
 from claimtrace.data import files as data_layer
-from tests.web.conftest import AXE, violations
 
 pytestmark = pytest.mark.browser
 
@@ -43,8 +42,8 @@ CHECKED = [("claim", "light"), ("claim", "dark"), ("typed", "light"), ("scores",
 
 
 @pytest.mark.parametrize(("name", "scheme"), CHECKED)
-def test_axe_finds_nothing_in_a_notebook_output(browser, documents, name, scheme):  # noqa: F811
-    found = violations(browser, documents[name].as_uri(), AXE.read_text(encoding="utf-8"), 1280, scheme)
+def test_axe_finds_nothing_in_a_notebook_output(axe, documents, name, scheme):
+    found = axe.violations(documents[name].as_uri(), 1280, scheme)
     assert found == [], found
 
 

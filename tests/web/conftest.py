@@ -49,22 +49,70 @@ RUN = """async () => {
 }"""
 
 
-def violations(browser, url: str, axe_source: str, width: int, scheme: str = "light") -> list[dict]:
-    """axe-core's violations on the page at ``url``, at ``width`` px, with the system's colour
-    scheme ``scheme`` ("light" or "dark": Playwright's emulation of prefers-color-scheme)."""
-    # the site's Content-Security-Policy allows no inline script: axe is injected past it
-    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True, color_scheme=scheme)
-    try:
-        page = context.new_page()
-        page.goto(url, wait_until="load")
-        if page.locator("body[data-page=live]:not([data-mode=notebook])").count():  # a notebook output runs no editor
-            page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
-        if page.locator(".static-charts").count():
-            page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
-        page.add_script_tag(content=axe_source)
-        return page.evaluate(RUN)
-    finally:
-        context.close()
+class AxeChecker:
+    """axe-core's violations on pages opened one after another in one tab of the shared Chromium
+    (the ``axe`` fixture: one per test process).
+
+    A tab that stays open keeps its renderer process and its V8 isolate, so axe-core (about 570 kB of script) is
+    compiled once rather than at every check, and no context or process is started for each;
+    that is most of what a check of a small page costs (docs/benchmarks.md, "The test suite").
+    Nothing a page leaves reaches the next: each check opens a new document at its own width and
+    colour scheme; after it, what the pages kept (cookies, local and session storage) is cleared
+    and the tab is left on a blank page; a check that fails leaves the tab closed, and the next
+    opens a new one. Only the hashed,
+    content-addressed static files stay in the tab's HTTP cache (HTML and JSON carry no cache
+    headers)."""
+
+    def __init__(self, browser, source: str):
+        self.browser = browser
+        self.source = source
+        self.context = None
+        self.page = None
+
+    def _tab(self):
+        if self.page is None:
+            # the site's Content-Security-Policy allows no inline script: axe is injected past it
+            self.context = self.browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+            self.page = self.context.new_page()
+        return self.page
+
+    def violations(self, url: str, width: int, scheme: str = "light") -> list[dict]:
+        """axe-core's violations on the page at ``url``, at ``width`` px (900 high), with the
+        system's colour scheme ``scheme`` ("light" or "dark": Chromium's emulation of
+        prefers-color-scheme)."""
+        page = self._tab()
+        try:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.emulate_media(color_scheme=scheme)
+            page.goto(url, wait_until="load")
+            if page.locator(
+                "body[data-page=live]:not([data-mode=notebook])"
+            ).count():  # a notebook output runs no editor
+                page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
+            if page.locator(".static-charts").count():
+                page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
+            page.add_script_tag(content=self.source)
+            found = page.evaluate(RUN)
+            page.evaluate(FORGET)
+            self.context.clear_cookies()
+            # the checked page unloaded: its timers (a page being built asks again every few
+            # seconds, the live page's editor) would otherwise run on beside the later tests
+            page.goto("about:blank")
+            return found
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.context is not None:
+            self.context.close()
+        self.context = self.page = None
+
+
+#: What a page may have kept in the browser, forgotten after each check (a file:// page's
+#: storage may be refused: nothing to forget then).
+FORGET = """() => { for (const name of ['localStorage', 'sessionStorage']) {
+  try { window[name].clear(); } catch (e) { /* refused */ } } }"""
 
 
 @contextmanager

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import AXE, violations
-
 pytestmark = pytest.mark.browser
 
 #: One page of each type, checked at both widths in both themes.
@@ -56,28 +54,21 @@ EXPORTED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def axe_source() -> str:
-    if not AXE.is_file():
-        pytest.fail(f"{AXE} is missing: make test installs it (cd tests/axe && npm ci)")
-    return AXE.read_text(encoding="utf-8")
-
-
 SCHEMES = ["light", "dark"]
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", SERVED)
-def test_axe_finds_nothing_on_served_pages(browser, web_server, axe_source, path, width, scheme):
-    found = violations(browser, web_server + path, axe_source, width, scheme)
+def test_axe_finds_nothing_on_served_pages(axe, web_server, path, width, scheme):
+    found = axe.violations(web_server + path, width, scheme)
     assert found == [], found
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("path", SERVED_AGAIN)
-def test_axe_finds_nothing_on_more_served_pages(browser, web_server, axe_source, path, scheme):
-    found = violations(browser, web_server + path, axe_source, 1280, scheme)
+def test_axe_finds_nothing_on_more_served_pages(axe, web_server, path, scheme):
+    found = axe.violations(web_server + path, 1280, scheme)
     assert found == [], found
 
 
@@ -92,6 +83,6 @@ def exported(demo_site_data, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("path", EXPORTED)
-def test_axe_finds_nothing_on_exported_pages(browser, exported, axe_source, path, scheme):
-    found = violations(browser, (exported / path).as_uri(), axe_source, 1280, scheme)
+def test_axe_finds_nothing_on_exported_pages(axe, exported, path, scheme):
+    found = axe.violations((exported / path).as_uri(), 1280, scheme)
     assert found == [], found

@@ -440,7 +440,7 @@ def test_live_form_is_a_share_link_and_stale_results_are_marked(page, web_server
     assert not page.problems, page.problems
 
 
-def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, demo_build, tmp_path, monkeypatch):
+def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, axe, demo_build, tmp_path, monkeypatch):
     """`serve --while-building` in Chromium: /results while the build holds the workdir is
     "Being built"; while it still is, the page asks again (every second here, 5 s as served) and
     takes the new answer's message in place, with no reload; once the sweep is written and the
@@ -450,7 +450,7 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
     from claimtrace.web import app as app_module
     from claimtrace.web.app import create_app
     from claimtrace.workdir.builder import workdir_lock
-    from tests.web.conftest import AXE, serving, violations
+    from tests.web.conftest import serving
     from tests.web.test_app import _partial_copy
 
     monkeypatch.setattr(app_module, "BEING_BUILT_REFRESH", 1)
@@ -470,7 +470,7 @@ def test_a_page_being_built_shows_itself_once_the_build_has_written_it(browser, 
                 page.set_viewport_size({"width": 390, "height": 844})
                 page.screenshot(path=str(ARTIFACTS / "being-built-390.png"), full_page=True)
                 for width in (1280, 390):  # the error page's type, as it waits: axe-core at both widths
-                    assert not violations(browser, base + "/results", AXE.read_text(), width), width
+                    assert not axe.violations(base + "/results", width), width
                 page.evaluate("window.sameDocument = true; document.querySelector('h1').dataset.asked = 'not yet'")
                 page.wait_for_timeout(1_500)  # asked again meanwhile: still being built, no reload...
                 assert page.evaluate("window.sameDocument === true") and page.locator("body[data-page=error]").count()

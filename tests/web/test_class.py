@@ -274,11 +274,10 @@ def _shots() -> Path:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("where", ["served", "exported"])
-def test_axe_finds_nothing_on_the_class_page(browser, class_server, class_export, where, width, scheme):
-    from tests.web.conftest import AXE, violations
+def test_axe_finds_nothing_on_the_class_page(browser, axe, class_server, class_export, where, width, scheme):
 
     url = class_server + "/compare/class.html" if where == "served" else (class_export / "compare/class.html").as_uri()
-    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
+    found = axe.violations(url, width, scheme)
     assert found == [], found
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.goto(url)

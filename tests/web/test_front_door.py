@@ -21,7 +21,7 @@ from claimtrace.course import WALKTHROUGH_CLAIM
 from claimtrace.evaluation.significance import verdicts_paired
 from claimtrace.explain.confidence import softmax
 from claimtrace.web.previews import PREVIEW_SIZE, site_card, verdict_card
-from tests.web.conftest import ARTIFACTS, violations
+from tests.web.conftest import ARTIFACTS
 
 #: One page of each kind, served: each must carry a favicon, a description and a preview.
 SERVED = [
@@ -331,20 +331,13 @@ def test_explore_says_when_no_claim_matches_and_resets(browser, web_server):
     context.close()
 
 
-@pytest.fixture(scope="module")
-def axe_source() -> str:
-    from tests.web.conftest import AXE
-
-    return AXE.read_text(encoding="utf-8")
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_finds_nothing_on_the_exported_landing(browser, exported, axe_source, width, scheme):
+def test_axe_finds_nothing_on_the_exported_landing(axe, exported, width, scheme):
     """The served landing is in test_a11y.py (both widths, both themes); an exported claim page
     (the walkthrough's kind) too, at 1280 px."""
-    found = violations(browser, (exported / "index.html").as_uri(), axe_source, width, scheme)
+    found = axe.violations((exported / "index.html").as_uri(), width, scheme)
     assert found == [], found
 
 

@@ -11,8 +11,6 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from tests.web.conftest import AXE, violations
-
 #: A dev claim's text (claim-104) whose kept passages differ under the two rules on the demo
 #: build: found by tracing the first dev claims' texts under both and keeping a short one.
 DIFFERING = "Increases in atmospheric CO2 followed increases in temperature."
@@ -156,11 +154,9 @@ def test_a_course_claims_page_links_other_claims_not_its_own(web_client, demo_si
 
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_finds_nothing_on_the_live_page_with_the_toggle(browser, web_server, width):
-    if not AXE.is_file():
-        pytest.fail(f"{AXE} is missing: make test installs it (cd tests/axe && npm ci)")
+def test_axe_finds_nothing_on_the_live_page_with_the_toggle(browser, axe, web_server, width):
     url = web_server + "/live.html?" + urlencode({"text": DIFFERING, "rule": "submission"})
-    assert violations(browser, url, AXE.read_text(encoding="utf-8"), width) == []
+    assert axe.violations(url, width) == []
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(url)

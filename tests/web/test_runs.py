@@ -422,11 +422,10 @@ def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client,
 @pytest.mark.parametrize(
     "path", ["/compare/", "/compare/index.html", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"]
 )
-def test_axe_finds_nothing_on_compare_pages(browser, compare_server, digest, path, width, scheme):
-    from tests.web.conftest import AXE, violations
+def test_axe_finds_nothing_on_compare_pages(axe, compare_server, digest, path, width, scheme):
 
     url = compare_server + path.format(digest=digest)
-    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
+    found = axe.violations(url, width, scheme)
     assert found == [], found
 
 
@@ -483,11 +482,10 @@ def test_the_compare_pages_whiskers_are_drawn_to_scale_served_and_exported(
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", ["compare/index.html", "compare/{digest}.html"])
-def test_axe_finds_nothing_on_exported_compare_pages(browser, compare_export, digest, path, width, scheme):
-    from tests.web.conftest import AXE, violations
+def test_axe_finds_nothing_on_exported_compare_pages(axe, compare_export, digest, path, width, scheme):
 
     url = (compare_export / path.format(digest=digest)).as_uri()
-    found = violations(browser, url, AXE.read_text(encoding="utf-8"), width, scheme)
+    found = axe.violations(url, width, scheme)
     assert found == [], found
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from claimtrace.evaluation import seed_spread
 from tests.support.seed_spread import WHOLE, write_seed_spread
-from tests.web.conftest import ARTIFACTS, AXE, violations
+from tests.web.conftest import ARTIFACTS
 from tests.web.test_charts import check_whiskers
 
 pytestmark = pytest.mark.browser
@@ -119,6 +119,6 @@ def test_every_mark_is_drawn_at_its_value_served_and_exported(browser, addresses
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_axe_finds_nothing_on_the_drawn_page(browser, addresses, width, scheme):
-    found = violations(browser, addresses["served"], AXE.read_text(encoding="utf-8"), width, scheme)
+def test_axe_finds_nothing_on_the_drawn_page(axe, addresses, width, scheme):
+    found = axe.violations(addresses["served"], width, scheme)
     assert found == [], found

@@ -16,7 +16,7 @@ from claimtrace.web.pages import CLAIM, EXPLORE
 from claimtrace.web.render import Renderer
 from claimtrace.web.site_data import SiteData
 from tests.conftest import COUNTERFACTUAL_WORDS
-from tests.web.conftest import ARTIFACTS, AXE, serving, violations
+from tests.web.conftest import ARTIFACTS, serving
 from tests.web.test_charts import MEASURE, check_bars
 
 TYPED = "Greenland is gaining ice"
@@ -120,10 +120,9 @@ def exported(site_data, tmp_path_factory):
 
 
 @pytest.mark.browser
-def test_the_pages_are_axe_clean(browser, served, site_data, exported):
+def test_the_pages_are_axe_clean(axe, served, site_data, exported):
     claim_id = _claim_ids(site_data)[0]
     _typed_ready(site_data)
-    axe = AXE.read_text(encoding="utf-8")
     assert "What would change this verdict" in exported.read_text(encoding="utf-8")
     checked = [
         (f"{served}/claim/{claim_id}.html", 1280, "light"),
@@ -134,7 +133,7 @@ def test_the_pages_are_axe_clean(browser, served, site_data, exported):
         (exported.as_uri(), 1280, "light"),
     ]
     for url, width, scheme in checked:
-        assert violations(browser, url, axe, width, scheme) == [], (url, width, scheme)
+        assert axe.violations(url, width, scheme) == [], (url, width, scheme)
 
 
 @pytest.mark.browser
