@@ -53,15 +53,14 @@ class AxeChecker:
     """axe-core's violations on pages opened one after another in one tab of the shared Chromium
     (the ``axe`` fixture: one per test process).
 
-    A tab that stays open keeps its renderer process and its V8 isolate, so axe-core (about 570 kB of script) is
-    compiled once rather than at every check, and no context or process is started for each;
-    that is most of what a check of a small page costs (docs/benchmarks.md, "The test suite").
-    Nothing a page leaves reaches the next: each check opens a new document at its own width and
-    colour scheme; after it, what the pages kept (cookies, local and session storage) is cleared
-    and the tab is left on a blank page; a check that fails leaves the tab closed, and the next
-    opens a new one. Only the hashed,
-    content-addressed static files stay in the tab's HTTP cache (HTML and JSON carry no cache
-    headers)."""
+    A tab that stays open keeps its renderer process and its V8 isolate, so axe-core (about 570 kB
+    of script) is compiled once rather than at every check, and no context or process is started
+    for each: much of what a check of a small page costs (docs/benchmarks.md, "The test
+    suite"). Nothing a page leaves reaches the next. Each check opens a new document at its own
+    width and colour scheme; after it, what the page kept (cookies, local and session storage) is
+    cleared and the tab is left on a blank page. A check that raises closes the tab, and the next
+    opens a new one. Only the hashed, content-addressed static files stay in the tab's HTTP cache
+    (HTML and JSON carry no cache headers)."""
 
     def __init__(self, browser, source: str):
         self.browser = browser
@@ -85,9 +84,8 @@ class AxeChecker:
             page.set_viewport_size({"width": width, "height": 900})
             page.emulate_media(color_scheme=scheme)
             page.goto(url, wait_until="load")
-            if page.locator(
-                "body[data-page=live]:not([data-mode=notebook])"
-            ).count():  # a notebook output runs no editor
+            # the live page's editor is ready, or has failed (a notebook output runs none)
+            if page.locator("body[data-page=live]:not([data-mode=notebook])").count():
                 page.wait_for_selector("body[data-editor=ready], body[data-editor=failed]", timeout=30_000)
             if page.locator(".static-charts").count():
                 page.wait_for_selector("body[data-charts=ready]", timeout=30_000)
