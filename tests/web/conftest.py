@@ -101,6 +101,12 @@ class AxeChecker:
             self.close()
             raise
 
+    def on(self, page) -> list[dict]:
+        """axe-core's violations on ``page`` as a test has left it (a dialog open, an answer shown),
+        in the test's own tab: its context must be made with ``bypass_csp=True``."""
+        page.add_script_tag(content=self.source)
+        return page.evaluate(RUN)
+
     def close(self) -> None:
         if self.context is not None:
             self.context.close()

@@ -1,5 +1,5 @@
 """The page tests' axe-core checker (tests/web/conftest.py, ``AxeChecker``): one tab kept open from
-check to check must answer as a fresh one would. Each check gets its own width and colour
+check to check must answer as a fresh one would, and a test's own page is checked as it stands. Each check gets its own width and colour
 scheme, what a page kept in storage is gone by the next check, and a check that fails leaves
 no broken tab behind. The pages here are written by the test, with violations put in on purpose."""
 
@@ -78,3 +78,18 @@ def test_a_check_that_fails_leaves_a_tab_that_works(axe, tmp_path):
         axe.violations((tmp_path / "missing.html").as_uri(), 1280)
     assert axe.page is None
     assert _ids(axe.violations(page.as_uri(), 390)) == {"image-alt"}
+
+
+def test_a_tests_own_page_is_checked_as_the_test_left_it(browser, axe, tmp_path):
+    """``axe.on(page)``: in the test's tab, at its width, after what the test did to the page."""
+    page_file = tmp_path / "scheme-and-width.html"
+    page_file.write_text(SCHEME_AND_WIDTH, encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(page_file.as_uri(), wait_until="load")
+        assert axe.on(page) == []
+        page.evaluate("document.querySelector('.narrow').style.display = 'block'")  # what a test did
+        assert _ids(axe.on(page)) == {"image-alt"}
+    finally:
+        context.close()

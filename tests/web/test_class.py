@@ -275,7 +275,6 @@ def _shots() -> Path:
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("where", ["served", "exported"])
 def test_axe_finds_nothing_on_the_class_page(browser, axe, class_server, class_export, where, width, scheme):
-
     url = class_server + "/compare/class.html" if where == "served" else (class_export / "compare/class.html").as_uri()
     found = axe.violations(url, width, scheme)
     assert found == [], found

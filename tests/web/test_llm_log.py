@@ -20,7 +20,7 @@ import pytest
 
 from claimtrace.web.app import create_app
 from claimtrace.web.views.llm import AI_LOG_DATA
-from tests.web.conftest import AXE, RUN, serving
+from tests.web.conftest import RUN, serving
 
 pytestmark = pytest.mark.browser
 
@@ -133,11 +133,6 @@ def _kept(page) -> list[dict]:
     return page.evaluate("() => JSON.parse(localStorage.getItem('claimtrace.llm.audit') || '[]')")
 
 
-def _axe(page) -> list:
-    page.add_script_tag(content=AXE.read_text())
-    return page.evaluate(RUN)
-
-
 # ---------------------------------------------------------------- the header's settings
 
 
@@ -208,14 +203,14 @@ def test_the_headers_button_on_a_claim_page_updates_its_second_opinion(open_at, 
 
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("kind", ["served", "exported"])
-def test_axe_with_the_settings_open(open_at, site, exported, kind, width):
+def test_axe_with_the_settings_open(axe, open_at, site, exported, kind, width):
     url = site + "/results.html" if kind == "served" else (exported / "results.html").as_uri()
     page = open_at(url, width)
     _header_button(page).click()
     page.wait_for_selector("dialog#llm-settings[open]")
     if kind == "served":
         page.screenshot(path=f"{SHOTS}/llm-log-settings-{width}.png")
-    assert _axe(page) == []
+    assert axe.on(page) == []
 
 
 # ---------------------------------------------------------------- the audit log page
@@ -351,24 +346,24 @@ def test_clearing_asks_first_and_cancel_keeps_the_log(open_at, site):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_and_screenshots_of_the_log(open_at, site, width):
+def test_axe_and_screenshots_of_the_log(axe, open_at, site, width):
     page = open_at(site + "/ai-log.html", width)
     _with_calls(page)
     page.locator("#ai-log details[data-id=t5] summary").click()
     page.add_style_tag(content="header.top { position: static; }")  # once atop a full-page shot, not mid-way
     page.screenshot(path=f"{SHOTS}/llm-log-page-{width}.png", full_page=True)
-    assert _axe(page) == []
+    assert axe.on(page) == []
     page.click("#ai-log-clear")
     page.wait_for_selector("dialog#ai-log-confirm[open]")
     page.screenshot(path=f"{SHOTS}/llm-log-clear-{width}.png")
     assert page.evaluate(RUN) == []
 
 
-def test_the_exported_log_page_works_from_disk(open_at, exported):
+def test_the_exported_log_page_works_from_disk(axe, open_at, exported):
     page = open_at((exported / "ai-log.html").as_uri(), 390)
     _with_calls(page)
     assert _counts_shown(page) == _counts_of(CALLS)
     page.locator("#ai-log details[data-id=t1] summary").click()
     assert _facts(page.locator(".ai-review"))["Label read"] == "SUPPORTS"
     assert not page.problems, page.problems
-    assert _axe(page) == []
+    assert axe.on(page) == []

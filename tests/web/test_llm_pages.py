@@ -18,7 +18,7 @@ from claimtrace.evaluation import statistics as S
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.web.app import create_app
 from tests.support.fake_provider import FakeProvider
-from tests.web.conftest import ARTIFACTS, AXE, RUN, serving
+from tests.web.conftest import ARTIFACTS, RUN, serving
 
 pytestmark = pytest.mark.browser
 
@@ -335,15 +335,14 @@ def test_a_second_opinion_beside_the_notebooks_verdict(page, site, provider, dem
 
 @pytest.mark.parametrize("path", ["/evaluation.html", "/ai-log.html"])
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_and_screenshots(browser, site, path, width):
+def test_axe_and_screenshots(browser, axe, site, path, width):
     context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     try:
         page = context.new_page()
         page.goto(site + path, wait_until="load")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{path.strip('/').split('.')[0]}-{width}.png"), full_page=True)
-        page.add_script_tag(content=AXE.read_text())
-        assert page.evaluate(RUN) == []
+        assert axe.on(page) == []
         if path == "/evaluation.html":  # the dialog too
             page.click("#llm-open-settings")
             assert page.evaluate(RUN) == []

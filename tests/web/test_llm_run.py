@@ -24,7 +24,7 @@ from claimtrace.evaluation import llm_score
 from claimtrace.evaluation.scorer import evidence_f
 from claimtrace.web.app import create_app
 from tests.support.fake_provider import MALFORMED, FakeProvider, Reply, default_answer, passage_ids
-from tests.web.conftest import ARTIFACTS, AXE, RUN, serving
+from tests.web.conftest import ARTIFACTS, serving
 
 pytestmark = pytest.mark.browser
 
@@ -293,7 +293,7 @@ def test_the_static_exports_page_runs_both_conditions(page, provider, demo_site_
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_after_a_paired_run(browser, site, provider, width):
+def test_axe_after_a_paired_run(browser, axe, site, provider, width):
     _reset(provider)
     context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     try:
@@ -304,7 +304,6 @@ def test_axe_after_a_paired_run(browser, site, provider, width):
         page.wait_for_selector("#llm-progress:has-text('Done')", timeout=60_000)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"evaluation-run-{width}.png"), full_page=True)
-        page.add_script_tag(content=AXE.read_text())
-        assert page.evaluate(RUN) == []
+        assert axe.on(page) == []
     finally:
         context.close()

@@ -17,7 +17,7 @@ import pytest
 from claimtrace.evaluation import llm as protocol
 from claimtrace.web.app import create_app
 from tests.support.fake_provider import FakeProvider
-from tests.web.conftest import AXE, RUN, serving
+from tests.web.conftest import serving
 from tests.web.test_live_rule import DIFFERING
 
 pytestmark = pytest.mark.browser
@@ -153,7 +153,7 @@ def test_the_log_page_counts_filters_reviews_and_exports_a_typed_claims_call(pag
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_on_the_live_page_with_its_answer_and_screenshots(axe_page, site, width):
+def test_axe_on_the_live_page_with_its_answer_and_screenshots(axe, axe_page, site, width):
     page = axe_page
     page.set_viewport_size({"width": width, "height": 900})
     _ask(page, site, "submission")
@@ -161,8 +161,7 @@ def test_axe_on_the_live_page_with_its_answer_and_screenshots(axe_page, site, wi
     box.screenshot(path=f"{SHOTS}/typed-opinion-box-{width}.png")
     box.scroll_into_view_if_needed()
     page.screenshot(path=f"{SHOTS}/typed-opinion-{width}.png")
-    page.add_script_tag(content=AXE.read_text())
-    assert page.evaluate(RUN) == []
+    assert axe.on(page) == []
     assert not page.problems, page.problems
 
 

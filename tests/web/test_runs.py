@@ -423,7 +423,6 @@ def test_explore_has_a_row_and_a_filter_per_run(browser, compare_server, client,
     "path", ["/compare/", "/compare/index.html", "/compare/{digest}.html", "/claim/claim-1515.html?run={digest}"]
 )
 def test_axe_finds_nothing_on_compare_pages(axe, compare_server, digest, path, width, scheme):
-
     url = compare_server + path.format(digest=digest)
     found = axe.violations(url, width, scheme)
     assert found == [], found
@@ -483,7 +482,6 @@ def test_the_compare_pages_whiskers_are_drawn_to_scale_served_and_exported(
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", ["compare/index.html", "compare/{digest}.html"])
 def test_axe_finds_nothing_on_exported_compare_pages(axe, compare_export, digest, path, width, scheme):
-
     url = (compare_export / path.format(digest=digest)).as_uri()
     found = axe.violations(url, width, scheme)
     assert found == [], found

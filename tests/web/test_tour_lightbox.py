@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from claimtrace.web.views.tour import tour_view
-from tests.web.conftest import AXE, RUN
 
 pytestmark = pytest.mark.browser
 
@@ -142,7 +141,7 @@ def test_the_arrow_keys_move_between_steps(tour_page):
     assert not page.problems, page.problems
 
 
-def _axe_with_the_dialog_open(browser, url: str, width: int, scheme: str) -> list[dict]:
+def _axe_with_the_dialog_open(browser, axe, url: str, width: int, scheme: str) -> list[dict]:
     context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True, color_scheme=scheme)
     try:
         page = context.new_page()
@@ -150,20 +149,19 @@ def _axe_with_the_dialog_open(browser, url: str, width: int, scheme: str) -> lis
         page.wait_for_selector("body[data-tour=ready]")
         page.locator("a.tour-zoom").nth(2).click()
         page.wait_for_function("document.querySelector('#tour-lightbox img').complete")
-        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
-        return page.evaluate(RUN)
+        return axe.on(page)
     finally:
         context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1280, 390])
-def test_axe_finds_nothing_with_the_dialog_open(browser, web_server, width, scheme):
-    assert _axe_with_the_dialog_open(browser, web_server + "/tour.html", width, scheme) == []
+def test_axe_finds_nothing_with_the_dialog_open(browser, axe, web_server, width, scheme):
+    assert _axe_with_the_dialog_open(browser, axe, web_server + "/tour.html", width, scheme) == []
 
 
-def test_the_exported_tour_opens_its_pictures_too(browser, demo_site_data, tmp_path):
+def test_the_exported_tour_opens_its_pictures_too(browser, axe, demo_site_data, tmp_path):
     from claimtrace.web.site import write_site
 
     write_site(None, tmp_path, site_data=demo_site_data, splits=("dev",), only=("claim-752",))
-    assert _axe_with_the_dialog_open(browser, (tmp_path / "tour.html").as_uri(), 390, "light") == []
+    assert _axe_with_the_dialog_open(browser, axe, (tmp_path / "tour.html").as_uri(), 390, "light") == []

@@ -274,7 +274,6 @@ def test_the_lstms_words_say_the_same_served_and_exported(
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("which", ["attribution", "claim"])
 def test_axe_finds_nothing_on_the_exported_attribution_pages(axe, attributed, attributed_export, which, width):
-
     claim_id = attributed.inputs("dev", "retrieved").claim_ids[0]
     path = attributed_export / ("attribution.html" if which == "attribution" else f"claim/{claim_id}.html")
     found = axe.violations(path.as_uri(), width)
