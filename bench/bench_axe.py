@@ -2,14 +2,16 @@
 (the way before) against one tab kept open from check to check (``AxeChecker``, the ``axe``
 fixture of the suite).
 
-    .venv/bin/python bench/bench_axe.py --workdir BUILD [--rounds 2]
+    .venv/bin/python bench/bench_axe.py --workdir BUILD [--rounds 2] [--rules /claim/claim-871.html]
 
 Serves the site over BUILD (a demo build, for example the suite's kept one under
 ``.pytest_cache/claimtrace-demo/``) on 127.0.0.1 and checks the same twelve pages, in both
 colour schemes, each way in turn (fresh, one tab, fresh, one tab, ... ``--rounds`` times). For
 each way it prints the wall time and the machine's CPU time per check: the whole machine's, read
 from /proc/stat, since Chromium's processes are not children this process waits for; so run it
-with nothing else running, and ``calibrate.py`` beside it. Prints one JSON summary.
+with nothing else running, and ``calibrate.py`` beside it. ``--rules PATH`` adds the wall time
+of the whole check on that page at 1280 px and of each of axe's rules run alone there, the five
+slowest. Prints one JSON summary.
 """
 
 from __future__ import annotations
@@ -50,11 +52,45 @@ def check_fresh(browser, source: str, url: str, scheme: str) -> None:
         context.close()
 
 
+#: Each of axe's rules run alone on the page (enabled ones only, as a whole check runs them): ms.
+EACH_RULE = """async () => {
+  const times = {};
+  for (const rule of axe.getRules()) {
+    if (axe._audit.rules.find(r => r.id === rule.ruleId).enabled === false) continue;
+    const start = performance.now();
+    await axe.run(document, { runOnly: { type: 'rule', values: [rule.ruleId] }, resultTypes: ['violations'] });
+    times[rule.ruleId] = performance.now() - start;
+  }
+  return times;
+}"""
+
+
+def rule_times(browser, source: str, url: str) -> dict:
+    """The whole check's wall time on ``url`` and the five slowest rules run alone (seconds)."""
+    from tests.web.conftest import RUN
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        page.add_script_tag(content=source)
+        page.evaluate(RUN)  # compiled and warm before either is timed
+        start = time.perf_counter()
+        page.evaluate(RUN)
+        whole = time.perf_counter() - start
+        each = page.evaluate(EACH_RULE)
+    finally:
+        context.close()
+    slowest = sorted(each.items(), key=lambda item: -item[1])[:5]
+    return {"whole_check_s": round(whole, 3), "slowest_rules_s": {rule: round(ms / 1e3, 3) for rule, ms in slowest}}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True, help="a build's workdir (the demo build)")
     parser.add_argument("--data", type=Path, default=None, help="the data folder (found as the CLI finds it)")
     parser.add_argument("--rounds", type=int, default=2, help="each way this many times, in turn")
+    parser.add_argument("--rules", metavar="PATH", help="also time each rule alone on this page (a site path)")
     args = parser.parse_args(argv)
 
     import httpx
@@ -88,6 +124,7 @@ def main(argv: list[str] | None = None) -> dict:
                     checker.close()
                 per_check[way].setdefault("cpu_s", []).append((machine_cpu_seconds() - cpu) / len(PAGES))
                 per_check[way].setdefault("wall_s", []).append((time.perf_counter() - wall) / len(PAGES))
+        rules = rule_times(browser, source, base + args.rules) if args.rules else None
         browser.close()
     summary = {
         "checks_per_round": len(PAGES),
@@ -96,6 +133,8 @@ def main(argv: list[str] | None = None) -> dict:
             for way, figures in per_check.items()
         },
     }
+    if rules is not None:
+        summary["rules"] = {"page": args.rules, **rules}
     print(json.dumps(summary, indent=2))
     return summary
 

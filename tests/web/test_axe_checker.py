@@ -1,7 +1,8 @@
-"""The page tests' axe-core checker (tests/web/conftest.py, ``AxeChecker``): one tab kept open from
-check to check must answer as a fresh one would, and a test's own page is checked as it stands. Each check gets its own width and colour
-scheme, what a page kept in storage is gone by the next check, and a check that fails leaves
-no broken tab behind. The pages here are written by the test, with violations put in on purpose."""
+"""The page tests' axe-core checker (tests/web/conftest.py, ``AxeChecker``). One tab kept open
+from check to check must answer as a fresh one would: each check gets its own width and colour
+scheme, what a page kept in storage is gone by the next check, and a check that fails leaves no
+broken tab behind. A test's own page is checked as the test left it. The pages here are written
+by the test, with violations put in on purpose."""
 
 from __future__ import annotations
 
